@@ -153,8 +153,8 @@ class FitResult:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         staged = {
-            "abilities.csv": self.abilities_frame().to_csv(index=False),
-            "items.csv": self.items_frame().to_csv(index=False),
+            "abilities.csv": self.abilities_frame().to_csv(index=False, float_format="%.17g"),
+            "items.csv": self.items_frame().to_csv(index=False, float_format="%.17g"),
             "fit.json": json.dumps(self.summary(), indent=2) + "\n",
         }
         tmp_paths = []
@@ -170,8 +170,8 @@ class FitResult:
         """Read a result written by :meth:`save`."""
         out = Path(out_dir)
         meta = json.loads((out / "fit.json").read_text())
-        abilities = pd.read_csv(out / "abilities.csv")
-        items = pd.read_csv(out / "items.csv")
+        abilities = pd.read_csv(out / "abilities.csv", float_precision="round_trip")
+        items = pd.read_csv(out / "items.csv", float_precision="round_trip")
         theta = pd.Series(abilities["theta"].to_numpy(), index=abilities["model"], name="theta")
         a = pd.Series(items["a"].to_numpy(), index=items["item"], name="a")
         b = pd.Series(items["b"].to_numpy(), index=items["item"], name="b")

@@ -1,0 +1,95 @@
+"""Figure 3: recovered item difficulty ``-b`` against the human difficulty level (MATH-500).
+
+``b`` is the easiness of an item (``x_ij = a_j theta_i + b_j``), so ``-b`` is
+its difficulty.  One panel for all items, then one per subject (alphabetical),
+each with one box per human-annotated level 1-5; all panels share the y axis.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from ..tables import read_table
+from .style import FIGURE_WIDTH_IN, paper_style, save_figure
+
+__all__ = ["LEVELS", "plot_item_difficulty", "caption"]
+
+#: Human-annotated difficulty levels of MATH.
+LEVELS = (1, 2, 3, 4, 5)
+
+_COLUMNS = ("item", "subject", "level", "a", "b")
+_N_COLS = 4
+
+
+def plot_item_difficulty(items, out_paths=()):
+    """Boxplots of ``-b`` by difficulty level: overall, then one panel per subject.
+
+    Parameters
+    ----------
+    items : pandas.DataFrame or path-like
+        ``results/tables/math500_items.csv`` (columns ``item, subject, level, a, b``).
+    out_paths : sequence of path-like
+        Files to write (``.pdf``/``.png``), atomically.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Axes titled ``Overall`` and then each subject.
+    """
+    name = None if isinstance(items, pd.DataFrame) else str(items)
+    items = read_table(items, _COLUMNS, name or "math500_items")
+    where = name or "math500_items"
+    bad = ~items["level"].isin(LEVELS)
+    if bad.any():
+        row = items.index[bad][0]
+        raise ValueError(f"{where}: row {row}: level {items.loc[row, 'level']!r} is not one of {LEVELS}")
+    items = items.assign(difficulty=-items["b"].astype(float), level=items["level"].astype(int))
+    subjects = sorted(items["subject"].astype(str).unique())
+    panels = [("Overall", items)] + [(s, items[items["subject"] == s]) for s in subjects]
+    n_rows = math.ceil(len(panels) / _N_COLS)
+    colors = plt.get_cmap("Blues")(np.linspace(0.2, 0.75, len(LEVELS)))
+
+    with paper_style():
+        fig, axes = plt.subplots(n_rows, _N_COLS, figsize=(FIGURE_WIDTH_IN, 1.75 * n_rows + 0.35),
+                                 sharey=True, squeeze=False)
+        for ax, (title, block) in zip(axes.flat, panels):
+            data = [block.loc[block["level"] == level, "difficulty"].dropna().to_numpy()
+                    for level in LEVELS]
+            present = [k for k, values in enumerate(data) if values.size]
+            boxes = ax.boxplot([data[k] for k in present], positions=[LEVELS[k] for k in present],
+                               widths=0.6, patch_artist=True, manage_ticks=False,
+                               medianprops={"color": "#222222", "linewidth": 1.0, "gid": "median"},
+                               whiskerprops={"color": "#444444", "linewidth": 0.8},
+                               capprops={"color": "#444444", "linewidth": 0.8},
+                               flierprops={"marker": "o", "markersize": 2.2,
+                                           "markerfacecolor": "none",
+                                           "markeredgecolor": "#555555", "markeredgewidth": 0.5})
+            for patch, k in zip(boxes["boxes"], present):
+                patch.set_facecolor(colors[k])
+                patch.set_edgecolor("#444444")
+                patch.set_linewidth(0.8)
+            for median in boxes["medians"]:
+                median.set_gid("median")
+            ax.set_xticks(LEVELS)
+            ax.set_xlim(0.4, len(LEVELS) + 0.6)
+            ax.xaxis.grid(False)
+            ax.set_title(title, fontsize=8.5)
+        for ax in axes.flat[len(panels):]:
+            ax.remove()
+        fig.supxlabel("Human-annotated difficulty level", fontsize=8.5)
+        fig.supylabel(r"Recovered difficulty $-\hat b$", fontsize=8.5)
+        fig.tight_layout(h_pad=0.6, w_pad=0.4, pad=0.2)
+        save_figure(fig, out_paths)
+    return fig
+
+
+def caption(config_summary: dict | None = None) -> str:
+    """Figure caption."""
+    return ("Distribution of the cBMM-recovered item difficulties (−b̂, b being the item "
+            "easiness) across the human-annotated difficulty levels (1–5) of MATH-500, for all "
+            "items (Overall) and for each of the seven subjects. Boxes show the quartiles, "
+            "whiskers 1.5 times the interquartile range, circles the items beyond.")

@@ -1,0 +1,73 @@
+"""Reading users' CSV/Parquet tables: clear errors, no silent repair."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cbmm.data import DataError, build_dataset, load_local, read_matrix, read_table
+from cbmm.data.matrix import summary_path
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_csv_with_missing_cells_and_label_column(tmp_path):
+    path = _write(tmp_path / "r.csv", "id,q1,name,q2\n1,0,alpha,1\n0,,beta,1\n")
+    df = load_local(path, label_column="name")
+    assert df.index.tolist() == ["alpha", "beta"] and df.columns.tolist() == ["id", "q1", "q2"]
+    np.testing.assert_array_equal(df.to_numpy(), [[1, 0, 1], [0, np.nan, 1]])
+
+
+def test_numeric_looking_labels_stay_strings(tmp_path):
+    path = _write(tmp_path / "r.csv", ",0,1\n007,1,0\n1e3,0,1\n")
+    assert read_table(path).index.tolist() == ["007", "1e3"]
+
+
+def test_duplicate_item_ids_are_refused(tmp_path):
+    path = _write(tmp_path / "r.csv", ",a,b,a\nm1,1,0,1\nm2,0,1,0\n")
+    with pytest.raises(DataError, match=r"duplicate item ids in the header: \['a'\]"):
+        read_table(path)
+
+
+def test_ragged_row_names_the_line(tmp_path):
+    path = _write(tmp_path / "r.csv", ",a,b\nm1,1,0\nm2,0\n")
+    with pytest.raises(DataError, match=r"r.csv, line 3: 2 fields, expected 3"):
+        read_table(path)
+
+
+def test_bad_value_names_file_row_and_column(tmp_path):
+    path = _write(tmp_path / "r.csv", ",a,b\nm1,1,0\nm2,0,2\n")
+    with pytest.raises(DataError, match=r"r.csv: value .*2\.0.*'m2'.*'b'"):
+        load_local(path)
+
+
+def test_empty_label_names_the_line(tmp_path):
+    path = _write(tmp_path / "r.csv", ",a,b\nm1,1,0\n,0,1\n")
+    with pytest.raises(DataError, match="line 3: empty model label"):
+        read_table(path)
+
+
+def test_signed_coding_is_converted(tmp_path):
+    path = _write(tmp_path / "r.csv", ",a,b\nm1,1,-1\nm2,0,1\n")
+    np.testing.assert_array_equal(load_local(path).to_numpy(), [[1, 0], [np.nan, 1]])
+
+
+def test_unknown_label_column_and_suffix(tmp_path):
+    path = _write(tmp_path / "r.csv", ",a\nm1,1\nm2,0\n")
+    with pytest.raises(DataError, match="no label column 'who'"):
+        read_table(path, label_column="who")
+    with pytest.raises(DataError, match="unsupported file type '.xlsx'"):
+        read_table(_write(tmp_path / "r.xlsx", "x"))
+
+
+def test_parquet_table_builds_canonical_dataset(tmp_path):
+    src = tmp_path / "in.parquet"
+    pd.DataFrame({"llm": ["a", "b", "c"], "q0": [1.0, 0.0, None], "q1": [0, 1, 1]}).to_parquet(src)
+    out = build_dataset("mine", {"source": "local", "options": {"path": str(src), "label_column": "llm"}},
+                        tmp_path / "mine.parquet", cache_dir=tmp_path / "cache")
+    df = read_matrix(out)
+    assert df.index.tolist() == ["a", "b", "c"] and df.columns.tolist() == ["q0", "q1"]
+    np.testing.assert_array_equal(df.to_numpy(), [[1, 0], [0, 1], [np.nan, 1]])
+    assert summary_path(out).name == "mine.summary.json" and summary_path(out).exists()

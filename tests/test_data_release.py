@@ -1,0 +1,108 @@
+"""Release source end to end: real download code against a local LFS stand-in."""
+
+import hashlib
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cbmm.data import ChecksumError, build_dataset, find_entry, load_registry, read_matrix
+from cbmm.data.cli import main as cli_main
+from cbmm.data.matrix import summary_path
+from data_fixtures import FileServer
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+MATH500_CSV = SHARED / "math500" / "MATH_500.csv"
+REGISTRY = ROOT / "config" / "datasets.yaml"
+
+
+def _standin_ifeval(n_models=30, seed=0) -> bytes:
+    """A small file in the release's format: LF, header ',ifeval_0,...', model names, 0/1."""
+    rng = np.random.default_rng(seed)
+    values = (rng.random((n_models, 41)) < 0.6).astype(int)
+    frame = pd.DataFrame(values, index=[f"org{i}__model-{i}" for i in range(n_models)],
+                         columns=[f"ifeval_{j}" for j in range(41)])
+    buffer = io.StringIO()
+    frame.to_csv(buffer, lineterminator="\n")
+    return buffer.getvalue().encode()
+
+
+@pytest.fixture
+def lfs():
+    with FileServer() as server:
+        yield server
+
+
+def _release(server, registry):
+    return {**registry["release"], "base_url": server.url + "/media"}
+
+
+def _serve(server, registry, name, data):
+    entry = find_entry(registry, name)
+    rel = _release(server, registry)
+    server.files[f"/media/{rel['repo']}/{rel['commit']}/{entry['options']['file']}"] = data
+    return entry, rel
+
+
+def test_registry_pins_the_manifest_hashes():
+    manifest = pd.read_csv(SHARED / "leaderboard" / "release_manifest.csv")
+    pins = dict(zip(manifest["path_in_JackQuu/cBMM@b6cb036"], manifest["lfs_sha256"]))
+    registry = load_registry(REGISTRY)
+    assert registry["release"]["repo"] == "JackQuu/cBMM" and registry["release"]["commit"] == "b6cb036"
+    assert len(registry["datasets"]) == 7
+    for name, entry in registry["datasets"].items():
+        assert entry["source"] == "release"
+        assert entry["options"]["sha256"] == pins[entry["options"]["file"]], name
+
+
+def test_math500_release_file_verified_end_to_end(lfs, tmp_path):
+    registry = load_registry(REGISTRY)
+    entry, rel = _serve(lfs, registry, "MATH_500", MATH500_CSV.read_bytes())
+    out = build_dataset("MATH_500", entry, tmp_path / "out" / "MATH_500.parquet", cache_dir=tmp_path / "cache",
+                        release=rel)
+    expected = pd.read_csv(MATH500_CSV, index_col=0)
+    got = read_matrix(out)
+    assert got.shape == (140, 500)
+    assert got.index.tolist() == expected.index.tolist()
+    assert got.columns.tolist() == [str(j) for j in range(500)]
+    np.testing.assert_array_equal(got.to_numpy(), expected.to_numpy(dtype=float))
+    summary = json.loads(summary_path(out).read_text())
+    assert (summary["n_models"], summary["n_items"], summary["missing_rate"]) == (140, 500, 0.0)
+    assert summary["provenance"]["sha256"] == hashlib.sha256(MATH500_CSV.read_bytes()).hexdigest()
+    assert summary["mean_accuracy"] == pytest.approx(expected.to_numpy().mean(), abs=1e-6)
+
+
+def test_standin_leaderboard_file_and_cli(lfs, tmp_path):
+    data = _standin_ifeval()
+    registry = {"release": {"base_url": lfs.url + "/media", "repo": "JackQuu/cBMM", "commit": "b6cb036"},
+                "datasets": {"IFEval": {"source": "release",
+                                        "options": {"file": "data/IFEval.csv",
+                                                    "sha256": hashlib.sha256(data).hexdigest(),
+                                                    "retries": 1, "backoff": 0.01, "progress": False}}}}
+    (tmp_path / "reg.yaml").write_text(json.dumps(registry))  # JSON is YAML
+    lfs.files["/media/JackQuu/cBMM/b6cb036/data/IFEval.csv"] = data
+    lfs.fail["/media/JackQuu/cBMM/b6cb036/data/IFEval.csv"] = [502]
+    out = tmp_path / "IFEval.parquet"
+    status = cli_main(["data", "build", "--name", "IFEval", "--registry", str(tmp_path / "reg.yaml"),
+                       "--out", str(out), "--cache-dir", str(tmp_path / "cache")])
+    assert status == 0
+    got = read_matrix(out)
+    expected = pd.read_csv(io.BytesIO(data), index_col=0)
+    assert got.columns.tolist() == [f"ifeval_{j}" for j in range(41)]
+    np.testing.assert_array_equal(got.to_numpy(), expected.to_numpy(dtype=float))
+
+
+def test_corrupted_release_file_fails_without_outputs(lfs, tmp_path, capsys):
+    registry = load_registry(REGISTRY)
+    corrupted = MATH500_CSV.read_bytes().replace(b"\r\n01_ai_Yi_34B_one_shot,0", b"\r\n01_ai_Yi_34B_one_shot,1", 1)
+    entry, rel = _serve(lfs, registry, "MATH_500", corrupted)
+    out = tmp_path / "out" / "MATH_500.parquet"
+    with pytest.raises(ChecksumError, match="7d067aacfed54f14"):
+        build_dataset("MATH_500", entry, out, cache_dir=tmp_path / "cache", release=rel)
+    assert not out.exists() and not summary_path(out).exists()
+    leftovers = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
+    assert leftovers == []

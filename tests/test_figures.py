@@ -1,0 +1,340 @@
+"""Figures render from small synthetic aggregated tables, with the expected panels.
+
+The synthetic tables follow the workflow's table contracts (docs/figures.md).
+Each test renders into a temporary folder, checks the files are real,
+non-empty PDF/PNG images, and checks the drawn content against values
+computed here independently (medians, speedups, NA cells, ranks).
+"""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib.image as mpimg
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.patches import Rectangle
+
+from cbmm.figures import (FIGURES, plot_discrimination, plot_item_difficulty,
+                          plot_math500_ability, plot_rankflow, plot_runtime, plot_sensitivity)
+from cbmm.figures import math500_ability, sensitivity
+from cbmm.figures.sensitivity import RUNTIME_CAP_S, STUDIES
+from cbmm.tables import rankings_table
+
+METHODS = ("mirt", "lbfgsb", "manopt", "cbmm", "pyirt")
+SUITES = {"IFEval": 541, "MuSR": 756, "GPQA": 1192, "MATH": 1324, "BBH": 5761, "MMLU_PRO": 12032}
+
+
+# ----------------------------------------------------------------- synthetic tables
+
+def sim_table(study: str, levels, *, n_rep: int = 6, seed: int = 0,
+              all_failed=(), some_failed=(), slow=()) -> pd.DataFrame:
+    """A ``sim_<study>.csv`` table with plausible metrics.
+
+    ``all_failed``/``some_failed`` hold (level, method) cells where every
+    replicate / the first two replicates failed; ``slow`` cells get runtimes
+    above the 1000 s cap.
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for level in levels:
+        for method in METHODS:
+            for rep in range(n_rep):
+                failed = (level, method) in all_failed or ((level, method) in some_failed and rep < 2)
+                metrics = {
+                    "spearman_theta": 0.98 + 0.01 * rng.random(),
+                    "spearman_a": 0.85 + 0.05 * rng.random(),
+                    "spearman_b": 0.9 + 0.05 * rng.random(),
+                    "rmse_b": 0.07 + 0.01 * rng.random(),
+                    "rel_error_x": 0.15 + 0.02 * rng.random(),
+                    "hellinger_x": 0.02 + 0.003 * rng.random(),
+                    "rel_error_x_unsquared": 0.4, "hellinger_x_released": 0.01,
+                    "recall_a": 1.0, "precision_a": 0.9 + 0.05 * rng.random(),
+                }
+                if failed:
+                    metrics = {k: np.nan for k in metrics}
+                runtime = (1500.0 + 100 * rep) if (level, method) in slow else 10 ** rng.uniform(0, 2)
+                rows.append({"study": study, "level": float(level), "method": method,
+                             "replicate": rep,
+                             "status": "failed: singular information matrix" if failed else "converged",
+                             "runtime_s": runtime, "n_iter": 50, "loss": 0.5, **metrics})
+    return pd.DataFrame(rows)
+
+
+def runtime_table(*, mirt_fails=("GPQA", "MATH", "BBH", "MMLU_PRO"), n_rep: int = 4) -> pd.DataFrame:
+    """``runtime_leaderboard.csv`` with known means: baselines 100/200/300 s x scale, cBMM 2 s x scale."""
+    rows = []
+    for k, (dataset, n_items) in enumerate(SUITES.items()):
+        scale = 1.0 + k
+        means = {"mirt": 50.0 * scale, "lbfgsb": 100.0 * scale, "manopt": 200.0 * scale,
+                 "cbmm": 2.0 * scale}
+        for method, mean in means.items():
+            for rep in range(n_rep):
+                failed = method == "mirt" and dataset in mirt_fails
+                # symmetric spread around the mean: mean stays exact
+                runtime = mean * (1 + 0.1 * (rep - (n_rep - 1) / 2))
+                rows.append({"dataset": dataset, "n_models": 2211, "n_items": n_items,
+                             "method": method, "replicate": rep,
+                             "status": "failed: EM did not converge" if failed else "converged",
+                             "runtime_s": 3.0 if failed else runtime, "n_iter": 10, "loss": 0.4})
+    return pd.DataFrame(rows)
+
+
+def math500_abilities(seed: int = 1) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    tiers = {"0-7B": (1.5, 7.0), "7-20B": (8.0, 14.0), ">20B": (32.0, 72.0)}
+    dates = pd.date_range("2023-07-13", "2025-09-08", periods=30)
+    for t, (tier, sizes) in enumerate(tiers.items()):
+        for m in range(10):
+            date = dates[(7 * m + 3 * t) % len(dates)]
+            base = rng.normal(t * 0.5, 1.0)
+            for prompt, shift in (("zero_shot", -0.2), ("one_shot", 0.2)):
+                rows.append({"row_label": f"org_model{t}{m}_{prompt}", "model": f"org/model-{t}{m}",
+                             "prompt": prompt, "params_b": sizes[m % 2], "tier": tier,
+                             "release_date": date.strftime("%Y-%m-%d"), "theta": base + shift,
+                             "accuracy": 0.5})
+    return pd.DataFrame(rows)
+
+
+SUBJECTS = ("Algebra", "Counting & Probability", "Geometry", "Intermediate Algebra",
+            "Number Theory", "Prealgebra", "Precalculus")
+
+
+def math500_items(seed: int = 2) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for j in range(350):
+        subject = SUBJECTS[j % len(SUBJECTS)]
+        level = 1 + (j // 7) % 5
+        rows.append({"item": j, "subject": subject, "level": level, "a": rng.uniform(0.2, 2),
+                     "b": -(level - 3) + rng.normal(0, 1), "accuracy": 0.5})
+    return pd.DataFrame(rows)
+
+
+def discrimination_summary() -> pd.DataFrame:
+    cv = {"MATH500": 0.48, "IFEval": 0.49, "MATH": 0.58, "MMLU_PRO": 0.95, "BBH": 0.95,
+          "GPQA": 1.13, "MuSR": 1.33}
+    return pd.DataFrame({
+        "dataset": list(cv), "n_models": [140] + [2211] * 6,
+        "n_items": [500, 541, 1324, 12032, 5761, 1192, 756], "cv_a": list(cv.values()),
+        "spearman_all": [0.99, 0.99, 0.99, 0.99, 0.98, 0.79, 0.77],
+        "spearman_top20": [0.97, 0.97, 0.99, 0.93, 0.87, 0.60, 0.42],
+    })
+
+
+def rankings(n: int, seed: int, ties: int = 0) -> pd.DataFrame:
+    """A ``rankings/<dataset>.csv`` table; the first ``ties`` pairs of models share accuracy."""
+    rng = np.random.default_rng(seed)
+    models = [f"org/m{seed}-{i:03d}" for i in range(n)]
+    accuracy = np.round(np.sort(rng.uniform(0.2, 0.8, n))[::-1], 6)
+    for k in range(ties):
+        accuracy[2 * k + 1] = accuracy[2 * k]
+    theta = accuracy * 5 + rng.normal(0, 0.15, n)
+    return rankings_table(pd.Series(theta, index=models), pd.Series(accuracy, index=models))
+
+
+# ------------------------------------------------------------------------ helpers
+
+def assert_images(paths):
+    """Every path is a non-trivial PDF or PNG; PNGs decode to a non-blank image."""
+    for path in paths:
+        assert path.is_file() and path.stat().st_size > 2000, path
+        head = path.read_bytes()[:8]
+        if path.suffix == ".pdf":
+            assert head.startswith(b"%PDF-")
+        else:
+            assert head == b"\x89PNG\r\n\x1a\n"
+            image = mpimg.imread(path)
+            assert image.shape[0] > 300 and image.shape[1] > 1000
+            assert image[..., :3].std() > 0.01  # not a blank canvas
+    leftovers = [p for p in os.listdir(paths[0].parent) if p.startswith(".")]
+    assert leftovers == []  # no temporary files left behind
+
+
+def out(tmp_path, stem):
+    return [tmp_path / f"{stem}.pdf", tmp_path / f"{stem}.png"]
+
+
+def texts_with_gid(fig, prefix):
+    return {t.get_gid(): t for ax in fig.axes for t in ax.texts
+            if t.get_gid() and t.get_gid().startswith(prefix)}
+
+
+# ---------------------------------------------------------------------- sensitivity
+
+@pytest.mark.parametrize("study", sorted(STUDIES))
+def test_every_sensitivity_study_renders_with_one_panel_per_metric(tmp_path, study):
+    table = sim_table(study, [200.0, 1000.0, 5000.0] if study.startswith("size") else [0.1, 0.3])
+    paths = out(tmp_path, study)
+    fig = plot_sensitivity(table, study, paths)
+    assert_images(paths)
+    metrics = STUDIES[study].metrics
+    assert len(fig.axes) == len(metrics)
+    assert [ax.get_ylabel() for ax in fig.axes] == [sensitivity.METRIC_LABELS[m] for m in metrics]
+    assert fig.axes[-1].get_yscale() == "log"  # runtime panel
+
+
+def test_failed_cell_is_na_not_zero_and_partial_failures_use_survivors(tmp_path):
+    levels = [0.25, 0.5, 0.75]
+    table = sim_table("temperature", levels, all_failed={(0.5, "mirt")},
+                      some_failed={(0.75, "mirt")})
+    fig = plot_sensitivity(table, "temperature", out(tmp_path, "temperature"))
+    first = fig.axes[0]  # Spearman theta
+    na = texts_with_gid(fig, "NA:")
+    # one NA label per panel, all for the failed cell, and nowhere else
+    assert set(na) == {"NA:0.5:mirt"}
+    assert sum(t.get_text() == "NA" for ax in fig.axes for t in ax.texts) == len(fig.axes)
+    # no median line (or any data) at the NA cell's position
+    x_na = na["NA:0.5:mirt"].get_position()[0]
+    assert np.isclose(x_na, 1 - 0.4 + 0.8 / 5 * 0.5)
+    xs = np.concatenate([line.get_xdata() for line in first.get_lines()])
+    assert not np.any(np.isclose(xs, x_na))
+    # partial failure: the median line is the median of the 4 successful replicates
+    survivors = table[(table.level == 0.75) & (table.method == "mirt")
+                      & (table.status == "converged")]["spearman_theta"]
+    x_partial = 2 - 0.4 + 0.8 / 5 * 0.5
+    medians = [line for line in first.get_lines()
+               if len(line.get_xdata()) == 2 and np.allclose(np.mean(line.get_xdata()), x_partial)
+               and line.get_ydata()[0] == line.get_ydata()[1]]
+    assert any(np.isclose(line.get_ydata()[0], np.median(survivors)) for line in medians)
+    failed_notes = texts_with_gid(fig, "failed:")
+    assert failed_notes["failed:0.75:mirt"].get_text() == "\N{MULTIPLICATION SIGN}2"
+
+
+def test_runtime_above_cap_is_truncated_and_marked(tmp_path):
+    table = sim_table("size_fixN", [200.0, 1000.0], slow={(1000.0, "pyirt")})
+    fig = plot_sensitivity(table, "size_fixN", out(tmp_path, "size"))
+    runtime_ax = fig.axes[-1]
+    top = max(np.max(line.get_ydata()) for line in runtime_ax.get_lines()
+              if line.get_gid() is None and len(line.get_ydata()))
+    assert top == pytest.approx(RUNTIME_CAP_S)
+    markers = [line for line in runtime_ax.get_lines() if line.get_gid() == "truncated:1000:pyirt"]
+    assert len(markers) == 1
+    assert [t.get_text() for t in runtime_ax.xaxis.get_ticklabels()] == ["200", "1k"]
+
+
+def test_sensitivity_rejects_unknown_method_and_missing_column(tmp_path):
+    table = sim_table("mcar", [0.1])
+    with pytest.raises(ValueError, match="unknown method.*'bfgs'"):
+        plot_sensitivity(table.replace({"method": {"lbfgsb": "bfgs"}}), "mcar")
+    path = tmp_path / "sim_mcar.csv"
+    table.drop(columns="hellinger_x").to_csv(path, index=False)
+    with pytest.raises(ValueError, match=r"sim_mcar.csv: missing column\(s\) \['hellinger_x'\]"):
+        plot_sensitivity(path, "mcar")
+    assert not list(tmp_path.glob("*.p*"))
+
+
+# -------------------------------------------------------------------------- runtime
+
+def test_runtime_figure_speedups_na_and_order(tmp_path):
+    table = runtime_table()
+    paths = out(tmp_path, "runtime")
+    fig = plot_runtime(table, paths)
+    assert_images(paths)
+    ax, speed_ax = fig.axes
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["IFEval", "MuSR", "GPQA", "MATH", "BBH", "MMLU-Pro"]
+    # fastest baseline: mirt (50 s x scale) where it runs, L-BFGS-B (100 s x scale) elsewhere
+    expected = [25, 25, 50, 50, 50, 50]
+    annotations = [t.get_text() for t in ax.texts if t.get_gid() == "speedup"]
+    assert annotations == [f"{e}\N{MULTIPLICATION SIGN}" for e in expected]
+    heights = [p.get_height() for p in speed_ax.patches]
+    assert heights == pytest.approx(expected)
+    na = sorted(t.get_gid() for t in ax.texts if t.get_text() == "NA")
+    assert na == sorted(f"NA:{d}:mirt" for d in ("GPQA", "MATH", "BBH", "MMLU_PRO"))
+    # failed mirt runs have a recorded runtime (3 s) that must not be drawn
+    mirt_line = next(line for line in ax.get_lines() if line.get_label() == "mirt")
+    assert np.isnan(mirt_line.get_ydata()[2:]).all()
+    assert mirt_line.get_ydata()[:2] == pytest.approx([50.0, 100.0])
+
+
+# -------------------------------------------------------------------------- MATH-500
+
+def test_math500_ability_one_point_per_model_with_highlights(tmp_path):
+    table = math500_abilities()
+    paths = out(tmp_path, "ability")
+    fig = plot_math500_ability(table, paths)
+    assert_images(paths)
+    assert len(fig.axes) == 3
+    assert [ax.get_title() for ax in fig.axes] == ["Small (0–7B)", "Medium (7–20B)", "Large (>20B)"]
+    per_model = table.groupby("model").agg(theta=("theta", "mean"), tier=("tier", "first"))
+    for ax, tier in zip(fig.axes, ("0-7B", "7-20B", ">20B")):
+        expected = per_model[per_model.tier == tier]
+        offsets = np.concatenate([c.get_offsets() for c in ax.collections])
+        assert len(offsets) == len(expected)  # one point per model, not per prompt
+        assert sorted(offsets[:, 1]) == pytest.approx(sorted(expected.theta))
+        labelled = {t.get_text().replace("\n", "") for t in ax.texts if t.get_gid() == "highlight"}
+        assert expected.theta.idxmax() in labelled
+        if tier == ">20B":
+            assert expected.theta.idxmin() in labelled
+    assert fig.axes[0].get_xlim() == fig.axes[2].get_xlim()
+
+
+def test_math500_ability_rejects_conflicting_metadata():
+    table = math500_abilities()
+    table.loc[0, "tier"] = ">20B"
+    with pytest.raises(ValueError, match="conflicting tier"):
+        math500_ability.model_abilities(table)
+
+
+def test_item_difficulty_panels_and_boxes(tmp_path):
+    items = math500_items()
+    paths = out(tmp_path, "difficulty")
+    fig = plot_item_difficulty(items, paths)
+    assert_images(paths)
+    assert [ax.get_title() for ax in fig.axes] == ["Overall", *SUBJECTS]
+    overall = fig.axes[0]
+    # medians drawn for the five levels equal the medians of -b
+    medians = [line.get_ydata()[0] for line in overall.get_lines() if line.get_gid() == "median"]
+    expected = (-items["b"]).groupby(items["level"]).median().to_numpy()
+    assert medians == pytest.approx(expected)
+
+
+def test_discrimination_two_panels_one_labelled_point_per_suite(tmp_path):
+    summary = discrimination_summary()
+    paths = out(tmp_path, "discrimination")
+    fig = plot_discrimination(summary, paths)
+    assert_images(paths)
+    assert len(fig.axes) == 2
+    for ax, column in zip(fig.axes, ("spearman_top20", "spearman_all")):
+        offsets = ax.collections[0].get_offsets()
+        assert np.asarray(offsets) == pytest.approx(summary[["cv_a", column]].to_numpy())
+        assert sorted(t.get_text() for t in ax.texts) == sorted(
+            ["MATH-500", "IFEval", "MATH", "MMLU-Pro", "BBH", "GPQA", "MuSR"])
+
+
+# -------------------------------------------------------------------------- rankflow
+
+def test_rankflow_ties_are_wider_bars_and_panels_ordered_by_cv(tmp_path):
+    tables = {"MATH": rankings(60, 1, ties=2), "MMLU_PRO": rankings(80, 2), "GPQA": rankings(120, 3)}
+    top = {"MATH": 30, "MMLU_PRO": 50, "GPQA": 90}
+    summary = discrimination_summary()
+    paths = out(tmp_path, "rankflow")
+    fig = plot_rankflow(tables, summary, paths, top=top)
+    assert_images(paths)
+    panels = [ax for ax in fig.axes if ax.get_label() == "rankflow"]
+    assert [ax.get_title().splitlines()[0] for ax in panels] == ["MATH", "MMLU-Pro", "GPQA"]
+    assert "CV($\\hat{a}$) = 0.58" in panels[0].get_title()
+    math_table = tables["MATH"]
+    shown = math_table[(math_table.accuracy_rank <= 30) & (math_table.theta_rank <= 30)]
+    bars = [p for p in panels[0].patches if isinstance(p, Rectangle) and p.get_gid()]
+    left = [p for p in bars if p.get_gid().startswith("accuracy")]
+    right = [p for p in bars if p.get_gid().startswith("theta")]
+    # one bar per distinct rank; a tie of two models is one bar twice as tall
+    assert len(left) == shown.accuracy_rank.nunique()
+    assert len(right) == shown.theta_rank.nunique()
+    heights = sorted(p.get_height() for p in left)
+    assert heights[-1] == pytest.approx(2 * heights[0])
+    assert sum(p.get_height() for p in left) == pytest.approx(len(shown))
+
+
+# ------------------------------------------------------------------ registry/captions
+
+def test_every_figure_has_a_caption_and_inputs():
+    for name, spec in FIGURES.items():
+        text = spec.caption()
+        assert isinstance(text, str) and len(text) > 60, name
+        assert spec.inputs, name
+    assert "mean of the model's zero-shot and one-shot" in FIGURES["math500_ability"].caption()

@@ -1,0 +1,184 @@
+"""cBMM iteration: MM property, KKT conditions, agreement of the engines, and
+the paper's full-matrix formulas."""
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from cbmm import initial_values, loss, loss_and_gradient
+from cbmm import _fused
+from cbmm.solver import MMOperator, mm_step_numpy, solve_cbmm
+
+
+def draw(n, j, seed=0, missing=0.0, sigma=1.0):
+    rng = np.random.default_rng(seed)
+    theta, a, b = rng.standard_normal(n), rng.uniform(0.5, 1, j), rng.normal(0, 0.5, j)
+    y = np.where(rng.random((n, j)) < expit((np.outer(theta, a) + b) / sigma), 1, -1)
+    y[rng.random((n, j)) < missing] = 0
+    y[:, (y == 0).all(axis=0)] = 1  # keep every column observed
+    return y.astype(np.int8)
+
+
+def paper_full_matrix_step(y, theta, a, b, sigma):
+    """Algorithm 1, lines 4-9, written with dense matrices (no missing entries)."""
+    x = np.outer(theta, a) + b
+    y_tilde = x + 4 * sigma * y * expit(-y * x / sigma)
+    r = y_tilde - b[None, :]
+    a_new = np.maximum(0.0, r.T @ theta / (theta @ theta))
+    b_new = (y_tilde - np.outer(theta, a_new)).T @ np.ones(len(theta)) / len(theta)
+    theta_new = (y_tilde - b_new[None, :]) @ a_new / (a_new @ a_new)
+    return theta_new, a_new, b_new
+
+
+@pytest.mark.parametrize("sigma", [1.0, 0.3])
+def test_masked_updates_equal_paper_formulas_when_fully_observed(sigma):
+    y = draw(40, 25, seed=1, sigma=sigma)
+    theta, a, b = initial_values(40, 25, seed=3, sigma=sigma)
+    expected = paper_full_matrix_step(y, theta, a, b, sigma)
+    value, *got = mm_step_numpy(y, theta, a, b, sigma)
+    assert value == pytest.approx(loss(theta, a, b, y, sigma), rel=1e-12)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+
+
+def test_masked_a_step_is_the_nnls_minimiser_over_observed_rows():
+    y = draw(30, 12, seed=2, missing=0.4)
+    theta, a, b = initial_values(30, 12, seed=5)
+    sigma = 1.0
+    x = np.outer(theta, a) + b
+    y_tilde = x + 4 * sigma * y * expit(-y * x / sigma)
+    _, _, a_new, _ = mm_step_numpy(y, theta, a, b, sigma)
+    for j in range(12):
+        obs = y[:, j] != 0
+        residual = y_tilde[obs, j] - b[j]
+        grid = np.linspace(0, 3, 30001)
+        objective = ((theta[obs, None] * grid[None, :] - residual[:, None]) ** 2).sum(axis=0)
+        assert abs(a_new[j] - grid[np.argmin(objective)]) <= 1e-4
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.6])
+@pytest.mark.parametrize("engine,precision", [("numpy", "float64"), ("fused", "float64")])
+def test_loss_never_increases(missing, engine, precision):
+    y = draw(120, 80, seed=4, missing=missing)
+    theta, a, b = initial_values(120, 80, seed=0, init_scale=3.0)
+    out = solve_cbmm(y, theta, a, b, tol=1e-12, max_iter=300, engine=engine,
+                     precision=precision)
+    history = np.array(out.loss_history)
+    assert len(history) > 50
+    assert np.all(np.diff(history) <= 1e-9 * history[:-1])
+
+
+def test_loss_decreases_on_random_unstructured_data():
+    rng = np.random.default_rng(9)
+    y = np.where(rng.random((60, 50)) < 0.5, 1, -1).astype(np.int8)
+    y[rng.random(y.shape) < 0.3] = 0
+    theta, a, b = initial_values(60, 50, seed=1)
+    out = solve_cbmm(y, theta, a, b, tol=1e-12, max_iter=200, precision="float64")
+    assert np.all(np.diff(out.loss_history) <= 1e-9 * np.array(out.loss_history[:-1]))
+
+
+def finite_difference_gradient(f, x, h=1e-6):
+    grad = np.empty_like(x)
+    for k in range(x.size):
+        step = np.zeros_like(x)
+        step[k] = h
+        grad[k] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+
+
+def test_gradient_matches_finite_differences():
+    y = draw(15, 10, seed=6, missing=0.3)
+    theta, a, b = initial_values(15, 10, seed=2)
+    sigma = 0.7
+    _, g_theta, g_a, g_b = loss_and_gradient(theta, a, b, y, sigma)
+    np.testing.assert_allclose(
+        g_theta, finite_difference_gradient(lambda t: loss(t, a, b, y, sigma), theta),
+        rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        g_a, finite_difference_gradient(lambda v: loss(theta, v, b, y, sigma), a),
+        rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        g_b, finite_difference_gradient(lambda v: loss(theta, a, v, y, sigma), b),
+        rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "fused"])
+def test_kkt_conditions_at_convergence(engine):
+    y = draw(150, 60, seed=7, missing=0.2)
+    # two items carry no signal, so their a should sit on the bound a = 0
+    rng = np.random.default_rng(0)
+    y[:, :2] = np.where(rng.random((150, 2)) < 0.5, 1, -1) * (y[:, :2] != 0)
+    theta, a, b = initial_values(150, 60, seed=1)
+    out = solve_cbmm(y, theta, a, b, tol=1e-10, max_iter=200000, engine=engine,
+                     precision="float64", accelerate="squarem")
+    assert out.status == "converged"
+    value, g_theta, g_a, g_b = loss_and_gradient(out.theta, out.a, out.b, y)
+    scale = np.abs(y).sum()  # gradient entries are sums of O(1) terms
+    assert np.all(out.a >= 0)
+    assert np.max(np.abs(g_theta)) < 1e-4 * np.sqrt(scale)
+    assert np.max(np.abs(g_b)) < 1e-4 * np.sqrt(scale)
+    assert np.all(g_a > -1e-4 * np.sqrt(scale))
+    assert np.max(np.abs(out.a * g_a)) < 1e-4 * np.sqrt(scale)
+    assert np.any(out.a == 0)  # the constraint is active somewhere
+
+
+@pytest.mark.parametrize("precision,rtol", [("float64", 1e-9), ("float32", 1e-5)])
+@pytest.mark.parametrize("missing", [0.0, 0.5])
+def test_fused_engine_agrees_with_numpy_reference(precision, rtol, missing):
+    y = draw(90, 70, seed=8, missing=missing)
+    theta, a, b = initial_values(90, 70, seed=4, init_scale=2.0)
+    reference = MMOperator(y, engine="numpy")
+    fused = MMOperator(y, engine="fused", precision=precision)
+    for _ in range(5):
+        expected = reference.step(theta, a, b)
+        got = fused.step(theta, a, b)
+        assert got[0] == pytest.approx(expected[0], rel=rtol)
+        for g, e in zip(got[1:], expected[1:]):
+            np.testing.assert_allclose(g, e, rtol=1e-4 if precision == "float32" else 1e-6,
+                                       atol=1e-5 if precision == "float32" else 1e-7)
+        theta, a, b = expected[1:]
+
+
+@pytest.mark.parametrize("dtype,rtol", [(np.float64, 2e-15), (np.float32, 5e-7)])
+def test_elementwise_exp_log1p_accuracy(dtype, rtol):
+    x = np.concatenate([np.linspace(-45, 45, 20001), [0.0, 1e-9, -1e-9]]).astype(dtype)
+    for sign in (1, -1):
+        y = np.full(x.shape, sign, dtype=np.int8)
+        w, softplus = np.empty_like(x), np.empty_like(x)
+        _fused.elementwise(y, x, 1.0, w, softplus)
+        z = -sign * x.astype(np.float64)
+        np.testing.assert_allclose(w, sign * expit(z), rtol=rtol, atol=5e-18)
+        np.testing.assert_allclose(softplus, np.logaddexp(0.0, z), rtol=rtol, atol=5e-18)
+
+
+def test_items_with_zero_discrimination_or_no_signal_give_finite_values():
+    y = draw(50, 20, seed=10)
+    y[:, 0] = 1  # all-correct item: b_0 drifts upward, a_0 -> 0
+    theta, a, b = initial_values(50, 20, seed=0)
+    a[3] = 0.0
+    for engine in ("numpy", "fused"):
+        out = solve_cbmm(y, theta, a, b, tol=1e-8, max_iter=500, engine=engine)
+        assert np.isfinite(out.theta).all() and np.isfinite(out.a).all()
+        assert np.isfinite(out.b).all()
+
+
+def test_squarem_reaches_a_lower_loss_with_fewer_sweeps():
+    y = draw(300, 200, seed=11)
+    theta, a, b = initial_values(300, 200, seed=0)
+    plain = solve_cbmm(y, theta, a, b, tol=1e-9, max_iter=20000, precision="float64")
+    fast = solve_cbmm(y, theta, a, b, tol=1e-9, max_iter=20000, precision="float64",
+                      accelerate="squarem")
+    assert fast.status == "converged"
+    assert fast.loss_history[-1] <= plain.loss_history[-1] * (1 + 1e-9)
+    assert fast.n_iter < plain.n_iter
+    assert np.all(np.diff(fast.loss_history) <= 1e-9 * np.array(fast.loss_history[:-1]))
+
+
+def test_max_iter_and_history_bookkeeping():
+    y = draw(40, 30, seed=12)
+    theta, a, b = initial_values(40, 30, seed=0)
+    out = solve_cbmm(y, theta, a, b, tol=1e-15, max_iter=7, precision="float64")
+    assert out.status == "max_iter"
+    assert out.n_iter == 7
+    assert len(out.loss_history) == 8  # the start and after each iteration
+    assert out.loss_history[-1] == pytest.approx(loss(out.theta, out.a, out.b, y), rel=1e-12)

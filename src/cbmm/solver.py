@@ -276,6 +276,7 @@ def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     if not record_times:
         out.info.pop("time_history", None)
     out.info.update(setup_s=start - setup_start, engine=engine, accelerate=accelerate or "none",
+                    threads=getattr(op, "n_threads", 1),
                     precision=precision if engine == "fused" else "float64")
     return out
 

@@ -99,6 +99,8 @@ def test_bad_input_labels_in_message():
     ({"sigma": 0}, "sigma"), ({"sigma": -1.0}, "sigma"), ({"tol": 0}, "tol"),
     ({"init_scale": 0}, "init_scale"), ({"max_iter": 0}, "max_iter"),
     ({"method": "nope"}, "unknown method 'nope'"), ({"bogus_option": 1}, "bogus_option"),
+    ({"accelerate": "anderson"}, "accelerate"), ({"precision": "half"}, "precision"),
+    ({"engine": "gpu"}, "engine"),
 ])
 def test_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=name):

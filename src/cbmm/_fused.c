@@ -69,6 +69,9 @@ typedef void (*mask_rows_fn)(const int8_t *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
 typedef void (*theta_rows_fn)(const int8_t *, const float *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
                               const double *, const double *, const double *, const double *,
                               const double *, double, int, double, double, double, double *);
+typedef double (*gradient_rows_fn)(const int8_t *, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                                   const double *, const double *, const double *, double,
+                                   double *, double *, double *, double *);
 typedef void (*elementwise64_fn)(const int8_t *, const double *, double, double *, double *,
                                  Py_ssize_t);
 typedef void (*elementwise32_fn)(const int8_t *, const float *, float, float *, float *,
@@ -77,6 +80,7 @@ static column_rows64_fn column_rows64 = column_rows64_generic;
 static column_rows32_fn column_rows32 = column_rows32_generic;
 static mask_rows_fn mask_rows = mask_rows_generic;
 static theta_rows_fn theta_rows = theta_rows_generic;
+static gradient_rows_fn gradient_rows = gradient_rows_generic;
 static elementwise64_fn elementwise64 = elementwise64_generic;
 static elementwise32_fn elementwise32 = elementwise32_generic;
 static const char *kernel_target = "generic";
@@ -90,6 +94,7 @@ static void select_kernels(void)
         column_rows32 = column_rows32_avx2;
         mask_rows = mask_rows_avx2;
         theta_rows = theta_rows_avx2;
+        gradient_rows = gradient_rows_avx2;
         elementwise64 = elementwise64_avx2;
         elementwise32 = elementwise32_avx2;
         kernel_target = "avx2+fma";
@@ -238,6 +243,49 @@ static PyObject *py_row_pass(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *py_loss_gradient(PyObject *self, PyObject *args)
+{
+    PyObject *oy, *otheta, *oa, *ob, *owork, *ogt, *oga, *ogb, *oloss;
+    Py_ssize_t n, j, n_chunks;
+    double inv_sigma;
+    if (!PyArg_ParseTuple(args, "OnnOOOdnOOOOO", &oy, &n, &j, &otheta, &oa, &ob, &inv_sigma,
+                          &n_chunks, &owork, &ogt, &oga, &ogb, &oloss))
+        return NULL;
+    if (n_chunks < 1) {
+        PyErr_SetString(PyExc_ValueError, "n_chunks must be >= 1");
+        return NULL;
+    }
+    Buffer b[9];
+    memset(b, 0, sizeof b);
+    if (get_buffer(oy, &b[0], "y", 'b', n * j, 0) < 0
+        || get_buffer(otheta, &b[1], "theta", 'd', n, 0) < 0
+        || get_buffer(oa, &b[2], "a", 'd', j, 0) < 0 || get_buffer(ob, &b[3], "b", 'd', j, 0) < 0
+        || get_buffer(owork, &b[4], "work", 'd', n_chunks * j, 1) < 0
+        || get_buffer(ogt, &b[5], "grad_theta", 'd', n, 1) < 0
+        || get_buffer(oga, &b[6], "acc_ga", 'd', n_chunks * j, 1) < 0
+        || get_buffer(ogb, &b[7], "acc_gb", 'd', n_chunks * j, 1) < 0
+        || get_buffer(oloss, &b[8], "loss_parts", 'd', n_chunks, 1) < 0) {
+        release(b, 9);
+        return NULL;
+    }
+    double *work = b[4].view.buf, *ga = b[6].view.buf, *gb = b[7].view.buf;
+    double *loss = b[8].view.buf;
+    Py_ssize_t per = (n + n_chunks - 1) / n_chunks;
+    Py_BEGIN_ALLOW_THREADS
+#pragma omp parallel for num_threads(n_chunks) if (n_chunks > 1) schedule(static, 1)
+    for (Py_ssize_t c = 0; c < n_chunks; c++) {
+        Py_ssize_t r0 = c * per, r1 = (c + 1) * per < n ? (c + 1) * per : n;
+        memset(ga + c * j, 0, j * sizeof(double));
+        memset(gb + c * j, 0, j * sizeof(double));
+        loss[c] = gradient_rows(b[0].view.buf, j, r0, r1, b[1].view.buf, b[2].view.buf,
+                                b[3].view.buf, inv_sigma, work + c * j, b[5].view.buf,
+                                ga + c * j, gb + c * j);
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 9);
+    Py_RETURN_NONE;
+}
+
 /* elementwise(y, x, inv_sigma, w_out, softplus_out): the per-entry math on 1-D
  * arrays, in the precision of x ('d' or 'f'); exposed for the tests. */
 static PyObject *py_elementwise(PyObject *self, PyObject *args)
@@ -280,6 +328,10 @@ static PyMethodDef methods[] = {
     {"row_pass", py_row_pass, METH_VARARGS,
      "row_pass(y, n, j, w_store, theta, a, b, a_new, b_new, four_sigma, masked, aa_full, "
      "ba_full, a2_full, theta_out, n_threads)\n\nThe theta-step of one cBMM iteration."},
+    {"loss_gradient", py_loss_gradient, METH_VARARGS,
+     "loss_gradient(y, n, j, theta, a, b, inv_sigma, n_chunks, work, grad_theta, acc_ga, "
+     "acc_gb, loss_parts)\n\nLoss (3) and its gradient in one pass (double precision); "
+     "per-chunk parts of the a and b gradients and of the loss."},
     {"elementwise", py_elementwise, METH_VARARGS,
      "elementwise(y, x, inv_sigma, w_out, softplus_out)\n\nPer-entry w and softplus (tests)."},
     {NULL, NULL, 0, NULL}};

@@ -158,3 +158,37 @@ static void KERNEL(elementwise32)(const int8_t *y, const float *x, float inv_sig
     for (Py_ssize_t k = 0; k < n; k++)
         KERNEL(entry32)(y[k], x[k], inv_sigma, w + k, softplus + k);
 }
+
+/* Loss (3) and its gradient over rows [r0, r1) (double precision; the
+ * gradient baselines need accurate line searches).  With
+ * G_ij = -(y_ij / sigma) expit(z_ij): grad_theta_i = sum_j G_ij a_j is written,
+ * G^T theta and G^T 1 are added into ga, gb; g_row is a J-vector of scratch. */
+static double KERNEL(gradient_rows)(const int8_t *y, Py_ssize_t j, Py_ssize_t r0, Py_ssize_t r1,
+                                    const double *theta, const double *a, const double *b,
+                                    double inv_sigma, double *g_row, double *grad_theta,
+                                    double *ga, double *gb)
+{
+    double total = 0.0;
+    for (Py_ssize_t i = r0; i < r1; i++) {
+        const int8_t *row = y + i * j;
+        const double ti = theta[i];
+        double part = 0.0, gt = 0.0;
+        _Pragma("omp simd reduction(+ : part, gt)") for (Py_ssize_t k = 0; k < j; k++)
+        {
+            double w, softplus;
+            KERNEL(entry64)(row[k], ti * a[k] + b[k], inv_sigma, &w, &softplus);
+            double g = -w * inv_sigma;
+            g_row[k] = g;
+            gt += g * a[k];
+            part += row[k] != 0 ? softplus : 0.0;
+        }
+        grad_theta[i] = gt;
+        total += part;
+        _Pragma("omp simd") for (Py_ssize_t k = 0; k < j; k++)
+        {
+            ga[k] += ti * g_row[k];
+            gb[k] += g_row[k];
+        }
+    }
+    return total;
+}

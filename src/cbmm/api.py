@@ -136,6 +136,8 @@ def _check_options(spec, options):
     if unknown:
         raise ValueError(f"method {spec.name!r} has no option(s) {unknown}; "
                          f"its options are {sorted(accepted)}")
+    if spec.check_options is not None:
+        spec.check_options(**options)
 
 
 def _failed_output(exc, wall_start, n, j):

@@ -7,7 +7,10 @@ A method is a solver function with the signature ::
 where ``y`` is the int8 +-1/0 matrix and ``(theta0, a0, b0)`` the shared start
 from :func:`cbmm.initialization.initial_values`, plus an ``availability``
 callable that raises :class:`MethodUnavailableError` (saying what to install)
-when the method's software is missing.  Solvers import their heavy libraries
+when the method's software is missing, and optionally a ``check_options``
+callable (same keyword options as ``solve``) that raises ``ValueError`` for bad
+option values before any work starts; an error inside ``solve`` itself is a
+failed fit, not bad input.  Solvers import their heavy libraries
 lazily so that ``import cbmm`` stays cheap.
 """
 
@@ -31,6 +34,7 @@ class Method:
     solve: Callable
     availability: Callable[[], None]
     description: str = ""
+    check_options: Callable[..., None] | None = None
 
 
 _METHODS: dict[str, Method] = {}
@@ -42,10 +46,12 @@ def _always_available() -> None:
 
 def register_method(name: str, solve: Callable, *, label: str | None = None,
                     availability: Callable[[], None] | None = None,
-                    description: str = "") -> Method:
+                    description: str = "",
+                    check_options: Callable[..., None] | None = None) -> Method:
     """Register ``solve`` under ``name`` (replacing an earlier registration)."""
     method = Method(name=name, label=label or name, solve=solve,
-                    availability=availability or _always_available, description=description)
+                    availability=availability or _always_available, description=description,
+                    check_options=check_options)
     _METHODS[name] = method
     return method
 

@@ -1,0 +1,273 @@
+"""Manopt baseline: pymanopt conjugate gradient plus the paper's post-hoc proximal step.
+
+Stage 1 (vanilla Manopt).  Riemannian conjugate gradient (pymanopt's
+``ConjugateGradient``: Hestenes-Stiefel rule, adaptive line search, its
+defaults) over the product ``Euclidean(N) x Euclidean(J) x Euclidean(J)`` of
+``(theta, a, b)`` without the constraint, on loss (3) with the hand-written
+Euclidean gradient (numpy backend; loss and gradient come from one fused
+pass, cached so the line search's cost call and the following gradient call
+at the accepted point share it).
+
+Stopping rule.  pymanopt has no relative-cost test, so a subclass adds the
+paper's one: stop as soon as ``|f_k - f_{k-1}| / |f_{k-1}| < tol`` between
+consecutive CG iterates.  pymanopt's own tests stay active as safeguards:
+gradient norm < 1e-6 and line-search step < 1e-10 (its defaults; both mean
+no further progress and are reported as converged), ``max_iterations`` so
+that at most ``max_iter`` CG steps are taken; its 1000-second time limit is
+removed.
+
+Stage 2 (post-hoc proximal gradient, the paper's appendix).  With theta
+fixed at the CG solution, iterate ::
+
+    b <- b - eta * grad_b l
+    a <- max(0, a - eta * (grad_a l + lambda))
+
+from the CG solution until the relative change of ``l + lambda * sum(a)``
+is < tol (at most ``max_iter`` steps).  Defaults: ``lambda = 0`` (no
+sparsity: the constrained maximum-likelihood problem every other method
+solves) and ``eta = 1 / L`` with ``L`` the Lipschitz constant of the
+``(a, b)``-gradient for fixed theta, which makes every step a descent step:
+the loss separates over items and item j's Hessian is bounded by
+``(1 / (4 sigma^2)) sum_{i in Omega_j} [theta_i^2, theta_i; theta_i, 1]``, so
+``L = max_j`` of that 2 x 2 matrix's largest eigenvalue.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..registry import register_method
+from ..result import SolverOutput
+from ._objective import Objective
+from ._software import require_python_modules
+
+__all__ = ["solve", "proximal_gradient", "lipschitz_item_block", "availability"]
+
+
+def availability() -> None:
+    """Raise :class:`~cbmm.MethodUnavailableError` if pymanopt is missing."""
+    require_python_modules("manopt", ["pymanopt"])
+
+
+def lipschitz_item_block(theta, observed, sigma):
+    """Lipschitz constant of the ``(a, b)``-gradient of loss (3) at fixed theta.
+
+    Parameters
+    ----------
+    theta : ndarray (N,)
+    observed : ndarray of bool (N, J)
+        The observed set Omega.
+    sigma : float
+
+    Returns
+    -------
+    float
+        ``max_j lambda_max(M_j) / (4 sigma^2)`` with
+        ``M_j = sum_{i in Omega_j} [theta_i^2, theta_i; theta_i, 1]``.
+    """
+    mask = observed.astype(np.float64)
+    s2 = theta ** 2 @ mask
+    s1 = theta @ mask
+    s0 = mask.sum(axis=0)
+    # largest eigenvalue of [[s2, s1], [s1, s0]]
+    lam = 0.5 * (s2 + s0) + np.sqrt(0.25 * (s2 - s0) ** 2 + s1 ** 2)
+    return float(lam.max()) / (4.0 * sigma ** 2)
+
+
+def proximal_gradient(objective, theta, a, b, *, step, sparsity, tol, max_iter, start=None):
+    """The paper's post-hoc proximal-gradient stage on ``(a, b)`` at fixed theta.
+
+    Parameters
+    ----------
+    objective : Objective
+    theta, a, b : ndarray
+        Fixed abilities and the starting item parameters.
+    step : float
+        Step size eta.
+    sparsity : float
+        lambda >= 0, the l1 weight on ``a``.
+    tol : float
+        Stop when the relative change of ``l + lambda * sum(a)`` is < tol.
+    max_iter : int
+        Maximum number of steps.
+    start : float, optional
+        ``time.perf_counter()`` origin of the returned step times.
+
+    Returns
+    -------
+    a, b : ndarray
+    history : list of float
+        Loss (3) at the start and after each step.
+    times : list of float
+        Seconds since ``start`` after each step (empty without ``start``).
+    n_steps : int
+    converged : bool
+    """
+    value, _, g_a, g_b = objective.loss_and_gradient(theta, a, b)
+    history, times = [value], []
+    penalised = value + sparsity * a.sum()
+    for n_steps in range(1, max_iter + 1):
+        b = b - step * g_b
+        a = np.maximum(0.0, a - step * (g_a + sparsity))
+        value, _, g_a, g_b = objective.loss_and_gradient(theta, a, b)
+        history.append(value)
+        if start is not None:
+            times.append(time.perf_counter() - start)
+        previous, penalised = penalised, value + sparsity * a.sum()
+        if not np.isfinite(penalised):
+            return a, b, history, times, n_steps, False
+        if abs(penalised - previous) < tol * abs(previous):
+            return a, b, history, times, n_steps, True
+    return a, b, history, times, max_iter, False
+
+
+class _CostGradientCache:
+    """Loss and gradient at the most recent point, shared by pymanopt's cost and gradient calls."""
+
+    def __init__(self, objective):
+        self.objective = objective
+        self.point = None
+        self.value = None
+
+    def __call__(self, theta, a, b):
+        if self.point is None or not all(np.array_equal(u, v) for u, v in
+                                         zip(self.point, (theta, a, b), strict=True)):
+            self.value = self.objective.loss_and_gradient(theta, a, b)
+            self.point = (theta.copy(), a.copy(), b.copy())
+        return self.value
+
+
+def _relative_cost_cg(tol, start):
+    """pymanopt ConjugateGradient with the paper's relative-cost stopping test added."""
+    from pymanopt.optimizers import ConjugateGradient
+
+    class RelativeCostConjugateGradient(ConjugateGradient):
+        # pymanopt logs (iteration, cost) right before testing its stopping
+        # criteria at every iteration; both hooks are extended, not replaced.
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.costs, self.times = [], []
+
+        def _add_log_entry(self, *, iteration, point, cost, **kwargs):
+            self.costs.append(float(cost))
+            self.times.append(time.perf_counter() - start)
+            super()._add_log_entry(iteration=iteration, point=point, cost=cost, **kwargs)
+
+        def _check_stopping_criterion(self, **kwargs):
+            if not np.isfinite(self.costs[-1]):
+                return "failed: non-finite cost"
+            if len(self.costs) > 1 and (abs(self.costs[-1] - self.costs[-2])
+                                        < tol * abs(self.costs[-2])):
+                return f"relative cost change < tol = {tol:g}"
+            return super()._check_stopping_criterion(**kwargs)
+
+    return RelativeCostConjugateGradient
+
+
+def check_options(step_size=None, sparsity=0.0):
+    """Reject bad option values before a fit starts."""
+    if not sparsity >= 0:
+        raise ValueError(f"manopt option sparsity (lambda) must be >= 0, got {sparsity!r}")
+    if step_size is not None and not step_size > 0:
+        raise ValueError(f"manopt option step_size (eta) must be > 0, got {step_size!r}")
+
+
+def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, step_size=None,
+          sparsity=0.0):
+    """Conjugate gradient on loss (3), then the post-hoc proximal step enforcing ``a >= 0``.
+
+    Parameters
+    ----------
+    y : ndarray of int8 (N, J)
+        Responses in the +-1/0 coding.
+    theta0, a0, b0 : ndarray
+        Shared starting point.
+    sigma, tol, max_iter
+        Temperature, relative-cost tolerance, limit on CG iterations (and on
+        proximal steps).
+    seed : ignored
+        Both stages are deterministic.
+    step_size : float, optional
+        Proximal step eta; default ``1 / L`` (:func:`lipschitz_item_block`).
+    sparsity : float
+        Proximal l1 weight lambda on ``a`` (default 0).
+
+    Returns
+    -------
+    SolverOutput
+        ``n_iter`` counts CG iterations; ``loss_history`` and
+        ``info["time_history"]`` cover both stages (the proximal stage's
+        entries follow the CG ones; ``info["prox_steps"]`` of them).
+    """
+    import pymanopt
+    from pymanopt.manifolds import Euclidean, Product
+
+    check_options(step_size=step_size, sparsity=sparsity)
+
+    setup = time.perf_counter()
+    objective = Objective(y, sigma)
+    n, j = objective.shape
+    theta0, a0, b0 = (np.array(v, dtype=float) for v in (theta0, a0, b0))
+    objective.loss_and_gradient(theta0, a0, b0)  # compile / load the kernel
+    setup_evaluations = objective.evaluations
+    manifold = Product([Euclidean(n), Euclidean(j), Euclidean(j)])
+    cached = _CostGradientCache(objective)
+
+    @pymanopt.function.numpy(manifold)
+    def cost(theta, a, b):
+        return cached(theta, a, b)[0]
+
+    @pymanopt.function.numpy(manifold)
+    def euclidean_gradient(theta, a, b):
+        return cached(theta, a, b)[1:]
+
+    problem = pymanopt.Problem(manifold, cost, euclidean_gradient=euclidean_gradient)
+    setup_s = time.perf_counter() - setup
+
+    start = time.perf_counter()
+    # pymanopt counts the start as iteration 1: max_iter + 1 allows max_iter CG steps
+    optimizer = _relative_cost_cg(tol, start)(max_iterations=max_iter + 1, max_time=np.inf,
+                                               verbosity=0, log_verbosity=0)
+    result = optimizer.run(problem, initial_point=[theta0, a0, b0])
+    theta, a_cg, b_cg = (np.asarray(v, dtype=float) for v in result.point)
+    reason = result.stopping_criterion
+    history, times = list(optimizer.costs), list(optimizer.times)
+    n_cg = result.iterations - 1
+    if reason.startswith("failed") or not np.isfinite(result.cost):
+        return _failed(f"failed: Manopt conjugate gradient: {reason}", n, j, history, n_cg,
+                       time.perf_counter() - start, setup_s, times)
+
+    eta = step_size or 1.0 / lipschitz_item_block(theta, objective.y != 0, sigma)
+    a, b, prox_history, prox_times, prox_steps, prox_converged = proximal_gradient(
+        objective, theta, a_cg, b_cg, step=eta, sparsity=sparsity, tol=tol, max_iter=max_iter,
+        start=start)
+    runtime = time.perf_counter() - start
+    history += prox_history[1:]
+    times += prox_times
+    if not np.isfinite(history[-1]):
+        return _failed("failed: Manopt proximal step: non-finite loss", n, j, history, n_cg,
+                       runtime, setup_s, times)
+    cg_hit_limit = reason.startswith("Terminated - max iterations")
+    status = "max_iter" if cg_hit_limit or not prox_converged else "converged"
+    return SolverOutput(
+        theta=theta, a=a, b=b, loss_history=history, n_iter=n_cg, status=status,
+        runtime_s=runtime,
+        info={"time_history": times, "setup_s": setup_s, "stopping_criterion": reason,
+              "prox_steps": prox_steps, "prox_step_size": eta, "prox_sparsity": sparsity,
+              "negative_a_before_prox": int(np.count_nonzero(a_cg < 0)),
+              "n_evaluations": objective.evaluations - setup_evaluations})
+
+
+def _failed(status, n, j, history, n_iter, runtime, setup_s, times):
+    nan = np.full(j, np.nan)
+    return SolverOutput(theta=np.full(n, np.nan), a=nan, b=nan.copy(), loss_history=history,
+                        n_iter=n_iter, status=status, runtime_s=runtime,
+                        info={"time_history": times, "setup_s": setup_s})
+
+
+register_method("manopt", solve, label="Manopt", availability=availability,
+                check_options=check_options,
+                description="pymanopt conjugate gradient + post-hoc proximal step for a >= 0; "
+                            "options: step_size (eta), sparsity (lambda)")

@@ -1,0 +1,193 @@
+"""mirt baseline: EM for the unidimensional 2PL in R's mirt package, through rpy2.
+
+The call follows the paper's appendix ("EM algorithm for mirt")::
+
+    mirt(Y, 1, itemtype = "2PL", pars = <start>, optimizer = "L-BFGS-B",
+         TOL = tol, technical = list(NCYCLES = max_iter), verbose = FALSE)
+    fscores(fit, method = "EAP")
+
+* Parametrisation.  mirt's logit is ``a1 * theta + d`` with the prior
+  ``theta ~ N(0, 1)``; ours is ``x / sigma = (a theta + b) / sigma``, so
+  ``a = sigma * a1`` and ``b = sigma * d``, and theta is the EAP score
+  under the same N(0, 1) prior.
+* Start and constraint.  The ``pars = "values"`` table is edited: slopes
+  start at ``a1 = a0 / sigma``, intercepts at ``d = b0 / sigma`` (the shared
+  initial values), and the slopes get the lower bound 0, which the M-step's
+  L-BFGS-B enforces.  ``theta0`` is not used: EM integrates theta out.
+* Stopping.  mirt's ``TOL`` bounds the largest absolute change of the item
+  parameters between EM cycles (not the relative loss change); the paper sets
+  it to 1e-4, and ``NCYCLES`` to 1000.  ``status`` is mirt's own convergence
+  flag.
+* Failures.  An R error (e.g. "items have only one response category",
+  singular information) becomes ``status = "failed: mirt: <R message>"``:
+  the paper's NA.  R's console output is captured (``info["r_output"]``),
+  warnings collected in ``info["r_warnings"]``.
+* Timing.  ``runtime_s`` is R's elapsed time of ``mirt()`` plus ``fscores()``;
+  starting R and loading mirt happen in the availability check, converting
+  the data and building the start table are ``info["setup_s"]``.
+
+mirt has no per-cycle loss (3), so ``loss_history`` is empty;
+``info["marginal_loglik"]`` is mirt's final marginal log-likelihood.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import numpy as np
+
+from ..registry import MethodUnavailableError, register_method
+from ..result import SolverOutput
+from ._software import DROP_HINT, require_python_modules
+
+__all__ = ["solve", "availability", "R_INSTALL"]
+
+#: Command that installs the R package.
+R_INSTALL = "R -e 'install.packages(\"mirt\")'"
+
+# Defined once per R session.  Returns either list(error = message) or the
+# fitted parameters; warnings are collected, never printed.
+_R_FIT = r"""
+function(Y, a1_start, d_start, tol, ncycles) {
+    warnings <- character(0)
+    collect <- function(w) {
+        warnings <<- c(warnings, conditionMessage(w))
+        invokeRestart("muffleWarning")
+    }
+    run <- function() {
+        colnames(Y) <- paste0("item", seq_len(ncol(Y)))
+        values <- mirt::mirt(Y, 1, itemtype = "2PL", pars = "values", verbose = FALSE)
+        slope <- values$name == "a1"
+        values$value[slope] <- a1_start
+        values$value[values$name == "d"] <- d_start
+        values$lbound[slope] <- 0
+        started <- proc.time()[["elapsed"]]
+        fit <- mirt::mirt(Y, 1, itemtype = "2PL", pars = values, optimizer = "L-BFGS-B",
+                          TOL = tol, technical = list(NCYCLES = ncycles), verbose = FALSE)
+        theta <- mirt::fscores(fit, method = "EAP")[, 1]
+        elapsed <- proc.time()[["elapsed"]] - started
+        items <- mirt::coef(fit, simplify = TRUE)$items
+        list(a1 = unname(items[, "a1"]), d = unname(items[, "d"]), theta = unname(theta),
+             converged = isTRUE(mirt::extract.mirt(fit, "converged")),
+             iterations = as.integer(mirt::extract.mirt(fit, "iterations")),
+             loglik = as.numeric(mirt::extract.mirt(fit, "logLik")),
+             elapsed = elapsed)
+    }
+    out <- tryCatch(withCallingHandlers(run(), warning = collect),
+                    error = function(e) list(error = conditionMessage(e)))
+    out$warnings <- warnings
+    out
+}
+"""
+
+_FIT_FUNCTION = None
+
+
+def availability() -> None:
+    """Raise :class:`~cbmm.MethodUnavailableError` unless rpy2, R and the R package mirt work.
+
+    Also starts R and loads mirt, so that neither counts in ``runtime_s``.
+    """
+    require_python_modules("mirt", ["rpy2"], install="pip install 'rpy2>=3.5,<3.6'")
+    try:
+        import rpy2.robjects as ro
+    except Exception as exc:  # rpy2 raises various errors when R itself is missing
+        raise MethodUnavailableError(
+            f"method 'mirt' could not start R through rpy2 ({exc}). Install R "
+            "(e.g. apt-get install r-base) and then: pip install 'rpy2>=3.5,<3.6' ; "
+            + DROP_HINT.format(method="mirt")) from exc
+    if not ro.r('isTRUE(suppressWarnings(requireNamespace("mirt", quietly = TRUE)))')[0]:
+        paths = ", ".join(ro.r(".libPaths()"))
+        raise MethodUnavailableError(
+            f"method 'mirt' needs the R package mirt, which is not installed in R's "
+            f"library path ({paths}). Install it with: {R_INSTALL} ; "
+            + DROP_HINT.format(method="mirt"))
+
+
+@contextlib.contextmanager
+def _captured_r_console(lines):
+    """Route R's console output (stdout and stderr) into ``lines`` instead of the terminal."""
+    from rpy2.rinterface_lib import callbacks
+
+    saved = callbacks.consolewrite_print, callbacks.consolewrite_warnerror
+    callbacks.consolewrite_print = callbacks.consolewrite_warnerror = lines.append
+    try:
+        yield
+    finally:
+        callbacks.consolewrite_print, callbacks.consolewrite_warnerror = saved
+
+
+def _r_fit_function():
+    global _FIT_FUNCTION
+    if _FIT_FUNCTION is None:
+        import rpy2.robjects as ro
+        _FIT_FUNCTION = ro.r(_R_FIT)
+    return _FIT_FUNCTION
+
+
+def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None):
+    """Fit the 2PL by mirt's EM (L-BFGS-B M-step, slopes >= 0), abilities by EAP.
+
+    Parameters
+    ----------
+    y : ndarray of int8 (N, J)
+        Responses in the +-1/0 coding (0 = missing, passed to R as NA).
+    theta0, a0, b0 : ndarray
+        Shared starting point (``theta0`` unused: EM integrates theta out).
+    sigma, tol, max_iter
+        Temperature, mirt ``TOL``, mirt ``NCYCLES``.
+    seed : int, optional
+        Seeds R's generator (``set.seed``); mirt's EM with fixed quadrature is
+        deterministic, so this only matters for reproducibility of any
+        internal random draws.
+
+    Returns
+    -------
+    SolverOutput
+        ``status`` is ``"converged"``/``"max_iter"`` from mirt's flag, or
+        ``"failed: mirt: <message>"`` when R raised an error.
+    """
+    import rpy2.robjects as ro
+    from rpy2.robjects import default_converter, numpy2ri
+    from rpy2.robjects.conversion import localconverter
+
+    setup = time.perf_counter()
+    n, j = y.shape
+    responses = np.where(y == 0, np.nan, (y > 0).astype(np.float64))
+    with localconverter(default_converter + numpy2ri.converter) as cv:
+        r_responses = cv.py2rpy(responses)
+        r_a1 = cv.py2rpy(np.asarray(a0, dtype=float) / sigma)
+        r_d = cv.py2rpy(np.asarray(b0, dtype=float) / sigma)
+    r_responses = ro.r("function(Y) { Y[is.nan(Y)] <- NA; Y }")(r_responses)
+    fit_function = _r_fit_function()
+    if isinstance(seed, (int, np.integer)):
+        ro.r["set.seed"](int(seed))
+    setup_s = time.perf_counter() - setup
+
+    console = []
+    wall = time.perf_counter()
+    with _captured_r_console(console):
+        out = fit_function(r_responses, r_a1, r_d, float(tol), int(max_iter))
+    wall = time.perf_counter() - wall
+    result = dict(zip(out.names, out, strict=True))
+    info = {"setup_s": setup_s, "r_warnings": list(result["warnings"]),
+            "r_output": "".join(console), "TOL": tol, "NCYCLES": max_iter}
+    if "error" in result:
+        message = " ".join(str(result["error"][0]).split())
+        nan = np.full(j, np.nan)
+        return SolverOutput(theta=np.full(n, np.nan), a=nan, b=nan.copy(), loss_history=[],
+                            n_iter=0, status=f"failed: mirt: {message}", runtime_s=wall,
+                            info=info)
+    info["marginal_loglik"] = float(result["loglik"][0])
+    return SolverOutput(
+        theta=np.asarray(result["theta"], dtype=float),
+        a=sigma * np.asarray(result["a1"], dtype=float),
+        b=sigma * np.asarray(result["d"], dtype=float),
+        loss_history=[], n_iter=int(result["iterations"][0]),
+        status="converged" if bool(result["converged"][0]) else "max_iter",
+        runtime_s=float(result["elapsed"][0]), info=info)
+
+
+register_method("mirt", solve, label="mirt", availability=availability,
+                description="R mirt: EM for the 2PL (L-BFGS-B M-step, a >= 0), EAP abilities")

@@ -1,0 +1,310 @@
+"""The baselines behind cbmm.fit: L-BFGS-B, Manopt, py-irt and mirt.
+
+Truth comes from simulation (Spearman recovery), from a tightly converged
+cBMM fit (same objective), from finite differences (gradients) and from
+closed forms (parametrisation maps, Lipschitz constant).  Tests that need R's
+mirt skip with the reason when it is not installed.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+from scipy.special import expit
+from scipy.stats import spearmanr
+
+import cbmm
+from cbmm.methods._objective import Objective
+from cbmm.methods.manopt import lipschitz_item_block, proximal_gradient
+from cbmm.methods.pyirt import to_cbmm_parameters
+
+
+def simulate(n, j, *, sigma=1.0, missing=0.0, seed=0):
+    """theta ~ N(0,1), a ~ U(0.5,1), b ~ N(0,0.5^2), y ~ Bernoulli(expit((theta a + b)/sigma))."""
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(n)
+    a = rng.uniform(0.5, 1.0, j)
+    b = rng.normal(0.0, 0.5, j)
+    y = (rng.random((n, j)) < expit((np.outer(theta, a) + b) / sigma)).astype(float)
+    y[rng.random((n, j)) < missing] = np.nan
+    return y, theta, a, b
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return simulate(500, 200, seed=2024)
+
+
+@pytest.fixture(scope="module")
+def tight_cbmm(problem):
+    y = problem[0]
+    return cbmm.fit(y, "cbmm", tol=1e-10, max_iter=100000, accelerate="squarem")
+
+
+def _method_available(name):
+    try:
+        cbmm.check_methods([name])
+    except cbmm.MethodUnavailableError as exc:
+        return " ".join(str(exc).split())
+    return None
+
+
+def _needs(name):
+    reason = _method_available(name)
+    return pytest.mark.skipif(reason is not None, reason=f"{name} not installed: {reason}")
+
+
+def _recovery(result, theta, a):
+    return spearmanr(result.theta, theta)[0], spearmanr(result.a, a)[0]
+
+
+# ---------------------------------------------------------------------------
+# Shared objective (used by L-BFGS-B and Manopt)
+# ---------------------------------------------------------------------------
+
+def test_objective_matches_the_cross_entropy_and_finite_differences():
+    y01, *_ = simulate(40, 15, sigma=0.7, missing=0.2, seed=3)
+    y = cbmm.as_responses(y01).y
+    rng = np.random.default_rng(1)
+    theta, a, b = rng.standard_normal(40), rng.uniform(0.2, 2, 15), rng.standard_normal(15)
+    value, g_theta, g_a, g_b = Objective(y, 0.7).loss_and_gradient(theta, a, b)
+
+    p = expit((np.outer(theta, a) + b) / 0.7)
+    seen = ~np.isnan(y01)
+    gamma = np.nan_to_num(y01)
+    expected = -np.sum((gamma * np.log(p) + (1 - gamma) * np.log1p(-p))[seen])
+    assert value == pytest.approx(expected, rel=1e-12)
+
+    x = np.concatenate([theta, a, b])
+    grad = np.concatenate([g_theta, g_a, g_b])
+
+    def f(v):
+        return Objective(y, 0.7).loss_and_gradient(v[:40], v[40:55], v[55:])[0]
+
+    h = 1e-6
+    numeric = np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-6)
+
+
+def test_lipschitz_constant_is_exact_where_the_logistic_curvature_peaks():
+    # At a = b = 0 every p_ij = 1/2, so item j's Hessian in (a_j, b_j) equals
+    # the bound M_j / (4 sigma^2): L must be its largest eigenvalue.
+    y01, *_ = simulate(30, 6, missing=0.3, seed=5)
+    y = cbmm.as_responses(y01).y
+    sigma = 0.8
+    theta = np.random.default_rng(2).standard_normal(30)
+    objective = Objective(y, sigma)
+    h = 1e-5
+    largest = 0.0
+    for item in range(6):
+        hessian = np.empty((2, 2))
+        for col, which in enumerate(("a", "b")):
+            grads = []
+            for sign in (1, -1):
+                a, b = np.zeros(6), np.zeros(6)
+                (a if which == "a" else b)[item] = sign * h
+                _, _, g_a, g_b = objective.loss_and_gradient(theta, a, b)
+                grads.append(np.array([g_a[item], g_b[item]]))
+            hessian[:, col] = (grads[0] - grads[1]) / (2 * h)
+        largest = max(largest, np.linalg.eigvalsh(hessian).max())
+    assert lipschitz_item_block(theta, y != 0, sigma) == pytest.approx(largest, rel=1e-6)
+
+
+def test_proximal_gradient_enforces_nonnegativity_and_descends():
+    y01, theta, *_ = simulate(200, 30, seed=7)
+    y = cbmm.as_responses(y01).y
+    rng = np.random.default_rng(0)
+    a0, b0 = rng.normal(0, 1, 30), rng.normal(0, 1, 30)  # about half the slopes negative
+    objective = Objective(y, 1.0)
+    step = 1.0 / lipschitz_item_block(theta, y != 0, 1.0)
+    a, b, history, times, steps, converged = proximal_gradient(
+        objective, theta, a0, b0, step=step, sparsity=0.0, tol=1e-8, max_iter=5000, start=0.0)
+    assert (a >= 0).all() and (a0 < 0).any()
+    assert converged and steps == len(history) - 1 == len(times)
+    assert np.all(np.diff(history) <= 1e-9 * history[0])  # monotone (step = 1/L)
+    # with an l1 weight the slopes shrink
+    a_sparse, *_ = proximal_gradient(objective, theta, a0, b0, step=step, sparsity=20.0,
+                                     tol=1e-8, max_iter=5000)
+    assert a_sparse.sum() < a.sum() and np.count_nonzero(a_sparse == 0) > np.count_nonzero(a == 0)
+
+
+# ---------------------------------------------------------------------------
+# L-BFGS-B and Manopt
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=_needs("manopt"))])
+def test_gradient_baselines_recover_truth_and_reach_the_cbmm_optimum(method, problem,
+                                                                      tight_cbmm):
+    y, theta, a, _ = problem
+    result = cbmm.fit(y, method)
+    assert result.status == "converged"
+    rho_theta, rho_a = _recovery(result, theta, a)
+    assert rho_theta >= 0.95 and rho_a >= 0.6
+    assert abs(result.loss - tight_cbmm.loss) <= 1e-3 * tight_cbmm.loss
+    assert np.all(np.asarray(result.a) >= 0)
+    # the shared start went in, and the history is the method's own sequence
+    theta0, a0, b0 = cbmm.initial_values(*y.shape, seed=0)
+    y_pm = cbmm.as_responses(y).y
+    assert result.loss_history[0] == pytest.approx(cbmm.loss(theta0, a0, b0, y_pm), rel=1e-10)
+    assert len(result.info["time_history"]) == len(result.loss_history)
+    # stopped exactly when the relative loss change first fell below tol
+    history = np.array(result.loss_history[:result.n_iter + 1])
+    changes = np.abs(np.diff(history)) / history[:-1]
+    assert changes[-1] <= 1e-4 and np.all(changes[:-1] > 1e-4)
+
+
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=_needs("manopt"))])
+def test_gradient_baselines_stop_at_max_iter(method, problem):
+    result = cbmm.fit(problem[0], method, max_iter=2)
+    assert result.status == "max_iter" and result.n_iter == 2
+
+
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=_needs("manopt"))])
+def test_negative_discrimination_is_clamped_at_zero(method):
+    y, *_ = simulate(300, 40, seed=11)
+    y[:, 0] = 1 - y[:, 0]  # item 0 is answered better by weaker models: unconstrained a_0 < 0
+    result = cbmm.fit(y, method)
+    assert not result.failed
+    a = np.asarray(result.a)
+    assert (a >= 0).all() and a[0] == pytest.approx(0.0, abs=1e-6)
+    if method == "manopt":
+        assert result.info["negative_a_before_prox"] >= 1 and result.info["prox_steps"] >= 1
+
+
+@_needs("manopt")
+def test_manopt_options_are_validated(problem):
+    # bad option values are bad input (ValueError), checked before the fit starts
+    with pytest.raises(ValueError, match=r"sparsity \(lambda\) must be >= 0"):
+        cbmm.fit(problem[0], "manopt", sparsity=-1.0)
+    with pytest.raises(ValueError, match=r"step_size \(eta\) must be > 0"):
+        cbmm.fit(problem[0], "manopt", step_size=0.0)
+
+
+# ---------------------------------------------------------------------------
+# py-irt
+# ---------------------------------------------------------------------------
+
+def test_pyirt_parametrisation_maps_to_the_same_logits():
+    rng = np.random.default_rng(0)
+    ability, diff, disc = rng.standard_normal(7), rng.standard_normal(5), rng.uniform(0.1, 3, 5)
+    sigma = 1.7
+    theta, a, b = to_cbmm_parameters(ability, diff, disc, sigma)
+    np.testing.assert_allclose((np.outer(theta, a) + b) / sigma,
+                               disc * (ability[:, None] - diff), rtol=1e-12, atol=1e-12)
+
+
+@_needs("pyirt")
+def test_pyirt_starts_from_the_shared_start_quietly_and_reproducibly(tmp_path, monkeypatch,
+                                                                     capfd):
+    import torch
+
+    monkeypatch.chdir(tmp_path)
+    y, *_ = simulate(60, 25, sigma=1.3, missing=0.1, seed=4)
+    torch_state = torch.random.get_rng_state()
+    first = cbmm.fit(y, "pyirt", sigma=1.3, max_iter=15, seed=3)
+    again = cbmm.fit(y, "pyirt", sigma=1.3, max_iter=15, seed=3)
+    other = cbmm.fit(y, "pyirt", sigma=1.3, max_iter=15, seed=4)
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    assert list(tmp_path.iterdir()) == []
+    assert torch.equal(torch.random.get_rng_state(), torch_state)
+
+    assert first.n_iter == 15 and len(first.loss_history) == 16
+    theta0, a0, b0 = cbmm.initial_values(60, 25, seed=3, sigma=1.3)
+    start = cbmm.loss(theta0, a0, b0, cbmm.as_responses(y).y, 1.3)
+    assert first.loss_history[0] == pytest.approx(start, rel=1e-5)  # float32 inside py-irt
+    assert first.loss_history[-1] == pytest.approx(first.loss, rel=1e-9)
+    np.testing.assert_array_equal(first.theta, again.theta)
+    assert not np.array_equal(first.theta, other.theta)
+
+
+@pytest.mark.slow
+@_needs("pyirt")
+def test_pyirt_recovers_truth(problem):
+    y, theta, a, _ = problem
+    result = cbmm.fit(y, "pyirt", max_iter=500)  # half the paper's budget keeps CI short
+    assert result.n_iter == 500 and not result.failed
+    rho_theta, rho_a = _recovery(result, theta, a)
+    # py-irt is known to be weaker on the discriminations (the paper's finding)
+    assert rho_theta >= 0.95 and rho_a >= 0.4
+
+
+# ---------------------------------------------------------------------------
+# mirt
+# ---------------------------------------------------------------------------
+
+@_needs("mirt")
+def test_mirt_recovers_truth_on_the_sigma_scale():
+    sigma = 1.5
+    y, theta, a, _ = simulate(500, 200, sigma=sigma, missing=0.05, seed=2024)
+    result = cbmm.fit(y, "mirt", sigma=sigma)
+    reference = cbmm.fit(y, "cbmm", sigma=sigma, tol=1e-8, max_iter=100000,
+                         accelerate="squarem")
+    assert result.status == "converged" and 0 < result.n_iter < 1000
+    rho_theta, rho_a = _recovery(result, theta, a)
+    assert rho_theta >= 0.95 and rho_a >= 0.6
+    # a = sigma * a1: same scale as the joint MLE (a wrong map would be off by 1.5x)
+    ratio = np.median(np.asarray(result.a) / np.asarray(reference.a))
+    assert 0.8 < ratio < 1.2
+    assert abs(result.loss - reference.loss) <= 1e-3 * reference.loss
+    assert result.info["r_output"] == ""
+
+
+@_needs("mirt")
+def test_mirt_error_becomes_a_failed_result_with_its_message():
+    y, *_ = simulate(100, 10, seed=1)
+    y[:, 3] = 1.0
+    with pytest.warns(cbmm.DegenerateDataWarning):
+        result = cbmm.fit(y, "mirt")
+    assert result.failed
+    assert result.status.startswith("failed: mirt: ")
+    assert "only one response category" in result.status
+    assert np.isnan(result.theta).all() and np.isnan(result.a).all() and np.isnan(result.loss)
+
+
+# ---------------------------------------------------------------------------
+# Missing software
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("method, module, install", [
+    ("manopt", "pymanopt", "pip install"),
+    ("pyirt", "py_irt.training", "pip install"),
+    ("mirt", "rpy2", "pip install 'rpy2>=3.5,<3.6'"),
+])
+def test_missing_software_gives_a_clear_error(method, module, install, monkeypatch):
+    y, *_ = simulate(20, 5, seed=0)
+    monkeypatch.setitem(sys.modules, module, None)  # import of the library now fails
+    with pytest.raises(cbmm.MethodUnavailableError) as fit_error:
+        cbmm.fit(y, method)
+    with pytest.raises(cbmm.MethodUnavailableError) as check_error:
+        cbmm.check_methods(["lbfgsb", method])
+    for message in (str(fit_error.value), str(check_error.value)):
+        assert module in message and install in message
+        assert "config/config.yaml" in message
+    assert "lbfgsb" not in str(check_error.value)
+
+
+def test_missing_r_package_mirt_names_the_r_install_command(tmp_path):
+    import importlib.util
+    import os
+    import subprocess
+
+    if importlib.util.find_spec("rpy2") is None:
+        pytest.skip("rpy2 not installed: the R side cannot be checked")
+    empty = tmp_path / "rlib"
+    empty.mkdir()
+    env = {**os.environ, "R_LIBS_USER": str(empty), "R_LIBS": str(empty)}
+    probe = subprocess.run(
+        [sys.executable, "-c", "import cbmm\ntry:\n    cbmm.check_methods(['mirt'])\n"
+         "except cbmm.MethodUnavailableError as e:\n    print(e)\nelse:\n    print('FOUND')"],
+        env=env, capture_output=True, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    if "FOUND" in probe.stdout:
+        pytest.skip("mirt is installed in R's site/system library: its absence cannot be "
+                    "simulated through R_LIBS_USER")
+    if "R package mirt" not in probe.stdout:
+        pytest.skip(f"R itself is unavailable here: {probe.stdout.strip()}")
+    assert "install.packages(\"mirt\")" in probe.stdout
+    assert "config/config.yaml" in probe.stdout

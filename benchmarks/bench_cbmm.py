@@ -12,8 +12,8 @@ into int8, row block by row block), fits them with ``cbmm.fit`` and reports
   converged accelerated fit), read off the loss and time histories;
 * optionally (``--reference``) the plain NumPy reference engine.
 
-BLAS is pinned to one thread (the fused engine uses its own threads: all
-cores this process may use).  Run ``python benchmarks/bench_cbmm.py --help``.
+BLAS is pinned to one thread; the fused passes use ``--threads`` cores (all
+this process may use by default).  Run ``python benchmarks/bench_cbmm.py --help``.
 """
 
 from __future__ import annotations
@@ -92,16 +92,22 @@ def main(argv=None):
                              "target (default 1e-6)")
     parser.add_argument("--reference", action="store_true",
                         help="also time the plain NumPy reference engine")
+    parser.add_argument("--threads", type=int, default=0,
+                        help="cores for the fused passes (default: all this process may use)")
     parser.add_argument("--json", action="store_true", help="print JSON lines only")
     parser.add_argument("--worker", nargs=2, type=int, metavar=("N", "J"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(*args.worker, args.seed, args.target_gap, args.reference)
         return
-    # single-threaded BLAS; the fused passes set their own thread count
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    # single-threaded BLAS; the fused passes use --threads cores (OMP_NUM_THREADS)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if args.threads:
+        env["OMP_NUM_THREADS"] = str(args.threads)
+    else:
+        env.pop("OMP_NUM_THREADS", None)
     header = (f"{'shape':>12} {'cBMM s':>8} {'iter':>5} {'gap':>8} {'SQUAREM s':>9} {'iter':>5} "
-              f"{'gap':>8} {'plain->tgt s':>12} {'SQ->tgt s':>10} {'peak RSS MB':>11}"
+              f"{'gap':>8} {'plain->tgt s':>12} {'SQ->tgt s':>10} {'peak RSS MB':>11} {'thr':>3}"
               + (f" {'NumPy s':>8}" if args.reference else ""))
     if not args.json:
         print(f"cbmm on fully observed simulated matrices (seed {args.seed}); gap = final loss "
@@ -120,7 +126,8 @@ def main(argv=None):
         line = (f"{row['shape']:>12} {row['cbmm_s']:8.3f} {row['cbmm_iter']:5d} "
                 f"{row['cbmm_gap']:8.1e} {row['squarem_s']:9.3f} {row['squarem_iter']:5d} "
                 f"{row['squarem_gap']:8.1e} {row['plain_to_target_s']:12.2f} "
-                f"{row['squarem_to_target_s']:10.2f} {row['peak_rss_mb']:11.0f}")
+                f"{row['squarem_to_target_s']:10.2f} {row['peak_rss_mb']:11.0f} "
+                f"{row['threads']:3d}")
         if args.reference:
             line += f" {row['numpy_s']:8.2f}"
         print(line, flush=True)

@@ -206,11 +206,17 @@ class MMOperator:
 
 
 def available_cores() -> int:
-    """Cores this process may run on (respects affinity masks, e.g. from SLURM)."""
+    """Cores the fused passes may use: the CPUs this process may run on
+    (affinity, e.g. set by SLURM), capped by ``OMP_NUM_THREADS`` when set (the
+    workflow sets it to a job's ``threads``)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if limit.isdigit() and int(limit) > 0:
+        cores = min(cores, int(limit))
+    return max(1, cores)
 
 
 def _relative_change(previous, current):

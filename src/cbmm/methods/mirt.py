@@ -33,6 +33,7 @@ mirt has no per-cycle loss (3), so ``loss_history`` is empty;
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 
 import numpy as np
@@ -84,6 +85,23 @@ function(Y, a1_start, d_start, tol, ncycles) {
 _FIT_FUNCTION = None
 
 
+def _start_r():
+    """Import ``rpy2.robjects`` (starting R) without leaking R's environment.
+
+    Starting R makes rpy2 put R's ``LD_LIBRARY_PATH`` (and friends) into
+    ``os.environ``; every Python started from this process afterwards (a
+    Snakemake job, a test's subprocess) then fails to load its own ``_ssl``.
+    R is loaded by then and no longer needs them, so they are restored.
+    """
+    before = dict(os.environ)
+    import rpy2.robjects as ro
+
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
+    return ro
+
+
 def availability() -> None:
     """Raise :class:`~cbmm.MethodUnavailableError` unless rpy2, R and the R package mirt work.
 
@@ -91,7 +109,7 @@ def availability() -> None:
     """
     require_python_modules("mirt", ["rpy2"], install="pip install 'rpy2>=3.5,<3.6'")
     try:
-        import rpy2.robjects as ro
+        ro = _start_r()
     except Exception as exc:  # rpy2 raises various errors when R itself is missing
         raise MethodUnavailableError(
             f"method 'mirt' could not start R through rpy2 ({exc}). Install R "
@@ -121,8 +139,7 @@ def _captured_r_console(lines):
 def _r_fit_function():
     global _FIT_FUNCTION
     if _FIT_FUNCTION is None:
-        import rpy2.robjects as ro
-        _FIT_FUNCTION = ro.r(_R_FIT)
+        _FIT_FUNCTION = _start_r().r(_R_FIT)
     return _FIT_FUNCTION
 
 
@@ -148,7 +165,7 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None):
         ``status`` is ``"converged"``/``"max_iter"`` from mirt's flag, or
         ``"failed: mirt: <message>"`` when R raised an error.
     """
-    import rpy2.robjects as ro
+    ro = _start_r()
     from rpy2.robjects import default_converter, numpy2ri
     from rpy2.robjects.conversion import localconverter
 

@@ -1,0 +1,60 @@
+"""MATH-500 tables for the ability and difficulty figures (rule math500_tables).
+
+math500_abilities.csv: row_label, model, prompt, params_b, release_date, tier, theta, accuracy
+(one row per matrix row, i.e. per model and prompt style).
+math500_items.csv: item, subject, level, a, b, accuracy (column j of the matrix is item j).
+Every matrix row and column must have its metadata; a gap stops the job naming it.
+"""
+
+import json
+import os
+import sys
+
+# This checkout's scripts and cbmm package, whichever Python runs the job
+# (the project's virtualenv or a rule's conda environment).
+sys.path[:0] = [snakemake.scriptdir,  # noqa: F821
+                os.path.join(snakemake.scriptdir, os.pardir, os.pardir, "src")]  # noqa: F821
+
+import cbmm  # noqa: E402
+import pandas as pd  # noqa: E402
+from cbmm.data import read_matrix  # noqa: E402
+
+from helpers import start_log, write_csv  # noqa: E402
+
+
+def require_all(keys, known, what, source):
+    missing = [k for k in keys if k not in set(known)]
+    if missing:
+        raise ValueError(f"{source}: no {what} for {len(missing)} of {len(keys)} entries of the "
+                         f"matrix, e.g. {missing[:5]}")
+
+
+log = start_log(snakemake.log[0], job="math500_tables")  # noqa: F821
+inp, out = snakemake.input, snakemake.output  # noqa: F821
+fit = json.loads(open(inp.fit).read())
+if fit["status"].startswith("failed"):
+    raise RuntimeError(f"{inp.fit}: the MATH-500 fit failed ({fit['status']})")
+responses = cbmm.as_responses(read_matrix(inp.matrix), source=inp.matrix)
+row_labels = [str(v) for v in responses.row_labels]
+col_labels = [str(v) for v in responses.col_labels]
+
+models = pd.read_csv(inp.models, dtype={"row_label": str})
+require_all(row_labels, models["row_label"], "model metadata", inp.models)
+abilities = pd.read_csv(inp.abilities, dtype={"model": str}).set_index("model")["theta"]
+table = models.set_index("row_label").loc[row_labels,
+                                          ["model", "prompt", "params_b", "release_date", "tier"]]
+table.insert(0, "row_label", row_labels)
+table["theta"] = abilities.loc[row_labels].to_numpy()
+table["accuracy"] = responses.accuracy(axis=1)
+write_csv(table.reset_index(drop=True), out.abilities)
+
+meta = pd.read_csv(inp.items_meta, dtype={"item": str})
+require_all(col_labels, meta["item"], "item metadata", inp.items_meta)
+params = pd.read_csv(inp.item_params, dtype={"item": str}).set_index("item")
+items = meta.set_index("item").loc[col_labels, ["subject", "level"]]
+items.insert(0, "item", col_labels)
+items["a"] = params.loc[col_labels, "a"].to_numpy()
+items["b"] = params.loc[col_labels, "b"].to_numpy()
+items["accuracy"] = responses.accuracy(axis=0)
+write_csv(items.reset_index(drop=True), out.item_table)
+log.info("%d models x prompts, %d items", len(table), len(items))

@@ -64,7 +64,7 @@ def _fit_in_child(conn, responses, method, sigma, seed):
 
 def fit_with_timeout(responses, method, sigma, seed, timeout):
     """Run one fit in a child process; ``None`` if it exceeds ``timeout`` seconds."""
-    ctx = mp.get_context("spawn")  # torch, numba threads and embedded R are not fork-safe
+    ctx = mp.get_context("spawn")  # torch, OpenMP threads and embedded R are not fork-safe
     parent, child = ctx.Pipe(duplex=False)
     process = ctx.Process(target=_fit_in_child, args=(child, responses, method, sigma, seed))
     process.start()

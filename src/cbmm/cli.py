@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._atomic import atomic_path
+
 __all__ = ["main", "read_response_table"]
 
 EXIT_BAD_INPUT = 2
@@ -102,12 +104,10 @@ def _simulate_command(args) -> None:
     sim = simulate(args.n_models, args.n_items, sigma=args.sigma, sparsity=args.sparsity,
                    missing=args.missing, missing_rate=args.missing_rate, seed=args.seed)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     table = pd.DataFrame(sim.responses, index=[f"model_{i}" for i in range(args.n_models)],
                          columns=[f"item_{j}" for j in range(args.n_items)])
-    tmp = out.with_name(f".{out.name}.tmp")
-    table.to_csv(tmp, index_label="model", float_format="%.0f")
-    tmp.replace(out)
+    with atomic_path(out) as tmp:
+        table.to_csv(tmp, index_label="model", float_format="%.0f")
     if args.truth:
         truth = Path(args.truth)
         np.savez(truth, theta=sim.theta, a=sim.a, b=sim.b, sigma=sim.sigma)

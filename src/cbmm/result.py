@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ._atomic import atomic_path
 
 __all__ = ["SolverOutput", "FitResult", "canonicalize"]
 
@@ -151,19 +154,15 @@ class FitResult:
         crash leaves no partial output.
         """
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         staged = {
             "abilities.csv": self.abilities_frame().to_csv(index=False, float_format="%.17g"),
             "items.csv": self.items_frame().to_csv(index=False, float_format="%.17g"),
             "fit.json": json.dumps(self.summary(), indent=2) + "\n",
         }
-        tmp_paths = []
-        for name, text in staged.items():
-            tmp = out / f".{name}.tmp"
-            tmp.write_text(text)
-            tmp_paths.append((tmp, out / name))
-        for tmp, final in tmp_paths:
-            tmp.replace(final)
+        # every file is renamed into place only once all of them are written
+        with contextlib.ExitStack() as stack:
+            for name, text in staged.items():
+                stack.enter_context(atomic_path(out / name)).write_text(text)
 
     @classmethod
     def load(cls, out_dir) -> "FitResult":

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 from scipy.special import expit
+
+from ._atomic import atomic_path
 
 __all__ = ["Simulation", "simulate", "mar_intercept", "MISSING_PATTERNS"]
 
@@ -67,13 +68,10 @@ class Simulation:
 
     def save(self, path) -> None:
         """Write a compressed ``.npz`` (responses as int8 with -1 = missing), atomically."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
         coded = np.where(np.isnan(self.responses), -1, self.responses).astype(np.int8)
-        tmp = path.with_name(f".{path.name}.tmp.npz")
-        np.savez_compressed(tmp, responses=coded, theta=self.theta, a=self.a, b=self.b,
-                            sigma=self.sigma, design=json.dumps(self.design))
-        tmp.replace(path)
+        with atomic_path(path, suffix=".npz") as tmp:
+            np.savez_compressed(tmp, responses=coded, theta=self.theta, a=self.a, b=self.b,
+                                sigma=self.sigma, design=json.dumps(self.design))
 
     @classmethod
     def load(cls, path) -> "Simulation":

@@ -39,7 +39,6 @@ import time
 import numpy as np
 from scipy.special import expit
 
-from .model import loss as reference_loss
 from .model import row_blocks
 from .result import SolverOutput
 

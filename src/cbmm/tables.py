@@ -10,14 +10,14 @@ file name and the expected columns.
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
+
+from ._atomic import atomic_path
 
 __all__ = [
     "read_table", "failed_mask", "write_csv", "write_text",
@@ -130,17 +130,9 @@ def failed_mask(status: pd.Series) -> pd.Series:
 
 
 def _atomic_write(path, write) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return Path(path)
 
 
 def write_csv(table: pd.DataFrame, path) -> Path:

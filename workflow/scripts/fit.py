@@ -8,8 +8,8 @@ true temperature) or a real response matrix (``input.matrix``; fitted at
 import os
 import sys
 
-# One core per fit, as in the paper: keep BLAS/OpenMP/numba pools at the job's threads.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+# One core per fit, as in the paper: BLAS and cbmm's OpenMP passes use the job's threads.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = str(snakemake.threads)  # noqa: F821
 # This checkout's scripts and cbmm package, whichever Python runs the job
 # (the project's virtualenv or a rule's conda environment).

@@ -1,4 +1,5 @@
-"""Small utilities shared by the workflow scripts: logging and atomic writes.
+"""Small utilities shared by the workflow scripts: logging and atomic writes
+(through :func:`cbmm._atomic.atomic_path`).
 
 The scripts run under Snakemake's ``script:`` directive; each adds
 ``snakemake.scriptdir`` to ``sys.path`` to import this module.
@@ -6,17 +7,17 @@ The scripts run under Snakemake's ``script:`` directive; each adds
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
 import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
-__all__ = ["start_log", "atomic_path", "write_json", "write_csv", "json_safe"]
+from cbmm._atomic import atomic_path
+
+__all__ = ["start_log", "write_json", "write_csv", "json_safe"]
 
 
 def start_log(log_path, *, job: str) -> logging.Logger:
@@ -35,21 +36,6 @@ def start_log(log_path, *, job: str) -> logging.Logger:
     logger = logging.getLogger(job)
     stream.write(f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', 'none')}\n")
     return logger
-
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yield a temporary sibling of ``path`` and rename it onto ``path`` on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def json_safe(value):

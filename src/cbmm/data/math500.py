@@ -242,7 +242,8 @@ def refresh_model_table(path, out_path, *, endpoint: str | None = None, token=No
     created, params, unresolved = {}, {}, {}
     for repo in table["model"].unique():
         try:
-            info = _with_retries(lambda: api.model_info(repo), f"model_info {repo}", retries, backoff)
+            info = _with_retries(lambda repo=repo: api.model_info(repo), f"model_info {repo}",
+                                 retries, backoff)
         except Exception as exc:  # noqa: BLE001 - gated/deleted repos are reported, not fatal
             unresolved[repo] = f"{type(exc).__name__}: {exc}"
             continue

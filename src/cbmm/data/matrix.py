@@ -17,16 +17,15 @@ renamed, so a failure never leaves a partial file at the output path.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from .._atomic import atomic_path
 
 __all__ = [
     "DataError", "FORMAT", "LABEL_COLUMN", "atomic_path", "check_binary", "matrix_summary",
@@ -40,25 +39,6 @@ _FORMAT_KEY = b"cbmm.format"
 
 class DataError(ValueError):
     """Raised for data that cannot be fetched, read or stored (says which file and where)."""
-
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
-
-    On any exception the temporary file is removed and ``path`` is left as it
-    was, so readers never see a half-written file.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def write_json(obj, path) -> Path:

@@ -9,7 +9,6 @@ need matplotlib) and re-exported here.
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from .._atomic import atomic_path  # noqa: E402
 from ..tables import (BASELINES, METHOD_LABELS, METHOD_ORDER, SUITE_LABELS,  # noqa: E402
                       method_label, ordered_methods, suite_label)
 
@@ -96,16 +96,9 @@ def save_figure(fig, out_paths) -> list[Path]:
         suffix = path.suffix.lower()
         if suffix not in (".pdf", ".png", ".svg"):
             raise ValueError(f"{path}: unsupported figure format {suffix!r} (use .pdf, .png or .svg)")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=suffix, dir=path.parent)
-        os.close(fd)
-        try:
-            metadata = {"CreationDate": None} if suffix == ".pdf" else None
+        metadata = {"CreationDate": None} if suffix == ".pdf" else None
+        with atomic_path(path, suffix=suffix) as tmp:
             fig.savefig(tmp, format=suffix[1:], dpi=PNG_DPI, metadata=metadata)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
         written.append(path)
     return written
 

@@ -163,6 +163,20 @@ def test_every_expected_output_exists(test_run):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_report_holds_every_figure_and_table_with_captions(test_run):
+    workdir = test_run["workdir"]
+    done = snakemake(workdir, "--report", str(workdir / "report.html"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    html = (workdir / "report.html").read_text()
+    outputs = expected_outputs(test_run["config"])
+    shown = [p for p in outputs if not p.endswith(".pdf")]  # figures appear as PNG
+    assert [p for p in shown if p.removeprefix("results/") not in html] == []
+    config = test_run["config"]
+    # captions are rendered with the config that produced the results
+    assert f"{config['simulation']['replicates']} replicates per level" in html
+    assert "Full ranking of" in html and "suite_a" in html
+
+
 def test_simulation_tables_have_one_row_per_fit(test_run):
     config, workdir = test_run["config"], test_run["workdir"]
     sim = config["simulation"]
@@ -305,6 +319,33 @@ def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
     assert n_sim == (5 + 5 + 7 + 9 + 9 + 6 + 6) * 50
     if not overlays:  # runtime: 4 methods; stability: cbmm at s2 = 2..5 (s2 = 1 is shared)
         assert counts["fit_real"] == 6 * 4 * 50 + 6 * 4 * 50 + 1
+
+
+@pytest.mark.slow
+def test_quick_config_renders_every_figure_and_table(tmp_path):
+    """The laptop config (it downloads the suites, so here only its DAG) schedules
+    every render rule: all figures and tables of the paper."""
+    quick = REPO / "config" / "quick.yaml"
+    overlays = [quick]
+    quick_methods = merged_config(quick)["methods"]
+    if installed(quick_methods) != quick_methods:
+        overlay = tmp_path / "installed.yaml"
+        overlay.write_text(yaml.safe_dump({"methods": installed(quick_methods)}))
+        overlays.append(overlay)
+    config = merged_config(*overlays)
+    result = snakemake(tmp_path, "--dry-run", "--cores", "1", configfiles=overlays)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    counts = job_counts(result.stdout)
+    n_studies = len(config["simulation"]["run"])
+    assert n_studies == 7
+    expected = {
+        "render_sensitivity": n_studies, "render_runtime": 1, "render_math500_ability": 1,
+        "render_item_difficulty": 1, "render_discrimination": 1, "render_rankflow": 1,
+        "render_rankflow_dataset": len(config["real"]["interpretability"]["datasets"]),
+        "render_stability_tables": 1, "render_runtime_tables": 1,
+        "render_math500_models_table": 1,
+    }
+    assert {rule: counts.get(rule) for rule in expected} == expected
 
 
 # --------------------------------------------------------------------------- user dataset

@@ -13,7 +13,7 @@ rule aggregate_simulation:
     input:
         sim_metrics_files,
     output:
-        SIM_TABLE,
+        report_table(SIM_TABLE, "table_simulation", "Simulation studies", "{study}"),
     log:
         "logs/aggregate_simulation/{study}.log",
     conda:
@@ -27,7 +27,7 @@ rule aggregate_runtime:
         fits=[real_fit_files(*job) for job in runtime_fits()],
         summaries=[MATRIX_SUMMARY.format(dataset=d) for d in config["real"]["runtime"]["datasets"]],
     output:
-        RUNTIME_TABLE,
+        report_table(RUNTIME_TABLE, "table_runtime", "Scalability"),
     params:
         jobs=runtime_fits(),
     log:
@@ -42,7 +42,7 @@ rule aggregate_discrimination:
     input:
         expand(REAL_METRICS, dataset=config["real"]["interpretability"]["datasets"]),
     output:
-        DISCRIMINATION_TABLE,
+        report_table(DISCRIMINATION_TABLE, "table_discrimination", "Interpretability"),
     log:
         "logs/aggregate_discrimination/aggregate_discrimination.log",
     conda:
@@ -55,7 +55,7 @@ rule aggregate_stability:
     input:
         expand(STABILITY, dataset=config["real"]["stability"]["datasets"]),
     output:
-        STABILITY_TABLE,
+        report_table(STABILITY_TABLE, "table_stability_raw", "Recovery stability"),
     log:
         "logs/aggregate_stability/aggregate_stability.log",
     conda:
@@ -73,8 +73,8 @@ if math500() is not None:
             models=MATH500_MODELS,
             items_meta=MATH500_ITEMS,
         output:
-            abilities=MATH500_ABILITIES,
-            item_table=MATH500_ITEMS_TABLE,
+            abilities=report_table(MATH500_ABILITIES, "table_math500", "Interpretability"),
+            item_table=report_table(MATH500_ITEMS_TABLE, "table_math500", "Interpretability"),
         log:
             "logs/math500_tables/math500_tables.log",
         conda:

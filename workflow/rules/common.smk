@@ -431,6 +431,12 @@ def all_figures():
     return outputs
 
 
+def report_table(path, caption, category, subcategory=None):
+    """A table output shown in the Snakemake report with its caption."""
+    return report(path, caption=f"../report/{caption}.rst", category=category,
+                  subcategory=subcategory)
+
+
 def figure_outputs(name, category, subcategory=None, caption=None):
     """PDF (plain) and PNG (shown in the Snakemake report) of one figure."""
     pdf, png = figure_files(name)

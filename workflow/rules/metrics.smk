@@ -26,7 +26,7 @@ rule metrics_real:
         matrix=MATRIX,
     output:
         metrics=REAL_METRICS,
-        rankings=RANKINGS,
+        rankings=report_table(RANKINGS, "table_rankings", "Rankings", "{dataset}"),
     params:
         top_fraction=config["real"]["interpretability"]["top_fraction"],
     log:

@@ -136,8 +136,10 @@ rule render_stability_tables:
     input:
         STABILITY_TABLE,
     output:
-        summary="results/tables/stability_summary.csv",
-        tex=expand(STABILITY_TEX, parameter=["theta", "a", "b"]),
+        summary=report_table("results/tables/stability_summary.csv", "table_stability",
+                             "Recovery stability"),
+        tex=[report_table(path, "table_stability", "Recovery stability")
+             for path in expand(STABILITY_TEX, parameter=["theta", "a", "b"])],
     params:
         datasets=config["real"]["stability"]["datasets"],
     log:
@@ -152,8 +154,9 @@ rule render_runtime_tables:
     input:
         RUNTIME_TABLE,
     output:
-        summary="results/tables/runtime_summary.csv",
-        speedup="results/tables/speedup.csv",
+        summary=report_table("results/tables/runtime_summary.csv", "table_runtime",
+                             "Scalability"),
+        speedup=report_table("results/tables/speedup.csv", "table_runtime", "Scalability"),
     log:
         "logs/render/runtime_tables.log",
     conda:
@@ -166,7 +169,8 @@ rule render_math500_models_table:
     input:
         MATH500_MODELS,
     output:
-        "results/tables/math500_models.tex",
+        report_table("results/tables/math500_models.tex", "table_math500_models",
+                     "Interpretability"),
     log:
         "logs/render/math500_models_table.log",
     conda:

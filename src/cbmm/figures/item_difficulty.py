@@ -55,7 +55,7 @@ def plot_item_difficulty(items, out_paths=()):
 
     with paper_style():
         fig, axes = plt.subplots(n_rows, _N_COLS, figsize=(FIGURE_WIDTH_IN, 1.75 * n_rows + 0.35),
-                                 sharey=True, squeeze=False)
+                                 sharey=True, squeeze=False, layout="constrained")
         for ax, (title, block) in zip(axes.flat, panels):
             data = [block.loc[block["level"] == level, "difficulty"].dropna().to_numpy()
                     for level in LEVELS]
@@ -82,7 +82,8 @@ def plot_item_difficulty(items, out_paths=()):
             ax.remove()
         fig.supxlabel("Human-annotated difficulty level", fontsize=8.5)
         fig.supylabel(r"Recovered difficulty $-\hat b$", fontsize=8.5)
-        fig.tight_layout(h_pad=0.6, w_pad=0.4, pad=0.2)
+        # constrained layout, unlike tight_layout, leaves room for the shared labels
+        fig.get_layout_engine().set(h_pad=0.04, w_pad=0.03)
         save_figure(fig, out_paths)
     return fig
 

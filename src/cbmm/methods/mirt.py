@@ -86,19 +86,22 @@ _FIT_FUNCTION = None
 
 
 def _start_r():
-    """Import ``rpy2.robjects`` (starting R) without leaking R's environment.
+    """Import ``rpy2.robjects`` (starting R) without leaking R's library path.
 
-    Starting R makes rpy2 put R's ``LD_LIBRARY_PATH`` (and friends) into
-    ``os.environ``; every Python started from this process afterwards (a
-    Snakemake job, a test's subprocess) then fails to load its own ``_ssl``.
-    R is loaded by then and no longer needs them, so they are restored.
+    Starting R makes rpy2 put R's ``LD_LIBRARY_PATH`` into ``os.environ``;
+    every Python started from this process afterwards (a Snakemake job, a
+    test's subprocess) would then load R's libraries instead of its own and
+    fail to import ``_ssl``.  The dynamic loader of this process read the
+    variable at start-up, so restoring it changes nothing for the embedded R.
+    (``R_HOME``, which rpy2 also sets, stays: R reads it while running.)
     """
-    before = dict(os.environ)
+    before = os.environ.get("LD_LIBRARY_PATH")
     import rpy2.robjects as ro
 
-    if os.environ != before:
-        os.environ.clear()
-        os.environ.update(before)
+    if before is None:
+        os.environ.pop("LD_LIBRARY_PATH", None)
+    else:
+        os.environ["LD_LIBRARY_PATH"] = before
     return ro
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .matrix import DataError, atomic_path
+from .matrix import DataError, atomic_path, iter_jsonl
 
 __all__ = [
     "CONTENTS_REPO", "SUITES", "details_repo", "fetch_model", "hub_download", "latest_sample_files",
@@ -166,23 +166,16 @@ def read_samples(path, metric: str, *, source: str | None = None) -> pd.Series:
     """
     source = source or str(path)
     doc_ids, values = [], []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{source}, line {lineno}: invalid JSON ({exc})") from exc
-            if "doc_id" not in record or metric not in record:
-                raise DataError(f"{source}, line {lineno}: missing field "
-                                f"{'doc_id' if 'doc_id' not in record else metric!r}")
-            value = record[metric]
-            if isinstance(value, bool) or value in (0, 1):
-                values.append(float(value))
-            else:
-                raise DataError(f"{source}, line {lineno}: {metric} = {value!r}; expected 0/1 or true/false")
-            doc_ids.append(int(record["doc_id"]))
+    for lineno, record in iter_jsonl(path, source=source):
+        if "doc_id" not in record or metric not in record:
+            raise DataError(f"{source}, line {lineno}: missing field "
+                            f"{'doc_id' if 'doc_id' not in record else metric!r}")
+        value = record[metric]
+        if isinstance(value, bool) or value in (0, 1):
+            values.append(float(value))
+        else:
+            raise DataError(f"{source}, line {lineno}: {metric} = {value!r}; expected 0/1 or true/false")
+        doc_ids.append(int(record["doc_id"]))
     series = pd.Series(values, index=pd.Index(doc_ids, name="doc_id"), dtype=float)
     if series.index.duplicated().any():
         raise DataError(f"{source}: duplicate doc_id {series.index[series.index.duplicated()][0]}")

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +30,7 @@ import pandas as pd
 
 from .download import download, sha256_file
 from .hub import _api, _with_retries, hub_download
-from .matrix import DataError, atomic_path
+from .matrix import DataError, atomic_path, iter_jsonl
 
 __all__ = [
     "ITEMS_REPO", "LART_EXCLUDED_MODELS", "LART_EXCLUDED_ROWS", "MODEL_COLUMNS", "TIERS", "fetch_items",
@@ -134,20 +133,16 @@ def read_items_jsonl(path, *, sha256: str | None = None, n_items: int | None = 5
     if sha256 is not None and sha256_file(path) != sha256.lower():
         raise DataError(f"{path}: SHA-256 {sha256_file(path)} differs from the pinned {sha256.lower()}")
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                level = int(record["level"])
-                rows.append({"item": str(len(rows)), "subject": str(record["subject"]), "level": level,
-                             "unique_id": str(record["unique_id"])})
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-                raise DataError(f"{path}, line {lineno}: expected JSON with subject, level (integer) "
-                                f"and unique_id ({exc!r})") from exc
-            if not 1 <= level <= 5:
-                raise DataError(f"{path}, line {lineno}: level {level} outside 1-5")
+    for lineno, record in iter_jsonl(path):
+        try:
+            level = int(record["level"])
+            rows.append({"item": str(len(rows)), "subject": str(record["subject"]), "level": level,
+                         "unique_id": str(record["unique_id"])})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataError(f"{path}, line {lineno}: expected JSON with subject, level (integer) "
+                            f"and unique_id ({exc!r})") from exc
+        if not 1 <= level <= 5:
+            raise DataError(f"{path}, line {lineno}: level {level} outside 1-5")
     if n_items is not None and len(rows) != n_items:
         raise DataError(f"{path}: {len(rows)} items, expected {n_items}")
     return pd.DataFrame(rows, columns=["item", "subject", "level", "unique_id"])

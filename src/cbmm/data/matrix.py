@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from .._atomic import atomic_path
 
 __all__ = [
-    "DataError", "FORMAT", "LABEL_COLUMN", "atomic_path", "check_binary", "matrix_summary",
+    "DataError", "FORMAT", "LABEL_COLUMN", "atomic_path", "check_binary", "iter_jsonl", "matrix_summary",
     "read_matrix", "summary_path", "write_json", "write_matrix",
 ]
 
@@ -39,6 +39,25 @@ _FORMAT_KEY = b"cbmm.format"
 
 class DataError(ValueError):
     """Raised for data that cannot be fetched, read or stored (says which file and where)."""
+
+
+def iter_jsonl(path, *, source: str | None = None):
+    """Yield ``(line number, record)`` for each non-blank line of a JSON Lines file.
+
+    Raises
+    ------
+    DataError
+        For a line that is not valid JSON (naming the file and line).
+    """
+    source = source or str(path)
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{source}, line {lineno}: invalid JSON ({exc})") from exc
 
 
 def write_json(obj, path) -> Path:

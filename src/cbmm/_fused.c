@@ -127,6 +127,26 @@ static int get_buffer(PyObject *obj, Buffer *buf, const char *name, char format,
     return 0;
 }
 
+/* 'f' if obj is a float32 buffer, 'd' otherwise (get_buffer then checks it);
+ * 0 with an exception set if obj has no buffer. */
+static char float_format(PyObject *obj)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return 0;
+    char format = view.format && strchr(view.format, 'f') ? 'f' : 'd';
+    PyBuffer_Release(&view);
+    return format;
+}
+
+/* Rows [*r0, *r1) of chunk c when n rows are cut into chunks of `per`. */
+static inline void chunk_rows(Py_ssize_t c, Py_ssize_t per, Py_ssize_t n, Py_ssize_t *r0,
+                              Py_ssize_t *r1)
+{
+    *r0 = c * per;
+    *r1 = (c + 1) * per < n ? (c + 1) * per : n;
+}
+
 static void release(Buffer *bufs, int n)
 {
     for (int i = 0; i < n; i++)
@@ -150,16 +170,10 @@ static PyObject *py_column_pass(PyObject *self, PyObject *args)
     }
     Buffer b[12];
     memset(b, 0, sizeof b);
-    int single = 0;
-    if (get_buffer(oy, &b[0], "y", 'b', n * j, 0) < 0)
+    char ft = float_format(otheta);  /* the precision of the pass */
+    if (!ft || get_buffer(oy, &b[0], "y", 'b', n * j, 0) < 0)
         goto fail;
-    if (PyObject_GetBuffer(otheta, &b[1].view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
-        goto fail;
-    b[1].held = 1;
-    single = b[1].view.format && strchr(b[1].view.format, 'f') != NULL;
-    release(&b[1], 1);
-    b[1].held = 0;
-    char ft = single ? 'f' : 'd';
+    int single = ft == 'f';
     Py_ssize_t stats = need_mask ? n_chunks * j : -1;
     if (get_buffer(otheta, &b[1], "theta", ft, n, 0) < 0 || get_buffer(oa, &b[2], "a", ft, j, 0) < 0
         || get_buffer(ob, &b[3], "b", ft, j, 0) < 0
@@ -180,7 +194,8 @@ static PyObject *py_column_pass(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
 #pragma omp parallel for num_threads(n_chunks) if (n_chunks > 1) schedule(static, 1)
     for (Py_ssize_t c = 0; c < n_chunks; c++) {
-        Py_ssize_t r0 = c * per, r1 = (c + 1) * per < n ? (c + 1) * per : n;
+        Py_ssize_t r0, r1;
+        chunk_rows(c, per, n, &r0, &r1);
         memset(wt + c * j, 0, j * sizeof(double));
         memset(ws + c * j, 0, j * sizeof(double));
         if (single)
@@ -232,7 +247,8 @@ static PyObject *py_row_pass(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
 #pragma omp parallel for num_threads(n_threads) if (n_threads > 1) schedule(static, 1)
     for (Py_ssize_t c = 0; c < n_threads; c++) {
-        Py_ssize_t r0 = c * per, r1 = (c + 1) * per < n ? (c + 1) * per : n;
+        Py_ssize_t r0, r1;
+        chunk_rows(c, per, n, &r0, &r1);
         if (r0 < r1)
             theta_rows(b[0].view.buf, b[1].view.buf, j, r0, r1, b[2].view.buf, b[3].view.buf,
                        b[4].view.buf, b[5].view.buf, b[6].view.buf, four_sigma, masked, aa_full,
@@ -274,7 +290,8 @@ static PyObject *py_loss_gradient(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
 #pragma omp parallel for num_threads(n_chunks) if (n_chunks > 1) schedule(static, 1)
     for (Py_ssize_t c = 0; c < n_chunks; c++) {
-        Py_ssize_t r0 = c * per, r1 = (c + 1) * per < n ? (c + 1) * per : n;
+        Py_ssize_t r0, r1;
+        chunk_rows(c, per, n, &r0, &r1);
         memset(ga + c * j, 0, j * sizeof(double));
         memset(gb + c * j, 0, j * sizeof(double));
         loss[c] = gradient_rows(b[0].view.buf, j, r0, r1, b[1].view.buf, b[2].view.buf,
@@ -299,13 +316,8 @@ static PyObject *py_elementwise(PyObject *self, PyObject *args)
     if (get_buffer(oy, &b[0], "y", 'b', -1, 0) < 0)
         goto fail;
     Py_ssize_t n = b[0].view.len;
-    if (PyObject_GetBuffer(ox, &b[1].view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
-        goto fail;
-    b[1].held = 1;
-    char ft = b[1].view.format && strchr(b[1].view.format, 'f') ? 'f' : 'd';
-    release(&b[1], 1);
-    b[1].held = 0;
-    if (get_buffer(ox, &b[1], "x", ft, n, 0) < 0 || get_buffer(ow, &b[2], "w_out", ft, n, 1) < 0
+    char ft = float_format(ox);
+    if (!ft || get_buffer(ox, &b[1], "x", ft, n, 0) < 0 || get_buffer(ow, &b[2], "w_out", ft, n, 1) < 0
         || get_buffer(os, &b[3], "softplus_out", ft, n, 1) < 0)
         goto fail;
     if (ft == 'f')

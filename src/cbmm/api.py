@@ -14,7 +14,7 @@ from .initialization import initial_values
 from .model import loss as model_loss
 from .registry import get_method
 from .responses import as_responses
-from .result import FitResult, canonicalize
+from .result import FitResult, SolverOutput, canonicalize
 
 __all__ = ["fit", "DegenerateDataWarning"]
 
@@ -141,7 +141,6 @@ def _check_options(spec, options):
 
 
 def _failed_output(exc, wall_start, n, j):
-    from .result import SolverOutput
     message = " ".join(str(exc).split()) or type(exc).__name__
     return SolverOutput(theta=np.full(n, np.nan), a=np.full(j, np.nan), b=np.full(j, np.nan),
                         loss_history=[], n_iter=0, status=f"failed: {message}",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["scores", "probabilities", "loss", "loss_and_gradient", "row_blocks"]
+__all__ = ["scores", "probabilities", "softplus", "loss", "loss_and_gradient", "row_blocks"]
 
 
 def row_blocks(n_rows: int, n_cols: int, target_cells: int = 1 << 20):
@@ -34,8 +34,8 @@ def probabilities(x, sigma: float = 1.0) -> np.ndarray:
     return expit(np.asarray(x) / sigma)
 
 
-def _softplus(z):
-    # log(1 + exp(z)) without overflow: max(z, 0) + log1p(exp(-|z|))
+def softplus(z):
+    """``log(1 + exp(z))`` without overflow: ``max(z, 0) + log1p(exp(-|z|))``."""
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
@@ -55,7 +55,7 @@ def loss(theta, a, b, y, sigma: float = 1.0) -> float:
     for rows in row_blocks(*y.shape):
         yb = y[rows]
         x = np.outer(theta[rows], a) + b
-        total += float(np.sum(_softplus(-yb * x / sigma) * (yb != 0)))
+        total += float(np.sum(softplus(-yb * x / sigma) * (yb != 0)))
     return total
 
 
@@ -79,7 +79,7 @@ def loss_and_gradient(theta, a, b, y, sigma: float = 1.0):
     for rows in row_blocks(n, j):
         yb = y[rows].astype(np.float64)
         z = -yb * (np.outer(theta[rows], a) + b) / sigma
-        total += float(np.sum(_softplus(z) * (yb != 0)))
+        total += float(np.sum(softplus(z) * (yb != 0)))
         g = -(yb / sigma) * expit(z)  # zero where y == 0
         grad_theta[rows] = g @ a
         grad_a += theta[rows] @ g

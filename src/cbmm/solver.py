@@ -39,7 +39,7 @@ import time
 import numpy as np
 from scipy.special import expit
 
-from .model import row_blocks
+from .model import row_blocks, softplus
 from .result import SolverOutput
 
 __all__ = ["solve_cbmm", "mm_step_numpy", "MMOperator"]
@@ -62,7 +62,7 @@ def _column_stats_numpy(y, theta, a, b, sigma):
         yb = y[rows].astype(np.float64)
         mask = yb != 0
         z = -yb * (np.outer(theta[rows], a) + b) / sigma
-        total += float(np.sum((np.maximum(z, 0) + np.log1p(np.exp(-np.abs(z)))) * mask))
+        total += float(np.sum(softplus(z) * mask))
         w = yb * expit(z)
         t = theta[rows]
         w_theta += t @ w

@@ -1,7 +1,8 @@
 """Command line: ``python -m cbmm fit|simulate|methods|data ...``.
 
-``fit`` reads a CSV or Parquet response matrix (first column: model labels,
-other columns: items, values 1/0/empty) and writes ``abilities.csv``,
+``fit`` reads a CSV or Parquet response matrix with
+:func:`cbmm.data.read_table` (first column: model labels, other columns:
+items, values 1/0/empty) and writes ``abilities.csv``,
 ``items.csv`` and ``fit.json`` into ``--out``.  Bad input ends with a one-line
 error and exit status 2, and leaves no output behind.
 """
@@ -18,8 +19,9 @@ import numpy as np
 import pandas as pd
 
 from ._atomic import atomic_path
+from .data.cli import register as register_data
 
-__all__ = ["main", "read_response_table"]
+__all__ = ["main"]
 
 EXIT_BAD_INPUT = 2
 
@@ -28,45 +30,14 @@ class CliError(Exception):
     """An error reported as one line on stderr."""
 
 
-def read_response_table(path) -> pd.DataFrame:
-    """Read a models x items table: CSV (``.csv``, ``.csv.gz``) or Parquet.
-
-    The first CSV column holds the model labels; in Parquet files the index (or
-    else the first column) does.  Item values must be 1, 0 or empty/NaN.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise CliError(f"{path}: no such file")
-    name = path.name.lower()
-    try:
-        if name.endswith(".parquet") or name.endswith(".pq"):
-            table = pd.read_parquet(path)
-            if isinstance(table.index, pd.RangeIndex):
-                table = table.set_index(table.columns[0])
-        elif name.endswith(".csv") or name.endswith(".csv.gz") or name.endswith(".tsv"):
-            table = pd.read_csv(path, index_col=0, sep="\t" if name.endswith(".tsv") else ",")
-        else:
-            raise CliError(f"{path}: unknown format; expected .csv, .csv.gz, .tsv or .parquet")
-    except CliError:
-        raise
-    except Exception as exc:  # parser errors carry their own position
-        raise CliError(f"{path}: cannot be read as a table ({' '.join(str(exc).split())})") from exc
-    table.columns = table.columns.map(str)
-    non_numeric = [c for c in table.columns if not pd.api.types.is_numeric_dtype(table[c])]
-    if non_numeric:
-        col = non_numeric[0]
-        bad = table[col][pd.to_numeric(table[col], errors="coerce").isna() & table[col].notna()]
-        row = bad.index[0] if len(bad) else "?"
-        raise CliError(
-            f"{path}: column {col!r} has non-numeric value {bad.iloc[0]!r} at row {row!r}"
-            f" ({len(non_numeric)} non-numeric column(s)); expected 1, 0 or empty")
-    return table
-
-
 def _fit_command(args) -> None:
     import cbmm
+    from .data import DataError, read_table
 
-    table = read_response_table(args.responses)
+    try:
+        table = read_table(args.responses)
+    except DataError as exc:
+        raise CliError(str(exc)) from exc
     options = {}
     for item in args.option or []:
         key, sep, value = item.partition("=")
@@ -140,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "response matrix and write abilities.csv, items.csv and "
                                      "fit.json.")
     fit.add_argument("--responses", required=True, type=Path,
-                     help="CSV/TSV (first column = model labels, other columns = items; "
+                     help="CSV (first column = model labels, other columns = items; "
                           "1 correct, 0 incorrect, empty missing) or Parquet file")
     fit.add_argument("--method", default="cbmm",
                      help="estimation method: cbmm (default), lbfgsb, manopt, pyirt, mirt "
@@ -180,12 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     methods = sub.add_parser("methods", help="list estimation methods and whether they run here")
     methods.set_defaults(handler=_methods_command)
 
-    try:
-        from .data.cli import register as register_data
-    except ImportError:  # the data extra is optional
-        register_data = None
-    if register_data is not None:
-        register_data(sub)
+    register_data(sub)
     return parser
 
 

@@ -124,8 +124,7 @@ def as_responses(data, *, source: str = "responses") -> Responses:
         bad = [c for c in data.columns if not (pd.api.types.is_numeric_dtype(data[c])
                                                or pd.api.types.is_bool_dtype(data[c]))]
         if bad:
-            raise ResponseError(
-                f"{source}: non-numeric item columns {list(bad[:5])}; expected 0/1/NaN values")
+            _raise_non_numeric(data, bad, source)
         values = data.to_numpy()
         if values.dtype == object:  # mixed nullable columns
             values = data.to_numpy(dtype=float, na_value=np.nan)
@@ -192,6 +191,15 @@ def _code_floats(values, source, row_labels, col_labels):
     y[values == 1] = 1
     y[values == (-1 if signed else 0)] = -1
     return y
+
+
+def _raise_non_numeric(frame, columns, source):
+    column = frame[columns[0]]
+    cells = column[pd.to_numeric(column, errors="coerce").isna() & column.notna()]
+    where = f"value {cells.iloc[0]!r} at row {cells.index[0]!r}" if len(cells) else "values"
+    raise ResponseError(
+        f"{source}: column {columns[0]!r} has non-numeric {where} ({len(columns)} non-numeric "
+        "column(s)); expected 0/1/NaN values")
 
 
 def _outside(values, allowed):

@@ -103,7 +103,8 @@ def read_table(path, *, label_column: str | None = None) -> pd.DataFrame:
     """Read a CSV, a plain Parquet table or a canonical matrix file.
 
     Parquet tables follow the CSV layout (label column + item columns);
-    ``label_column`` defaults to the first column.
+    ``label_column`` defaults to the first column, or to the stored index of
+    a table written from a labelled DataFrame (``DataFrame.to_parquet``).
     """
     path = Path(path)
     if not path.is_file():
@@ -121,10 +122,13 @@ def read_table(path, *, label_column: str | None = None) -> pd.DataFrame:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several unrelated types
         raise DataError(f"{path}: cannot be read as Parquet ({exc})") from exc
-    label = label_column if label_column is not None else frame.columns[0]
-    if label not in frame.columns:
-        raise DataError(f"{path}: no label column {label!r} (columns: {list(frame.columns[:5])}...)")
-    frame = frame.set_index(label)
+    # a table written from a labelled DataFrame keeps its labels as the stored index
+    if label_column is not None or isinstance(frame.index, pd.RangeIndex):
+        label = label_column if label_column is not None else frame.columns[0]
+        if label not in frame.columns:
+            raise DataError(
+                f"{path}: no label column {label!r} (columns: {list(frame.columns[:5])}...)")
+        frame = frame.set_index(label)
     frame.index = pd.Index(frame.index.astype(object), name=LABEL_COLUMN)
     frame.columns = pd.Index([str(c) for c in frame.columns], dtype=object)
     if frame.columns.duplicated().any():

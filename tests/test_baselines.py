@@ -176,9 +176,9 @@ def test_negative_discrimination_is_clamped_at_zero(method):
 @_needs("manopt")
 def test_manopt_options_are_validated(problem):
     # bad option values are bad input (ValueError), checked before the fit starts
-    with pytest.raises(ValueError, match=r"sparsity \(lambda\) must be >= 0"):
+    with pytest.raises(ValueError, match=r"'sparsity' must be >= 0"):
         cbmm.fit(problem[0], "manopt", sparsity=-1.0)
-    with pytest.raises(ValueError, match=r"step_size \(eta\) must be > 0"):
+    with pytest.raises(ValueError, match=r"'step_size' must be > 0"):
         cbmm.fit(problem[0], "manopt", step_size=0.0)
 
 

@@ -124,7 +124,7 @@ def test_degenerate_items_and_models_are_reported():
 
 
 def test_failure_inside_a_method_becomes_failed_result():
-    def exploding(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None):
+    def exploding(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None):
         raise np.linalg.LinAlgError("singular\n matrix")
 
     cbmm.register_method("exploding_test_method", exploding)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 import warnings
@@ -78,7 +77,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
     spec = get_method(method)
-    _check_options(spec, method_options)
+    options = spec.check_options(method_options)
     data = as_responses(responses)
     spec.availability()
 
@@ -96,8 +95,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     theta0, a0, b0 = initial_values(n, j, seed=seed, init_scale=init_scale, sigma=sigma)
     wall = time.perf_counter()
     try:
-        out = spec.solve(data.y, theta0, a0, b0, sigma=float(sigma), tol=float(tol),
-                         max_iter=int(max_iter), seed=seed, **method_options)
+        out = spec.solve(data, theta0, a0, b0, sigma=float(sigma), tol=float(tol),
+                         max_iter=int(max_iter), seed=seed, progress=None, **options)
     except Exception as exc:  # a library failure is a result (the paper's NA)
         out = _failed_output(exc, wall, n, j)
 
@@ -124,20 +123,6 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
         degenerate_models=data.label_rows(bad_models),
         info=dict(out.info),
     )
-
-
-def _check_options(spec, options):
-    params = inspect.signature(spec.solve).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    accepted = {name for name, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-    accepted -= {"sigma", "tol", "max_iter", "seed"}
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        raise ValueError(f"method {spec.name!r} has no option(s) {unknown}; "
-                         f"its options are {sorted(accepted)}")
-    if spec.check_options is not None:
-        spec.check_options(**options)
 
 
 def _failed_output(exc, wall_start, n, j):

@@ -1,40 +1,208 @@
-"""Method registry: every estimator plugs in here, :func:`cbmm.fit` only looks up.
+"""Method registry: every estimator plugs in here, and everything else looks it up.
 
-A method is a solver function with the signature ::
+One :class:`Method` entry per estimator holds every fact about it: the
+solver, how to check its software, its display name, colour and place in the
+paper's order, the conda environment the workflow runs it in, a rough cost
+model (for default time limits and cluster requests) and its declared,
+typed keyword options.  :func:`cbmm.fit`, the CLI, the figures and tables and
+the workflow all read these entries, so a method added with
+:func:`register_method` runs everywhere.
 
-    solve(y, theta0, a0, b0, *, sigma, tol, max_iter, **options) -> SolverOutput
+A solver has the signature ::
 
-where ``y`` is the int8 +-1/0 matrix and ``(theta0, a0, b0)`` the shared start
-from :func:`cbmm.initialization.initial_values`, plus an ``availability``
-callable that raises :class:`MethodUnavailableError` (saying what to install)
-when the method's software is missing, and optionally a ``check_options``
-callable (same keyword options as ``solve``) that raises ``ValueError`` for bad
-option values before any work starts; an error inside ``solve`` itself is a
-failed fit, not bad input.  Solvers import their heavy libraries
-lazily so that ``import cbmm`` stays cheap.
+    solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed, progress, **options)
+        -> SolverOutput
+
+where ``responses`` is a validated :class:`cbmm.Responses` (``responses.y``:
+the int8 matrix in the paper's +-1/0 coding), ``(theta0, a0, b0)`` the shared
+start from :func:`cbmm.initialization.initial_values`, ``progress`` either
+``None`` or a callable ``progress(iteration, loss)`` the solver calls after
+each iteration / epoch / EM cycle (``loss`` may be NaN where the method has
+no loss (3) at hand), and ``options`` the method's declared options, already
+validated and completed with their defaults.  An error inside ``solve`` is a
+failed fit (the paper's NA), not bad input.  Solvers import their heavy
+libraries lazily so that ``import cbmm`` stays cheap.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
-__all__ = ["Method", "MethodUnavailableError", "register_method", "get_method",
-           "available_methods", "check_methods"]
+__all__ = ["Method", "Option", "MethodUnavailableError", "register_method", "get_method",
+           "available_methods", "check_methods", "method_order"]
 
 
 class MethodUnavailableError(RuntimeError):
     """A method's software is missing; the message says how to install it or drop it."""
 
 
+_KINDS = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One keyword option of a method, with its type and allowed values.
+
+    Parameters
+    ----------
+    kind : {"int", "float", "str", "bool"}
+        Value type (an int is accepted where a float is expected).
+    default
+        Value used when the option is not given.
+    choices : tuple, optional
+        The only allowed values.
+    minimum, exclusive_minimum : float, optional
+        Lower bounds for numbers.
+    nullable : bool
+        Whether ``None`` is allowed.
+    doc : str
+        One line for ``cbmm methods`` and the configuration schema.
+    """
+
+    kind: str
+    default: Any = None
+    choices: tuple | None = None
+    minimum: float | None = None
+    exclusive_minimum: float | None = None
+    nullable: bool = False
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise ValueError(f"Option kind must be one of {sorted(_KINDS)}, got {self.kind!r}")
+
+    def validate(self, name: str, value):
+        """Return ``value`` (an int becomes a float for float options); raise ``ValueError``
+        naming the option when it has the wrong type or is out of range."""
+        if value is None:
+            if self.nullable:
+                return None
+            raise ValueError(f"option {name!r} must be {self.describe()}, got None")
+        if isinstance(value, bool) and self.kind != "bool" or not isinstance(value, _KINDS[self.kind]):
+            raise ValueError(f"option {name!r} must be {self.describe()}, got {value!r}")
+        if self.kind == "float":
+            value = float(value)
+            if not math.isfinite(value):
+                raise ValueError(f"option {name!r} must be a finite number, got {value!r}")
+        if self.choices is not None and value not in self.choices:
+            raise ValueError(f"option {name!r} must be one of {list(self.choices)}, got {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise ValueError(f"option {name!r} must be >= {self.minimum:g}, got {value!r}")
+        if self.exclusive_minimum is not None and value <= self.exclusive_minimum:
+            raise ValueError(f"option {name!r} must be > {self.exclusive_minimum:g}, got {value!r}")
+        return value
+
+    def parse(self, name: str, text: str):
+        """Value of a command-line string (``--option name=text``), validated."""
+        if self.nullable and text.strip().lower() in ("none", "null"):
+            return None
+        if self.kind == "str":
+            return self.validate(name, text)
+        if self.kind == "bool":
+            lowered = text.strip().lower()
+            if lowered in ("true", "1", "yes"):
+                return True
+            if lowered in ("false", "0", "no"):
+                return False
+            raise ValueError(f"option {name!r} must be true or false, got {text!r}")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError(f"option {name!r} must be {self.describe()}, got {text!r}") from None
+        return self.validate(name, value)
+
+    def describe(self) -> str:
+        """Plain-language type, e.g. ``"an integer >= 1"``."""
+        words = {"int": "an integer", "float": "a number", "str": "a string",
+                 "bool": "true or false"}[self.kind]
+        if self.choices is not None:
+            words = "one of " + ", ".join(map(repr, self.choices))
+        if self.minimum is not None:
+            words += f" >= {self.minimum:g}"
+        if self.exclusive_minimum is not None:
+            words += f" > {self.exclusive_minimum:g}"
+        return words + (" or null" if self.nullable else "")
+
+    def json_schema(self) -> dict:
+        """JSON-Schema fragment of the option (the workflow's config validation)."""
+        schema: dict = {"type": {"int": "integer", "float": "number", "str": "string",
+                                 "bool": "boolean"}[self.kind]}
+        if self.choices is not None:
+            schema["enum"] = list(self.choices)
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.exclusive_minimum is not None:
+            schema["exclusiveMinimum"] = self.exclusive_minimum
+        if self.nullable:
+            schema = {"anyOf": [schema, {"type": "null"}]}
+        schema["description"] = self.doc
+        return schema
+
+
 @dataclass(frozen=True)
 class Method:
+    """Everything the package, the figures and the workflow know about one method.
+
+    Attributes
+    ----------
+    name : str
+        Key used in ``cbmm.fit(method=...)``, tables, file paths and configs.
+    label : str
+        Display name (legends, tables).
+    solve : callable
+        The solver (see the module docstring for its signature).
+    availability : callable
+        Raises :class:`MethodUnavailableError` (saying what to install) when
+        the method's software is missing.
+    description : str
+    options : mapping of str to Option
+        The declared keyword options.
+    color : str
+        Matplotlib colour of the method in every figure.
+    order : int
+        Position in legends and tables (smaller first).
+    env : str
+        Conda environment of the workflow's fit jobs: ``envs/<env>.yaml``.
+    seconds_per_million_cells : float
+        Rough single-core cost of one fit per million matrix cells (for
+        default time limits and cluster requests; deliberately generous).
+    """
+
     name: str
     label: str
     solve: Callable
     availability: Callable[[], None]
     description: str = ""
-    check_options: Callable[..., None] | None = None
+    options: Mapping[str, Option] = field(default_factory=dict)
+    color: str = "#555555"
+    order: int = 100
+    env: str = "core"
+    seconds_per_million_cells: float = 60.0
+
+    def check_options(self, options: Mapping) -> dict:
+        """Validate ``options`` against the declared ones and fill in defaults.
+
+        Raises
+        ------
+        ValueError
+            An unknown option name (the message lists the known ones) or a
+            value of the wrong type or range (the message names the option).
+        """
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            known = ", ".join(sorted(self.options)) or "none"
+            raise ValueError(f"method {self.name!r} has no option(s) {', '.join(map(repr, unknown))}; "
+                             f"its options are: {known}")
+        checked = {name: spec.default for name, spec in self.options.items()}
+        for name, value in options.items():
+            try:
+                checked[name] = self.options[name].validate(name, value)
+            except ValueError as exc:
+                raise ValueError(f"method {self.name!r}: {exc}") from None
+        return checked
 
 
 _METHODS: dict[str, Method] = {}
@@ -45,13 +213,20 @@ def _always_available() -> None:
 
 
 def register_method(name: str, solve: Callable, *, label: str | None = None,
-                    availability: Callable[[], None] | None = None,
-                    description: str = "",
-                    check_options: Callable[..., None] | None = None) -> Method:
-    """Register ``solve`` under ``name`` (replacing an earlier registration)."""
+                    availability: Callable[[], None] | None = None, description: str = "",
+                    options: Mapping[str, Option] | None = None, color: str = "#555555",
+                    order: int = 100, env: str = "core",
+                    seconds_per_million_cells: float = 60.0) -> Method:
+    """Register ``solve`` under ``name`` (replacing an earlier registration).
+
+    See :class:`Method` for the fields.  Returns the entry.
+    """
+    if not isinstance(name, str) or not name.isidentifier() or not name.islower():
+        raise ValueError(f"method names are lower-case identifiers, got {name!r}")
     method = Method(name=name, label=label or name, solve=solve,
                     availability=availability or _always_available, description=description,
-                    check_options=check_options)
+                    options=dict(options or {}), color=color, order=order, env=env,
+                    seconds_per_million_cells=float(seconds_per_million_cells))
     _METHODS[name] = method
     return method
 
@@ -66,8 +241,18 @@ def get_method(name: str) -> Method:
 
 
 def available_methods() -> list[str]:
-    """Names of all registered methods (installed or not)."""
-    return sorted(_METHODS)
+    """Names of all registered methods (installed or not), in the paper's order."""
+    return method_order(_METHODS)
+
+
+def method_order(names) -> list[str]:
+    """The distinct registered method names of ``names`` in display order."""
+    names = set(names)
+    unknown = sorted(map(str, names - set(_METHODS)))
+    if unknown:
+        raise ValueError(f"unknown method(s) {', '.join(unknown)}; "
+                         f"registered methods: {', '.join(sorted(_METHODS))}")
+    return sorted(names, key=lambda m: (_METHODS[m].order, m))
 
 
 def check_methods(names) -> None:

@@ -229,7 +229,8 @@ FLOAT32_MIN_TOL = 1e-5
 
 
 def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
-               engine="fused", precision="auto", accelerate=None, record_times=True):
+               engine="fused", precision="auto", accelerate="none", record_times=True,
+               progress=None):
     """Run cBMM from ``(theta0, a0, b0)``.
 
     Parameters
@@ -252,11 +253,13 @@ def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
         ``tol >= 1e-5`` (about 3x faster; its loss evaluations are accurate
         to ~1e-7 relative), float64 otherwise.  The loss reported by
         :func:`cbmm.fit` is always recomputed in float64.
-    accelerate : {None, "squarem"}
+    accelerate : {"none", "squarem"}
         Plain Algorithm 1 (default) or SQUAREM-accelerated MM.
     record_times : bool
         Store the elapsed seconds at each loss evaluation in
         ``info["time_history"]``.
+    progress : callable, optional
+        Called as ``progress(iteration, loss)`` after every iteration.
 
     Returns
     -------
@@ -264,7 +267,7 @@ def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
         ``loss_history[k]`` is the loss after k iterations (entry 0: start).
     """
     if accelerate not in (None, "none", "squarem"):
-        raise ValueError(f"accelerate must be None or 'squarem', got {accelerate!r}")
+        raise ValueError(f"accelerate must be 'none' or 'squarem', got {accelerate!r}")
     if precision == "auto":
         precision = "float32" if tol >= FLOAT32_MIN_TOL else "float64"
     setup_start = time.perf_counter()
@@ -274,9 +277,9 @@ def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     a = np.maximum(np.array(a0, dtype=float), 0.0)
     b = np.array(b0, dtype=float)
     if accelerate == "squarem":
-        out = _squarem(op, theta, a, b, tol, max_iter, start)
+        out = _squarem(op, theta, a, b, tol, max_iter, start, progress)
     else:
-        out = _plain(op, theta, a, b, tol, max_iter, start)
+        out = _plain(op, theta, a, b, tol, max_iter, start, progress)
     out.runtime_s = time.perf_counter() - start
     if not record_times:
         out.info.pop("time_history", None)
@@ -286,7 +289,7 @@ def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     return out
 
 
-def _plain(op, theta, a, b, tol, max_iter, start):
+def _plain(op, theta, a, b, tol, max_iter, start, progress=None):
     history, times = [], []
     status = "max_iter"
     n_iter = 0
@@ -294,6 +297,8 @@ def _plain(op, theta, a, b, tol, max_iter, start):
         value = op.evaluate(theta, a, b)
         history.append(value)
         times.append(time.perf_counter() - start)
+        if progress is not None and n_iter:
+            progress(n_iter, value)
         if not np.isfinite(value):
             status = "failed: non-finite loss"
             break
@@ -308,7 +313,7 @@ def _plain(op, theta, a, b, tol, max_iter, start):
                         status=status, runtime_s=0.0, info={"time_history": times})
 
 
-def _squarem(op, theta, a, b, tol, max_iter, start):
+def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
     """SQUAREM (scheme S3) with step-length adaptation and a monotone safeguard."""
     n, j = op.y.shape
 
@@ -354,6 +359,8 @@ def _squarem(op, theta, a, b, tol, max_iter, start):
             p0 = p2
         history.append(value_new)
         times.append(time.perf_counter() - start)
+        if progress is not None:
+            progress(evaluations, value_new)
         if not np.isfinite(value_new):
             status = "failed: non-finite loss"
             break

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from ..registry import register_method
+from ..registry import Option, register_method
 from ..result import SolverOutput
 from ._objective import Objective
 
@@ -29,13 +29,21 @@ __all__ = ["solve"]
 GTOL = 1e-12
 
 
-def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, maxcor=10, maxfun=None):
+OPTIONS = {
+    "maxcor": Option("int", 10, minimum=1, doc="stored correction pairs (SciPy's default 10)"),
+    "maxfun": Option("int", None, minimum=1, nullable=True,
+                     doc="limit on objective evaluations; default max(15000, 20 max_iter)"),
+}
+
+
+def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None,
+          maxcor=10, maxfun=None):
     """Minimise loss (3) over ``(theta, a, b)`` subject to ``a >= 0`` with L-BFGS-B.
 
     Parameters
     ----------
-    y : ndarray of int8 (N, J)
-        Responses in the +-1/0 coding (0 = missing).
+    responses : cbmm.Responses
+        Validated responses (``responses.y``: +-1/0 coding, 0 = missing).
     theta0, a0, b0 : ndarray
         Shared starting point (``a0`` is clipped at 0).
     sigma, tol, max_iter
@@ -43,6 +51,8 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, maxcor=10, maxf
         (SciPy ``maxiter``).
     seed : ignored
         L-BFGS-B is deterministic.
+    progress : callable, optional
+        ``progress(iteration, loss)`` after every iteration.
     maxcor : int
         Number of stored correction pairs (SciPy's default, 10).
     maxfun : int, optional
@@ -60,7 +70,7 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, maxcor=10, maxf
     from scipy.optimize import Bounds, minimize
 
     setup = time.perf_counter()
-    objective = Objective(y, sigma)
+    objective = Objective(responses.y, sigma)
     n, j = objective.shape
     x0 = np.concatenate([theta0, np.maximum(a0, 0.0), b0]).astype(float)
     objective.loss_and_gradient(x0[:n], x0[n:n + j], x0[n + j:])  # compile / load the kernel
@@ -82,6 +92,8 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, maxcor=10, maxf
     def record(intermediate_result):
         history.append(float(intermediate_result.fun))
         times.append(time.perf_counter() - start)
+        if progress is not None:
+            progress(len(history) - 1, history[-1])
 
     evaluations_before = objective.evaluations
     res = minimize(value_and_gradient, x0, jac=True, method="L-BFGS-B", bounds=bounds,
@@ -106,5 +118,6 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, maxcor=10, maxf
               "ftol": tol, "gtol": GTOL, "maxcor": maxcor})
 
 
-register_method("lbfgsb", solve, label="L-BFGS-B",
-                description="SciPy L-BFGS-B on loss (3), a >= 0 bounds; options: maxcor, maxfun")
+register_method("lbfgsb", solve, label="L-BFGS-B", options=OPTIONS, color="#9b2ee6", order=1,
+                env="core", seconds_per_million_cells=10.0,
+                description="SciPy L-BFGS-B on loss (3) with analytic gradients, a >= 0 bounds")

@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from ..registry import register_method
+from ..registry import Option, register_method
 from ..result import SolverOutput
 from ._objective import Objective
 from ._software import require_python_modules
@@ -139,7 +139,7 @@ class _CostGradientCache:
         return self.value
 
 
-def _relative_cost_cg(tol, start):
+def _relative_cost_cg(tol, start, progress=None):
     """pymanopt ConjugateGradient with the paper's relative-cost stopping test added."""
     from pymanopt.optimizers import ConjugateGradient
 
@@ -153,6 +153,8 @@ def _relative_cost_cg(tol, start):
         def _add_log_entry(self, *, iteration, point, cost, **kwargs):
             self.costs.append(float(cost))
             self.times.append(time.perf_counter() - start)
+            if progress is not None and len(self.costs) > 1:
+                progress(len(self.costs) - 1, self.costs[-1])
             super()._add_log_entry(iteration=iteration, point=point, cost=cost, **kwargs)
 
         def _check_stopping_criterion(self, **kwargs):
@@ -166,22 +168,21 @@ def _relative_cost_cg(tol, start):
     return RelativeCostConjugateGradient
 
 
-def check_options(step_size=None, sparsity=0.0):
-    """Reject bad option values before a fit starts."""
-    if not sparsity >= 0:
-        raise ValueError(f"manopt option sparsity (lambda) must be >= 0, got {sparsity!r}")
-    if step_size is not None and not step_size > 0:
-        raise ValueError(f"manopt option step_size (eta) must be > 0, got {step_size!r}")
+OPTIONS = {
+    "step_size": Option("float", None, exclusive_minimum=0, nullable=True,
+                        doc="proximal step eta; default 1/L (always a descent step)"),
+    "sparsity": Option("float", 0.0, minimum=0, doc="proximal l1 weight lambda on a (default 0)"),
+}
 
 
-def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, step_size=None,
-          sparsity=0.0):
+def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None,
+          step_size=None, sparsity=0.0):
     """Conjugate gradient on loss (3), then the post-hoc proximal step enforcing ``a >= 0``.
 
     Parameters
     ----------
-    y : ndarray of int8 (N, J)
-        Responses in the +-1/0 coding.
+    responses : cbmm.Responses
+        Validated responses (``responses.y``: +-1/0 coding, 0 = missing).
     theta0, a0, b0 : ndarray
         Shared starting point.
     sigma, tol, max_iter
@@ -189,6 +190,8 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, step_size=None,
         proximal steps).
     seed : ignored
         Both stages are deterministic.
+    progress : callable, optional
+        ``progress(iteration, loss)`` after every CG iteration.
     step_size : float, optional
         Proximal step eta; default ``1 / L`` (:func:`lipschitz_item_block`).
     sparsity : float
@@ -204,10 +207,8 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, step_size=None,
     import pymanopt
     from pymanopt.manifolds import Euclidean, Product
 
-    check_options(step_size=step_size, sparsity=sparsity)
-
     setup = time.perf_counter()
-    objective = Objective(y, sigma)
+    objective = Objective(responses.y, sigma)
     n, j = objective.shape
     theta0, a0, b0 = (np.array(v, dtype=float) for v in (theta0, a0, b0))
     objective.loss_and_gradient(theta0, a0, b0)  # compile / load the kernel
@@ -228,7 +229,7 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, step_size=None,
 
     start = time.perf_counter()
     # pymanopt counts the start as iteration 1: max_iter + 1 allows max_iter CG steps
-    optimizer = _relative_cost_cg(tol, start)(max_iterations=max_iter + 1, max_time=np.inf,
+    optimizer = _relative_cost_cg(tol, start, progress)(max_iterations=max_iter + 1, max_time=np.inf,
                                                verbosity=0, log_verbosity=0)
     result = optimizer.run(problem, initial_point=[theta0, a0, b0])
     theta, a_cg, b_cg = (np.asarray(v, dtype=float) for v in result.point)
@@ -267,7 +268,6 @@ def _failed(status, n, j, history, n_iter, runtime, setup_s, times):
                         info={"time_history": times, "setup_s": setup_s})
 
 
-register_method("manopt", solve, label="Manopt", availability=availability,
-                check_options=check_options,
-                description="pymanopt conjugate gradient + post-hoc proximal step for a >= 0; "
-                            "options: step_size (eta), sparsity (lambda)")
+register_method("manopt", solve, label="Manopt", availability=availability, options=OPTIONS,
+                color="#00897b", order=2, env="core", seconds_per_million_cells=15.0,
+                description="pymanopt conjugate gradient + post-hoc proximal step for a >= 0")

@@ -146,13 +146,13 @@ def _r_fit_function():
     return _FIT_FUNCTION
 
 
-def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None):
+def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None):
     """Fit the 2PL by mirt's EM (L-BFGS-B M-step, slopes >= 0), abilities by EAP.
 
     Parameters
     ----------
-    y : ndarray of int8 (N, J)
-        Responses in the +-1/0 coding (0 = missing, passed to R as NA).
+    responses : cbmm.Responses
+        Validated responses (``responses.y``: +-1/0 coding; 0 = missing, passed to R as NA).
     theta0, a0, b0 : ndarray
         Shared starting point (``theta0`` unused: EM integrates theta out).
     sigma, tol, max_iter
@@ -161,6 +161,8 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None):
         Seeds R's generator (``set.seed``); mirt's EM with fixed quadrature is
         deterministic, so this only matters for reproducibility of any
         internal random draws.
+    progress : callable, optional
+        Not called: mirt reports no per-cycle progress through rpy2.
 
     Returns
     -------
@@ -173,6 +175,7 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None):
     from rpy2.robjects.conversion import localconverter
 
     setup = time.perf_counter()
+    y = responses.y
     n, j = y.shape
     responses = np.where(y == 0, np.nan, (y > 0).astype(np.float64))
     with localconverter(default_converter + numpy2ri.converter) as cv:
@@ -209,5 +212,6 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=None):
         runtime_s=float(result["elapsed"][0]), info=info)
 
 
-register_method("mirt", solve, label="mirt", availability=availability,
+register_method("mirt", solve, label="mirt", availability=availability, color="#1f6fb4",
+                order=0, env="mirt", seconds_per_million_cells=600.0,
                 description="R mirt: EM for the 2PL (L-BFGS-B M-step, a >= 0), EAP abilities")

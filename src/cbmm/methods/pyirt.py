@@ -39,7 +39,7 @@ import time
 
 import numpy as np
 
-from ..registry import register_method
+from ..registry import Option, register_method
 from ..result import SolverOutput
 from ._objective import Objective
 from ._software import require_python_modules
@@ -91,8 +91,9 @@ def _register_start_initializer():
 class _Recorder:
     """Variational means and elapsed seconds at every guide call of one training run."""
 
-    def __init__(self, enabled=True):
+    def __init__(self, enabled=True, progress=None):
         self.enabled = enabled
+        self.progress = progress
         self.iterates, self.times, self.clock = [], [], None
 
 
@@ -119,6 +120,8 @@ def _recording_2pl(recorder):
                     pyro.param(name).detach().clone()
                     for name in ("loc_ability", "loc_diff", "loc_slope")))
                 recorder.times.append(time.perf_counter() - recorder.clock)
+                if recorder.progress is not None and len(recorder.iterates) > 2:
+                    recorder.progress(len(recorder.iterates) - 2, float("nan"))
                 return out
 
             return recording_guide
@@ -145,13 +148,20 @@ def _dataset(y):
         training_example=[True] * rows.size, anchor_items=None)
 
 
-def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, record_history=True):
+OPTIONS = {
+    "record_history": Option("bool", True, doc="evaluate loss (3) at every epoch (after the "
+                                               "timed fit) to judge convergence"),
+}
+
+
+def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, progress=None,
+          record_history=True):
     """Fit py-irt's 2PL by SVI for ``max_iter`` epochs from the shared start.
 
     Parameters
     ----------
-    y : ndarray of int8 (N, J)
-        Responses in the +-1/0 coding (missing entries are left out).
+    responses : cbmm.Responses
+        Validated responses (``responses.y``: +-1/0 coding; missing entries are left out).
     theta0, a0, b0 : ndarray
         Shared starting point (``a0 > 0``).
     sigma, tol, max_iter
@@ -161,6 +171,8 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, record_history=Tru
     record_history : bool
         Evaluate loss (3) at every epoch's iterate (after the timed fit); when
         False only the final loss is known and ``status`` is ``"max_iter"``.
+    progress : callable, optional
+        ``progress(epoch, nan)`` after every epoch (the loss is evaluated afterwards).
 
     Returns
     -------
@@ -171,11 +183,12 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, record_history=Tru
     from py_irt.training import IrtModelTrainer
 
     setup = time.perf_counter()
+    y = responses.y
     _register_start_initializer()
     a0 = np.asarray(a0, dtype=float)
     start = {"name": _INITIALIZER, "ability": np.asarray(theta0, dtype=float),
              "diff": -np.asarray(b0, dtype=float) / a0, "log_disc": np.log(a0 / sigma)}
-    recorder = _Recorder(enabled=record_history)
+    recorder = _Recorder(enabled=record_history, progress=progress)
     model_class = _recording_2pl(recorder)
     config = IrtConfig(model_type=model_class, epochs=max_iter, initializers=[start])
     chatter = io.StringIO()
@@ -218,6 +231,6 @@ def solve(y, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, record_history=Tru
                         status=status, runtime_s=runtime, info=info)
 
 
-register_method("pyirt", solve, label="py-irt", availability=availability,
-                description="py-irt 2PL by SVI (default configuration, epochs = max_iter); "
-                            "option: record_history")
+register_method("pyirt", solve, label="py-irt", availability=availability, options=OPTIONS,
+                color="#8ccbef", order=4, env="pyirt", seconds_per_million_cells=600.0,
+                description="py-irt 2PL by SVI (default configuration, epochs = max_iter)")

@@ -31,25 +31,47 @@ def _describe(indices, labels, limit=5):
 
 @dataclass(frozen=True)
 class Responses:
-    """A validated response matrix in the paper's coding.
+    """A validated response matrix in the paper's coding, stored dense or sparse.
+
+    Dense storage keeps the whole matrix; sparse storage keeps only the
+    observed cells, row by row (CSR), for matrices where most cells are
+    missing.  Solvers read whichever is present (``storage``).
 
     Attributes
     ----------
-    y : ndarray of int8, shape (N, J)
-        +1 correct, -1 incorrect, 0 missing.
+    y : ndarray of int8, shape (N, J), or None
+        Dense storage: +1 correct, -1 incorrect, 0 missing.
     row_labels, col_labels : pandas.Index or None
-        Labels of the models (rows) and items (columns) when the input was a
-        DataFrame.
+        Labels of the models (rows) and items (columns) when the input had them.
+    indptr : ndarray of int64, shape (N + 1,), or None
+        Sparse storage: the observed cells of row i are ``indptr[i]:indptr[i+1]``.
+    indices : ndarray of int32, shape (n_observed,), or None
+        Sparse storage: their columns, increasing within each row.
+    values : ndarray of int8, shape (n_observed,), or None
+        Sparse storage: their responses, +1 or -1.
+    n_items : int or None
+        Sparse storage: J.
     """
 
-    y: np.ndarray
+    y: np.ndarray | None
     row_labels: pd.Index | None = None
     col_labels: pd.Index | None = None
+    indptr: np.ndarray | None = None
+    indices: np.ndarray | None = None
+    values: np.ndarray | None = None
+    n_items: int | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
+    def storage(self) -> str:
+        """``"dense"`` or ``"sparse"``."""
+        return "dense" if self.y is not None else "sparse"
+
+    @property
     def shape(self) -> tuple[int, int]:
-        return self.y.shape
+        if self.y is not None:
+            return self.y.shape
+        return (self.indptr.size - 1, int(self.n_items))
 
     @property
     def observed(self) -> np.ndarray:

@@ -3,14 +3,20 @@
 The variables are ``x = (theta, a, b)`` with box constraints ``a >= 0``
 (theta and b free); every evaluation returns the loss and its gradient from
 one fused pass over the observed entries (:class:`~._objective.Objective`).
+The shared start enters in its balanced representative
+(:func:`~._bilinear.balance_scale`: the same ``theta a^T``, hence the same
+loss, with ``||theta|| = ||a||``).
 
-Stopping rule.  SciPy's ``ftol`` is exactly a relative-reduction test,
-``(f_k - f_{k+1}) / max(|f_k|, |f_{k+1}|, 1) <= ftol``, i.e. the paper's
-``|l_{t+1} - l_t| / |l_t| < tol`` (the loss is far above 1), so
-``ftol = tol``.  ``gtol`` (projected-gradient sup-norm) is set to 1e-12 so
-that ``ftol`` decides, and ``maxiter = max_iter`` (L-BFGS-B iterations; a
-line search may evaluate the objective several times per iteration, the
-count is ``info["n_evaluations"]``, capped at ``maxfun``).
+Stopping rule.  The decision is taken in the callback after every iteration
+by :class:`~._stopping.RelativeLossRule`: the paper's relative loss change
+``|l_k - l_{k-1}| / |l_{k-1}| < tol``, counted once the projected-gradient
+norm is at most :data:`~._stopping.GRADIENT_SAFEGUARD` times the start's.
+SciPy's own one-shot ``ftol`` test is switched off (``ftol = 0``: it would
+stop on any single short step), ``gtol = 1e-12`` (a projected gradient that
+small is stationary), ``maxiter = max_iter`` (L-BFGS-B iterations; the line
+search may evaluate the objective several times per iteration, the count is
+``info["n_evaluations"]``, capped at ``maxfun``).  A line search that ends
+abnormally is a failure, never convergence.
 """
 
 from __future__ import annotations
@@ -21,12 +27,20 @@ import numpy as np
 
 from ..registry import Option, register_method
 from ..result import SolverOutput
+from ._bilinear import balance_scale
 from ._objective import Objective
+from ._stopping import RelativeLossRule
 
 __all__ = ["solve"]
 
-#: Projected-gradient tolerance: tiny, so that the relative-loss test (ftol) decides.
+#: Projected-gradient sup-norm at which SciPy stops by itself (a stationary point).
 GTOL = 1e-12
+
+
+def _projected_gradient_norm(a, grad_theta, grad_a, grad_b):
+    """Euclidean norm of the gradient projected onto the feasible directions of ``a >= 0``."""
+    grad_a = np.where((a <= 0) & (grad_a > 0), 0.0, grad_a)
+    return float(np.sqrt(grad_theta @ grad_theta + grad_a @ grad_a + grad_b @ grad_b))
 
 
 OPTIONS = {
@@ -47,8 +61,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     theta0, a0, b0 : ndarray
         Shared starting point (``a0`` is clipped at 0).
     sigma, tol, max_iter
-        Temperature, relative-loss tolerance (SciPy ``ftol``), iteration limit
-        (SciPy ``maxiter``).
+        Temperature, relative-loss tolerance (:class:`~._stopping.RelativeLossRule`),
+        iteration limit (SciPy ``maxiter``).
     seed : ignored
         L-BFGS-B is deterministic.
     progress : callable, optional
@@ -65,57 +79,69 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
         ``loss_history[0]`` is the loss at the start, then one entry per
         iteration; ``info["time_history"]`` holds the matching elapsed
         seconds, ``info["setup_s"]`` the kernel set-up excluded from
-        ``runtime_s``.
+        ``runtime_s``; ``info["gradient_ratio"]`` and ``info["held_back"]``
+        come from the stopping rule.
     """
     from scipy.optimize import Bounds, minimize
 
     setup = time.perf_counter()
     objective = Objective(responses.y, sigma)
     n, j = objective.shape
-    x0 = np.concatenate([theta0, np.maximum(a0, 0.0), b0]).astype(float)
+    x0 = np.concatenate([*balance_scale(theta0, np.maximum(a0, 0.0)), b0]).astype(float)
     objective.loss_and_gradient(x0[:n], x0[n:n + j], x0[n + j:])  # compile / load the kernel
     lower = np.full(x0.size, -np.inf)
     lower[n:n + j] = 0.0
     bounds = Bounds(lower, np.inf)
     setup_s = time.perf_counter() - setup
 
+    rule = RelativeLossRule(tol)
     history, times = [], []
+    last = {}  # point, value and projected-gradient norm of the latest evaluation
     start = time.perf_counter()
 
     def value_and_gradient(x):
         value, g_theta, g_a, g_b = objective.loss_and_gradient(x[:n], x[n:n + j], x[n + j:])
+        last.update(x=x.copy(), value=value,
+                    gradient_norm=_projected_gradient_norm(x[n:n + j], g_theta, g_a, g_b))
         if not history:  # SciPy evaluates x0 first: record the starting loss
             history.append(value)
             times.append(time.perf_counter() - start)
+            rule.start(value, last["gradient_norm"])
         return value, np.concatenate([g_theta, g_a, g_b])
 
-    def record(intermediate_result):
+    def decide(intermediate_result):
         history.append(float(intermediate_result.fun))
         times.append(time.perf_counter() - start)
         if progress is not None:
             progress(len(history) - 1, history[-1])
+        if not np.array_equal(last["x"], intermediate_result.x):  # never seen: re-evaluate
+            value_and_gradient(intermediate_result.x)
+        if rule.stop(history[-1], last["gradient_norm"]):
+            raise StopIteration
 
     evaluations_before = objective.evaluations
     res = minimize(value_and_gradient, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                   callback=record,
-                   options={"ftol": tol, "gtol": GTOL, "maxiter": max_iter, "maxcor": maxcor,
+                   callback=decide,
+                   options={"ftol": 0.0, "gtol": GTOL, "maxiter": max_iter, "maxcor": maxcor,
                             "maxfun": maxfun or max(15000, 20 * max_iter)})
     runtime = time.perf_counter() - start
 
-    message = str(res.message)
-    if res.status == 0 and np.isfinite(res.fun):
-        status = "converged"
-    elif res.status == 1 and np.isfinite(res.fun):
+    message = rule.reason or str(res.message)
+    if not np.isfinite(res.fun):
+        status = f"failed: L-BFGS-B: non-finite loss ({message})"
+    elif rule.stopped or res.status == 0:
+        status = "converged"  # the rule fired, or SciPy found the projected gradient ~ 0
+    elif res.status == 1:
         status = "max_iter"  # iteration or evaluation limit
     else:
-        status = f"failed: L-BFGS-B: {message}"
+        status = f"failed: L-BFGS-B: {message}"  # e.g. an abnormal line-search termination
     x = res.x
     return SolverOutput(
         theta=x[:n].copy(), a=x[n:n + j].copy(), b=x[n + j:].copy(),
         loss_history=history, n_iter=int(res.nit), status=status, runtime_s=runtime,
         info={"time_history": times, "setup_s": setup_s, "message": message,
               "n_evaluations": objective.evaluations - evaluations_before,
-              "ftol": tol, "gtol": GTOL, "maxcor": maxcor})
+              "gtol": GTOL, "maxcor": maxcor, **rule.info()})
 
 
 register_method("lbfgsb", solve, label="L-BFGS-B", options=OPTIONS, color="#9b2ee6", order=1,

@@ -6,15 +6,26 @@ defaults) over the product ``Euclidean(N) x Euclidean(J) x Euclidean(J)`` of
 ``(theta, a, b)`` without the constraint, on loss (3) with the hand-written
 Euclidean gradient (numpy backend; loss and gradient come from one fused
 pass, cached so the line search's cost call and the following gradient call
-at the accepted point share it).
+at the accepted point share it).  The shared start enters in its balanced
+representative (:func:`~._bilinear.balance_scale`: the same ``theta a^T``,
+hence the same loss, with ``||theta|| = ||a||``).
 
 Stopping rule.  pymanopt has no relative-cost test, so a subclass adds the
-paper's one: stop as soon as ``|f_k - f_{k-1}| / |f_{k-1}| < tol`` between
-consecutive CG iterates.  pymanopt's own tests stay active as safeguards:
-gradient norm < 1e-6 and line-search step < 1e-10 (its defaults; both mean
-no further progress and are reported as converged), ``max_iterations`` so
-that at most ``max_iter`` CG steps are taken; its 1000-second time limit is
-removed.
+paper's, :class:`~._stopping.RelativeLossRule`: stop when
+``|f_k - f_{k-1}| / |f_{k-1}| < tol`` between consecutive CG iterates, counted
+once the gradient norm is at most :data:`~._stopping.GRADIENT_SAFEGUARD`
+times the start's.  pymanopt's own tests stay active: gradient norm < 1e-6
+(stationary: converged), ``max_iterations`` so that at most ``max_iter`` CG
+steps are taken; its 1000-second time limit is removed.  A line search that
+finds no decrease (step < 1e-10, pymanopt's ``min_step_size``) before the
+rule holds is a failure, not convergence.
+
+Orientation.  The unconstrained problem has the exact symmetry
+``(theta, a) -> (-theta, -a)``; CG can end at the mirror image of the
+constrained solution (most slopes negative), which the proximal step would
+project onto ``a = 0``.  The CG solution is therefore replaced by whichever
+of the two is closer to ``a >= 0`` (:func:`~._bilinear.orient_sign`;
+``info["flipped"]``) before stage 2.
 
 Stage 2 (post-hoc proximal gradient, the paper's appendix).  With theta
 fixed at the CG solution, iterate ::
@@ -40,10 +51,12 @@ import numpy as np
 
 from ..registry import Option, register_method
 from ..result import SolverOutput
+from ._bilinear import balance_scale, orient_sign
 from ._objective import Objective
 from ._software import require_python_modules
+from ._stopping import RelativeLossRule
 
-__all__ = ["solve", "proximal_gradient", "lipschitz_item_block", "availability"]
+__all__ = ["availability", "lipschitz_item_block", "proximal_gradient", "solve"]
 
 
 def availability() -> None:
@@ -139,8 +152,8 @@ class _CostGradientCache:
         return self.value
 
 
-def _relative_cost_cg(tol, start, progress=None):
-    """pymanopt ConjugateGradient with the paper's relative-cost stopping test added."""
+def _relative_cost_cg(rule, start, progress=None):
+    """pymanopt ConjugateGradient that stops by ``rule`` (:class:`~._stopping.RelativeLossRule`)."""
     from pymanopt.optimizers import ConjugateGradient
 
     class RelativeCostConjugateGradient(ConjugateGradient):
@@ -157,13 +170,20 @@ def _relative_cost_cg(tol, start, progress=None):
                 progress(len(self.costs) - 1, self.costs[-1])
             super()._add_log_entry(iteration=iteration, point=point, cost=cost, **kwargs)
 
-        def _check_stopping_criterion(self, **kwargs):
+        def _check_stopping_criterion(self, *, gradient_norm, step_size, **kwargs):
             if not np.isfinite(self.costs[-1]):
                 return "failed: non-finite cost"
-            if len(self.costs) > 1 and (abs(self.costs[-1] - self.costs[-2])
-                                        < tol * abs(self.costs[-2])):
-                return f"relative cost change < tol = {tol:g}"
-            return super()._check_stopping_criterion(**kwargs)
+            if len(self.costs) == 1:
+                rule.start(self.costs[0], gradient_norm)
+            elif rule.stop(self.costs[-1], gradient_norm):
+                return rule.reason
+            reason = super()._check_stopping_criterion(gradient_norm=gradient_norm,
+                                                       step_size=step_size, **kwargs)
+            if reason and "min step_size" in reason:
+                # the line search found no decrease although the gradient is not small
+                return (f"failed: line search found no decrease at gradient norm "
+                        f"{rule.gradient_ratio:.2g} x the start's")
+            return reason
 
     return RelativeCostConjugateGradient
 
@@ -210,7 +230,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     setup = time.perf_counter()
     objective = Objective(responses.y, sigma)
     n, j = objective.shape
-    theta0, a0, b0 = (np.array(v, dtype=float) for v in (theta0, a0, b0))
+    theta0, a0 = balance_scale(theta0, a0)
+    b0 = np.array(b0, dtype=float)
     objective.loss_and_gradient(theta0, a0, b0)  # compile / load the kernel
     setup_evaluations = objective.evaluations
     manifold = Product([Euclidean(n), Euclidean(j), Euclidean(j)])
@@ -229,17 +250,19 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
 
     start = time.perf_counter()
     # pymanopt counts the start as iteration 1: max_iter + 1 allows max_iter CG steps
-    optimizer = _relative_cost_cg(tol, start, progress)(max_iterations=max_iter + 1, max_time=np.inf,
-                                               verbosity=0, log_verbosity=0)
+    rule = RelativeLossRule(tol)
+    optimizer = _relative_cost_cg(rule, start, progress)(
+        max_iterations=max_iter + 1, max_time=np.inf, verbosity=0, log_verbosity=0)
     result = optimizer.run(problem, initial_point=[theta0, a0, b0])
     theta, a_cg, b_cg = (np.asarray(v, dtype=float) for v in result.point)
     reason = result.stopping_criterion
     history, times = list(optimizer.costs), list(optimizer.times)
     n_cg = result.iterations - 1
     if reason.startswith("failed") or not np.isfinite(result.cost):
-        return _failed(f"failed: Manopt conjugate gradient: {reason}", n, j, history, n_cg,
-                       time.perf_counter() - start, setup_s, times)
+        return _failed(f"failed: Manopt conjugate gradient: {reason.removeprefix('failed: ')}",
+                       n, j, history, n_cg, time.perf_counter() - start, setup_s, times)
 
+    theta, a_cg, flipped = orient_sign(theta, a_cg)
     eta = step_size or 1.0 / lipschitz_item_block(theta, objective.y != 0, sigma)
     a, b, prox_history, prox_times, prox_steps, prox_converged = proximal_gradient(
         objective, theta, a_cg, b_cg, step=eta, sparsity=sparsity, tol=tol, max_iter=max_iter,
@@ -257,8 +280,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
         runtime_s=runtime,
         info={"time_history": times, "setup_s": setup_s, "stopping_criterion": reason,
               "prox_steps": prox_steps, "prox_step_size": eta, "prox_sparsity": sparsity,
-              "negative_a_before_prox": int(np.count_nonzero(a_cg < 0)),
-              "n_evaluations": objective.evaluations - setup_evaluations})
+              "negative_a_before_prox": int(np.count_nonzero(a_cg < 0)), "flipped": flipped,
+              "n_evaluations": objective.evaluations - setup_evaluations, **rule.info()})
 
 
 def _failed(status, n, j, history, n_iter, runtime, setup_s, times):

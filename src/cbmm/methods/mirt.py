@@ -42,10 +42,13 @@ from ..registry import MethodUnavailableError, register_method
 from ..result import SolverOutput
 from ._software import DROP_HINT, require_python_modules
 
-__all__ = ["solve", "availability", "R_INSTALL"]
+__all__ = ["R_INSTALL", "R_SEED_MODULUS", "availability", "r_seed", "seed_r", "solve"]
 
 #: Command that installs the R package.
 R_INSTALL = "R -e 'install.packages(\"mirt\")'"
+
+#: R's ``set.seed`` takes a 32-bit signed integer; seeds are reduced modulo this.
+R_SEED_MODULUS = 2**31 - 1
 
 # Defined once per R session.  Returns either list(error = message) or the
 # fitted parameters; warnings are collected, never printed.
@@ -139,6 +142,37 @@ def _captured_r_console(lines):
         callbacks.consolewrite_print, callbacks.consolewrite_warnerror = saved
 
 
+def r_seed(seed):
+    """The value passed to R's ``set.seed`` for a fit seed, or None (R left unseeded).
+
+    Parameters
+    ----------
+    seed : int, numpy integer, or anything else
+        The fit's seed.  The workflow's seeds are uint32 (half of them
+        >= 2**31), and callers may pass any non-negative Python or NumPy
+        integer.
+
+    Returns
+    -------
+    int or None
+        ``int(seed) % (2**31 - 1)``: deterministic, in ``[0, 2**31 - 2]``
+        (R's integers are 32-bit signed, ``-2**31`` being NA), and equal to
+        the seed itself below ``2**31 - 1``.  None for ``None``, booleans,
+        ``numpy.random.Generator`` objects and other non-integers.
+    """
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        return None
+    return int(seed) % R_SEED_MODULUS
+
+
+def seed_r(seed):
+    """Seed R's generator with :func:`r_seed` of ``seed`` (if any); return the value used."""
+    value = r_seed(seed)
+    if value is not None:
+        _start_r().r["set.seed"](value)
+    return value
+
+
 def _r_fit_function():
     global _FIT_FUNCTION
     if _FIT_FUNCTION is None:
@@ -158,9 +192,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     sigma, tol, max_iter
         Temperature, mirt ``TOL``, mirt ``NCYCLES``.
     seed : int, optional
-        Seeds R's generator (``set.seed``); mirt's EM with fixed quadrature is
-        deterministic, so this only matters for reproducibility of any
-        internal random draws.
+        Seeds R's generator (``set.seed(r_seed(seed))``, any integer size; see
+        :func:`r_seed`); mirt's EM with fixed quadrature is deterministic, so
+        this only matters for reproducibility of any internal random draws.
     progress : callable, optional
         Not called: mirt reports no per-cycle progress through rpy2.
 
@@ -184,8 +218,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
         r_d = cv.py2rpy(np.asarray(b0, dtype=float) / sigma)
     r_responses = ro.r("function(Y) { Y[is.nan(Y)] <- NA; Y }")(r_responses)
     fit_function = _r_fit_function()
-    if isinstance(seed, (int, np.integer)):
-        ro.r["set.seed"](int(seed))
+    seeded = seed_r(seed)
     setup_s = time.perf_counter() - setup
 
     console = []
@@ -194,7 +227,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
         out = fit_function(r_responses, r_a1, r_d, float(tol), int(max_iter))
     wall = time.perf_counter() - wall
     result = dict(zip(out.names, out, strict=True))
-    info = {"setup_s": setup_s, "r_warnings": list(result["warnings"]),
+    info = {"setup_s": setup_s, "r_seed": seeded, "r_warnings": list(result["warnings"]),
             "r_output": "".join(console), "TOL": tol, "NCYCLES": max_iter}
     if "error" in result:
         message = " ".join(str(result["error"][0]).split())

@@ -44,7 +44,7 @@ from ..result import SolverOutput
 from ._objective import Objective
 from ._software import require_python_modules
 
-__all__ = ["solve", "availability", "to_cbmm_parameters"]
+__all__ = ["availability", "solve", "to_cbmm_parameters"]
 
 _INITIALIZER = "cbmm_shared_start"
 
@@ -89,16 +89,40 @@ def _register_start_initializer():
 
 
 class _Recorder:
-    """Variational means and elapsed seconds at every guide call of one training run."""
+    """Guide calls of one training run: the variational means and elapsed seconds at each
+    (when ``enabled``), and ``progress`` once per finished epoch."""
 
     def __init__(self, enabled=True, progress=None):
         self.enabled = enabled
         self.progress = progress
+        self.calls = 0
         self.iterates, self.times, self.clock = [], [], None
+
+    def guide_called(self):
+        """Record the current means; report the epoch that ended before this call.
+
+        Call 1 precedes py-irt's initializers, call ``k + 1`` starts epoch
+        ``k`` (parameters after epoch ``k - 1``).  The last epoch ends after
+        the last call: :meth:`training_ended` reports it.
+        """
+        import pyro
+
+        self.calls += 1
+        if self.enabled:
+            self.iterates.append(tuple(
+                pyro.param(name).detach().clone()
+                for name in ("loc_ability", "loc_diff", "loc_slope")))
+            self.times.append(time.perf_counter() - self.clock)
+        if self.progress is not None and self.calls > 2:
+            self.progress(self.calls - 2, float("nan"))
+
+    def training_ended(self, epochs):
+        if self.progress is not None and epochs > 0:
+            self.progress(epochs, float("nan"))
 
 
 def _recording_2pl(recorder):
-    """py-irt's 2PL, unchanged except that its guide records the variational means.
+    """py-irt's 2PL, unchanged except that its guide reports to ``recorder`` when called.
 
     ``svi.step`` calls the guide once per epoch with the current parameters,
     so the records are the iterates (copying N + 2J floats is negligible).
@@ -112,16 +136,8 @@ def _recording_2pl(recorder):
             guide = super().get_guide()
 
             def recording_guide(subjects, items, obs):
-                import pyro
                 out = guide(subjects, items, obs)  # creates the parameters on the first call
-                if not recorder.enabled:
-                    return out
-                recorder.iterates.append(tuple(
-                    pyro.param(name).detach().clone()
-                    for name in ("loc_ability", "loc_diff", "loc_slope")))
-                recorder.times.append(time.perf_counter() - recorder.clock)
-                if recorder.progress is not None and len(recorder.iterates) > 2:
-                    recorder.progress(len(recorder.iterates) - 2, float("nan"))
+                recorder.guide_called()
                 return out
 
             return recording_guide
@@ -172,7 +188,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, progress=N
         Evaluate loss (3) at every epoch's iterate (after the timed fit); when
         False only the final loss is known and ``status`` is ``"max_iter"``.
     progress : callable, optional
-        ``progress(epoch, nan)`` after every epoch (the loss is evaluated afterwards).
+        ``progress(epoch, nan)`` once per epoch, ``epoch = 1 .. max_iter``, also
+        with ``record_history=False`` (loss (3) is only evaluated after training).
 
     Returns
     -------
@@ -202,6 +219,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, progress=N
             recorder.clock = time.perf_counter()
             trainer.train(epochs=max_iter, device="cpu")
             runtime = time.perf_counter() - recorder.clock
+            recorder.training_ended(max_iter)
 
     final = trainer.last_params
     theta, a, b = to_cbmm_parameters(final["ability"], final["diff"], final["disc"], sigma)

@@ -39,7 +39,9 @@ def test_ragged_row_names_the_line(tmp_path):
 
 def test_bad_value_names_file_row_and_column(tmp_path):
     path = _write(tmp_path / "r.csv", ",a,b\nm1,1,0\nm2,0,2\n")
-    with pytest.raises(DataError, match=r"r.csv: value 2(\.0)? at row 1 \('m2'\), column 1 \('b'\)"):
+    with pytest.raises(
+        DataError, match=r"r.csv: value 2(\.0)? at row 1 \('m2'\), column 1 \('b'\)"
+    ):
         load_local(path)
 
 
@@ -65,8 +67,12 @@ def test_unknown_label_column_and_suffix(tmp_path):
 def test_parquet_table_builds_canonical_dataset(tmp_path):
     src = tmp_path / "in.parquet"
     pd.DataFrame({"llm": ["a", "b", "c"], "q0": [1.0, 0.0, None], "q1": [0, 1, 1]}).to_parquet(src)
-    out = build_dataset("mine", {"source": "local", "options": {"path": str(src), "label_column": "llm"}},
-                        tmp_path / "mine.parquet", cache_dir=tmp_path / "cache")
+    out = build_dataset(
+        "mine",
+        {"source": "local", "options": {"path": str(src), "label_column": "llm"}},
+        tmp_path / "mine.parquet",
+        cache_dir=tmp_path / "cache",
+    )
     df = read_matrix(out)
     assert df.index.tolist() == ["a", "b", "c"] and df.columns.tolist() == ["q0", "q1"]
     np.testing.assert_array_equal(df.to_numpy(), [[1, 0], [0, 1], [np.nan, 1]])

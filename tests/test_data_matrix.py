@@ -12,11 +12,17 @@ from cbmm.data.matrix import atomic_path, write_json
 
 
 def _frame():
-    values = np.array([[1, 0, np.nan, 1],
-                       [1, 1, np.nan, 0],
-                       [1, np.nan, np.nan, 0],
-                       [np.nan, np.nan, np.nan, np.nan]])
-    return pd.DataFrame(values, index=["m/a", "m/b", "7", "empty"], columns=["x_0", "x_1", "2", "y"])
+    values = np.array(
+        [
+            [1, 0, np.nan, 1],
+            [1, 1, np.nan, 0],
+            [1, np.nan, np.nan, 0],
+            [np.nan, np.nan, np.nan, np.nan],
+        ]
+    )
+    return pd.DataFrame(
+        values, index=["m/a", "m/b", "7", "empty"], columns=["x_0", "x_1", "2", "y"]
+    )
 
 
 def test_roundtrip_keeps_labels_order_values_and_nan(tmp_path):
@@ -38,7 +44,12 @@ def test_summary_matches_hand_count():
     assert s["all_correct_items"] == ["x_0"] and s["all_wrong_items"] == []
     assert s["empty_items"] == ["2"] and s["empty_models"] == ["empty"]
     assert s["all_correct_models"] == [] and s["all_wrong_models"] == []
-    assert s["model_accuracy"] == {"m/a": pytest.approx(2 / 3), "m/b": pytest.approx(2 / 3), "7": 0.5, "empty": None}
+    assert s["model_accuracy"] == {
+        "m/a": pytest.approx(2 / 3),
+        "m/b": pytest.approx(2 / 3),
+        "7": 0.5,
+        "empty": None,
+    }
     assert s["item_accuracy"]["y"] == pytest.approx(1 / 3)
     json.dumps(s, allow_nan=False)  # serialisable as strict JSON
 
@@ -75,9 +86,8 @@ def test_read_matrix_refuses_foreign_parquet(tmp_path):
 def test_atomic_path_leaves_old_file_on_failure(tmp_path):
     target = tmp_path / "s.json"
     write_json({"v": 1}, target)
-    with pytest.raises(RuntimeError):
-        with atomic_path(target) as tmp:
-            tmp.write_text("half")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("boom")
     assert json.loads(target.read_text()) == {"v": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["s.json"]

@@ -8,24 +8,34 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from data_fixtures import SHARED_DATA, FileServer, needs_shared
 
-from cbmm.data import ChecksumError, build_dataset, find_entry, load_registry, read_matrix
+from cbmm.data import (
+    ChecksumError,
+    DownloadError,
+    build_dataset,
+    find_entry,
+    load_registry,
+    read_matrix,
+)
 from cbmm.data.cli import main as cli_main
 from cbmm.data.matrix import summary_path
-from data_fixtures import FileServer
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
-MATH500_CSV = SHARED / "math500" / "MATH_500.csv"
+MATH500_CSV = SHARED_DATA / "math500" / "MATH_500.csv"
 REGISTRY = ROOT / "config" / "datasets.yaml"
+COMMIT = "b6cb036d80b34f036822383e8514be4ee4ed648f"
 
 
 def _standin_ifeval(n_models=30, seed=0) -> bytes:
     """A small file in the release's format: LF, header ',ifeval_0,...', model names, 0/1."""
     rng = np.random.default_rng(seed)
     values = (rng.random((n_models, 41)) < 0.6).astype(int)
-    frame = pd.DataFrame(values, index=[f"org{i}__model-{i}" for i in range(n_models)],
-                         columns=[f"ifeval_{j}" for j in range(41)])
+    frame = pd.DataFrame(
+        values,
+        index=[f"org{i}__model-{i}" for i in range(n_models)],
+        columns=[f"ifeval_{j}" for j in range(41)],
+    )
     buffer = io.StringIO()
     frame.to_csv(buffer, lineterminator="\n")
     return buffer.getvalue().encode()
@@ -48,22 +58,17 @@ def _serve(server, registry, name, data):
     return entry, rel
 
 
-def test_registry_pins_the_manifest_hashes():
-    manifest = pd.read_csv(SHARED / "leaderboard" / "release_manifest.csv")
-    pins = dict(zip(manifest["path_in_JackQuu/cBMM@b6cb036"], manifest["lfs_sha256"]))
-    registry = load_registry(REGISTRY)
-    assert registry["release"]["repo"] == "JackQuu/cBMM" and registry["release"]["commit"] == "b6cb036"
-    assert len(registry["datasets"]) == 7
-    for name, entry in registry["datasets"].items():
-        assert entry["source"] == "release"
-        assert entry["options"]["sha256"] == pins[entry["options"]["file"]], name
-
-
+@needs_shared
 def test_math500_release_file_verified_end_to_end(lfs, tmp_path):
     registry = load_registry(REGISTRY)
     entry, rel = _serve(lfs, registry, "MATH_500", MATH500_CSV.read_bytes())
-    out = build_dataset("MATH_500", entry, tmp_path / "out" / "MATH_500.parquet", cache_dir=tmp_path / "cache",
-                        release=rel)
+    out = build_dataset(
+        "MATH_500",
+        entry,
+        tmp_path / "out" / "MATH_500.parquet",
+        cache_dir=tmp_path / "cache",
+        release=rel,
+    )
     expected = pd.read_csv(MATH500_CSV, index_col=0)
     got = read_matrix(out)
     assert got.shape == (140, 500)
@@ -78,17 +83,39 @@ def test_math500_release_file_verified_end_to_end(lfs, tmp_path):
 
 def test_standin_leaderboard_file_and_cli(lfs, tmp_path):
     data = _standin_ifeval()
-    registry = {"release": {"base_url": lfs.url + "/media", "repo": "JackQuu/cBMM", "commit": "b6cb036"},
-                "datasets": {"IFEval": {"source": "release",
-                                        "options": {"file": "data/IFEval.csv",
-                                                    "sha256": hashlib.sha256(data).hexdigest(),
-                                                    "retries": 1, "backoff": 0.01, "progress": False}}}}
+    registry = {
+        "release": {"base_url": lfs.url + "/media", "repo": "JackQuu/cBMM", "commit": COMMIT},
+        "datasets": {
+            "IFEval": {
+                "source": "release",
+                "options": {
+                    "file": "data/IFEval.csv",
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "retries": 1,
+                    "backoff": 0.01,
+                    "progress": False,
+                },
+            }
+        },
+    }
     (tmp_path / "reg.yaml").write_text(json.dumps(registry))  # JSON is YAML
-    lfs.files["/media/JackQuu/cBMM/b6cb036/data/IFEval.csv"] = data
-    lfs.fail["/media/JackQuu/cBMM/b6cb036/data/IFEval.csv"] = [502]
+    lfs.files[f"/media/JackQuu/cBMM/{COMMIT}/data/IFEval.csv"] = data
+    lfs.fail[f"/media/JackQuu/cBMM/{COMMIT}/data/IFEval.csv"] = [502]
     out = tmp_path / "IFEval.parquet"
-    status = cli_main(["data", "build", "--name", "IFEval", "--registry", str(tmp_path / "reg.yaml"),
-                       "--out", str(out), "--cache-dir", str(tmp_path / "cache")])
+    status = cli_main(
+        [
+            "data",
+            "build",
+            "--name",
+            "IFEval",
+            "--registry",
+            str(tmp_path / "reg.yaml"),
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
+    )
     assert status == 0
     got = read_matrix(out)
     expected = pd.read_csv(io.BytesIO(data), index_col=0)
@@ -96,9 +123,12 @@ def test_standin_leaderboard_file_and_cli(lfs, tmp_path):
     np.testing.assert_array_equal(got.to_numpy(), expected.to_numpy(dtype=float))
 
 
+@needs_shared
 def test_corrupted_release_file_fails_without_outputs(lfs, tmp_path, capsys):
     registry = load_registry(REGISTRY)
-    corrupted = MATH500_CSV.read_bytes().replace(b"\r\n01_ai_Yi_34B_one_shot,0", b"\r\n01_ai_Yi_34B_one_shot,1", 1)
+    corrupted = MATH500_CSV.read_bytes().replace(
+        b"\r\n01_ai_Yi_34B_one_shot,0", b"\r\n01_ai_Yi_34B_one_shot,1", 1
+    )
     entry, rel = _serve(lfs, registry, "MATH_500", corrupted)
     out = tmp_path / "out" / "MATH_500.parquet"
     with pytest.raises(ChecksumError, match="7d067aacfed54f14"):
@@ -106,3 +136,58 @@ def test_corrupted_release_file_fails_without_outputs(lfs, tmp_path, capsys):
     assert not out.exists() and not summary_path(out).exists()
     leftovers = [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
     assert leftovers == []
+
+
+def test_offline_names_the_dataset_and_a_pre_filled_cache_works(lfs, tmp_path, capsys):
+    """The one-line error says where to put the file; putting it there builds without network."""
+    data = _standin_ifeval()
+    entry = {
+        "source": "release",
+        "options": {
+            "file": "data/IFEval.csv",
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "size": len(data),
+            "retries": 0,
+            "progress": False,
+        },
+    }
+    offline = {"base_url": "http://127.0.0.1:9/media", "repo": "JackQuu/cBMM", "commit": COMMIT}
+    out = tmp_path / "out" / "IFEval.parquet"
+    with pytest.raises(DownloadError) as info:
+        build_dataset("IFEval", entry, out, cache_dir=tmp_path / "cache", release=offline)
+    message = str(info.value)
+    target = tmp_path / "cache" / "release" / "JackQuu__cBMM" / COMMIT / "data" / "IFEval.csv"
+    assert "\n" not in message
+    assert message.startswith("dataset 'IFEval': http://127.0.0.1:9/media/JackQuu/cBMM/")
+    assert (
+        "connection failed" in message
+        and f"Put the verified file at {target} (a pre-filled cache_dir" in message
+    )
+    assert "source 'local'" in message and not out.exists()
+
+    (tmp_path / "reg.yaml").write_text(
+        json.dumps({"release": offline, "datasets": {"IFEval": entry}})
+    )
+    status = cli_main(
+        [
+            "data",
+            "build",
+            "--name",
+            "IFEval",
+            "--registry",
+            str(tmp_path / "reg.yaml"),
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ]
+    )
+    assert status == 2
+    assert capsys.readouterr().err.count("\n") == 1  # one line on stderr, no traceback
+
+    target.write_bytes(data)
+    build_dataset("IFEval", entry, out, cache_dir=tmp_path / "cache", release=offline)
+    np.testing.assert_array_equal(
+        read_matrix(out).to_numpy(),
+        pd.read_csv(io.BytesIO(data), index_col=0).to_numpy(dtype=float),
+    )

@@ -11,13 +11,34 @@ Every dataset is stored as a canonical Parquet matrix plus a summary JSON;
 see :mod:`cbmm.data.matrix` and ``docs/data.md``.
 """
 
-from .datasets import SOURCE_OPTIONS, build_dataset, find_entry, load_registry
+from .datasets import (
+    SOURCE_OPTIONS,
+    build_dataset,
+    check_entry,
+    find_entry,
+    load_registry,
+    validate_registry,
+)
 from .download import ChecksumError, DownloadError, download, sha256_file
 from .local import load_local, read_table
 from .matrix import DataError, matrix_summary, read_matrix, summary_path, write_matrix
 
 __all__ = [
-    "ChecksumError", "DataError", "DownloadError", "SOURCE_OPTIONS", "build_dataset", "download",
-    "find_entry", "load_local", "load_registry", "matrix_summary", "read_matrix", "read_table",
-    "sha256_file", "summary_path", "write_matrix",
+    "SOURCE_OPTIONS",
+    "ChecksumError",
+    "DataError",
+    "DownloadError",
+    "build_dataset",
+    "check_entry",
+    "download",
+    "find_entry",
+    "load_local",
+    "load_registry",
+    "matrix_summary",
+    "read_matrix",
+    "read_table",
+    "sha256_file",
+    "summary_path",
+    "validate_registry",
+    "write_matrix",
 ]

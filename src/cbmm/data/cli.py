@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .matrix import DataError
 
-__all__ = ["register", "main"]
+__all__ = ["main", "register"]
 
 
 def _guard(handler):
@@ -24,15 +24,25 @@ def _guard(handler):
         except DataError as exc:
             print(f"cbmm data: error: {exc}", file=sys.stderr)
             return 2
+        except OSError as exc:  # e.g. an output folder that cannot be written
+            print(f"cbmm data: error: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 2
+
     return run
 
 
 @_guard
 def _build(args) -> int:
     from .datasets import build_dataset, find_entry, load_registry
+
     registry = load_registry(args.registry)
-    out = build_dataset(args.name, find_entry(registry, args.name), args.out, cache_dir=args.cache_dir,
-                        release=registry["release"])
+    out = build_dataset(
+        args.name,
+        find_entry(registry, args.name),
+        args.out,
+        cache_dir=args.cache_dir,
+        release=registry["release"],
+    )
     print(out)
     return 0
 
@@ -40,6 +50,7 @@ def _build(args) -> int:
 @_guard
 def _import(args) -> int:
     from .datasets import build_dataset
+
     entry = {"source": "local", "options": {"path": str(args.file)}}
     if args.label_column:
         entry["options"]["label_column"] = args.label_column
@@ -50,6 +61,7 @@ def _import(args) -> int:
 @_guard
 def _summary(args) -> int:
     from .matrix import matrix_summary, read_matrix
+
     summary = matrix_summary(read_matrix(args.file))
     if not args.full:
         summary = {k: v for k, v in summary.items() if k not in ("model_accuracy", "item_accuracy")}
@@ -60,14 +72,23 @@ def _summary(args) -> int:
 @_guard
 def _math500_items(args) -> int:
     from .math500 import fetch_items
-    print(fetch_items(args.out, source=args.source, sha256=args.sha256, cache_dir=args.cache_dir,
-                      revision=args.revision))
+
+    print(
+        fetch_items(
+            args.out,
+            source=args.source,
+            sha256=args.sha256,
+            cache_dir=args.cache_dir,
+            revision=args.revision,
+        )
+    )
     return 0
 
 
 @_guard
 def _math500_models(args) -> int:
     from .math500 import refresh_model_table
+
     table = refresh_model_table(args.table, args.out)
     for repo, reason in table.attrs["unresolved"].items():
         print(f"unresolved: {repo}: {reason}", file=sys.stderr)
@@ -80,15 +101,27 @@ def register(subparsers) -> argparse.ArgumentParser:
     data = subparsers.add_parser("data", help="fetch, build and inspect response matrices")
     commands = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
 
-    build = commands.add_parser("build", help="build one registry dataset into a canonical Parquet matrix")
-    build.add_argument("--name", required=True, help="dataset name in the registry (datasets or alternatives)")
-    build.add_argument("--registry", default="config/datasets.yaml", help="registry YAML (default: %(default)s)")
-    build.add_argument("--out", required=True, type=Path, help="output .parquet (summary JSON goes next to it)")
+    build = commands.add_parser(
+        "build", help="build one registry dataset into a canonical Parquet matrix"
+    )
+    build.add_argument(
+        "--name", required=True, help="dataset name in the registry (datasets or alternatives)"
+    )
+    build.add_argument(
+        "--registry", default="config/datasets.yaml", help="registry YAML (default: %(default)s)"
+    )
+    build.add_argument(
+        "--out", required=True, type=Path, help="output .parquet (summary JSON goes next to it)"
+    )
     build.add_argument("--cache-dir", required=True, type=Path, help="download cache directory")
     build.set_defaults(func=_build)
 
-    imp = commands.add_parser("import", help="validate a local CSV/Parquet table and store it canonically")
-    imp.add_argument("file", type=Path, help="CSV or Parquet: label column + item columns, 0/1/empty")
+    imp = commands.add_parser(
+        "import", help="validate a local CSV/Parquet table and store it canonically"
+    )
+    imp.add_argument(
+        "file", type=Path, help="CSV or Parquet: label column + item columns, 0/1/empty"
+    )
     imp.add_argument("--out", required=True, type=Path, help="output .parquet")
     imp.add_argument("--label-column", help="column holding the model labels (default: the first)")
     imp.add_argument("--name", help="dataset name recorded in the summary (default: file stem)")
@@ -96,18 +129,26 @@ def register(subparsers) -> argparse.ArgumentParser:
 
     summary = commands.add_parser("summary", help="print the summary of a canonical matrix")
     summary.add_argument("file", type=Path)
-    summary.add_argument("--full", action="store_true", help="include per-model and per-item accuracies")
+    summary.add_argument(
+        "--full", action="store_true", help="include per-model and per-item accuracies"
+    )
     summary.set_defaults(func=_summary)
 
-    items = commands.add_parser("math500-items", help="write the MATH-500 item table (subject, level)")
+    items = commands.add_parser(
+        "math500-items", help="write the MATH-500 item table (subject, level)"
+    )
     items.add_argument("--out", required=True, type=Path, help="output CSV")
-    items.add_argument("--source", default="hub", help="'hub' (HuggingFaceH4/MATH-500) or a path to test.jsonl")
+    items.add_argument(
+        "--source", default="hub", help="'hub' (HuggingFaceH4/MATH-500) or a path to test.jsonl"
+    )
     items.add_argument("--sha256", help="expected SHA-256 of test.jsonl")
     items.add_argument("--revision", help="dataset revision on the Hub (default: main)")
     items.add_argument("--cache-dir", type=Path, help="Hub cache directory")
     items.set_defaults(func=_math500_items)
 
-    models = commands.add_parser("math500-models", help="refresh the MATH-500 model table from the Hub")
+    models = commands.add_parser(
+        "math500-models", help="refresh the MATH-500 model table from the Hub"
+    )
     models.add_argument("--table", default="config/math500_models.csv", type=Path)
     models.add_argument("--out", required=True, type=Path)
     models.set_defaults(func=_math500_models)

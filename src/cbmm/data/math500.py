@@ -24,28 +24,48 @@ from __future__ import annotations
 import csv
 import hashlib
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import numpy as np
 import pandas as pd
 
+from .checks import inside
 from .download import download, sha256_file
-from .hub import _api, _with_retries, hub_download
+from .hub import HubNotFoundError, _api, _with_retries, hub_download
 from .matrix import DataError, atomic_path, iter_jsonl
 
 __all__ = [
-    "ITEMS_REPO", "LART_EXCLUDED_MODELS", "LART_EXCLUDED_ROWS", "MODEL_COLUMNS", "TIERS", "fetch_items",
-    "fetch_lart", "lart_to_release", "model_table", "read_items_jsonl", "refresh_model_table", "tier_of",
+    "ITEMS_REPO",
+    "LART_EXCLUDED_MODELS",
+    "LART_EXCLUDED_ROWS",
+    "MODEL_COLUMNS",
+    "TIERS",
+    "fetch_items",
+    "fetch_lart",
+    "lart_to_release",
+    "model_table",
+    "read_items_jsonl",
+    "refresh_model_table",
+    "tier_of",
 ]
 
 ITEMS_REPO = "HuggingFaceH4/MATH-500"
 
 #: LaRT models absent from the paper's MATH-500 suite (each with both prompts).
 LART_EXCLUDED_MODELS = (
-    "TinyLlama_TinyLlama_1.1B_Chat_v1.0", "google_gemma_3_1b_pt", "google_gemma_7b_it",
-    "google_vaultgemma_1b", "meta_llama_Llama_3.2_1B", "meta_llama_Llama_3.2_3B",
-    "meta_llama_Meta_Llama_3_8B", "microsoft_phi_4", "openai_community_gpt2",
+    "TinyLlama_TinyLlama_1.1B_Chat_v1.0",
+    "google_gemma_3_1b_pt",
+    "google_gemma_7b_it",
+    "google_vaultgemma_1b",
+    "meta_llama_Llama_3.2_1B",
+    "meta_llama_Llama_3.2_3B",
+    "meta_llama_Meta_Llama_3_8B",
+    "microsoft_phi_4",
+    "openai_community_gpt2",
 )
-LART_EXCLUDED_ROWS = tuple(f"{m}_{p}" for m in LART_EXCLUDED_MODELS for p in ("one_shot", "zero_shot"))
+LART_EXCLUDED_ROWS = tuple(
+    f"{m}_{p}" for m in LART_EXCLUDED_MODELS for p in ("one_shot", "zero_shot")
+)
 
 #: (upper bound in billions of parameters, inclusive; tier label), smallest first.
 TIERS = ((7.0, "0-7B"), (20.0, "7-20B"), (np.inf, ">20B"))
@@ -53,6 +73,7 @@ MODEL_COLUMNS = ["row_label", "model", "prompt", "params_b", "release_date", "ti
 
 
 # ------------------------------------------------------------------ responses
+
 
 def _row_label(line: bytes) -> str:
     text = line.decode("utf-8")
@@ -95,15 +116,18 @@ def lart_to_release(lart_csv, out_csv, *, sha256: str | None, excluded=LART_EXCL
     absent = [label for label, n in counts.items() if n == 0]
     repeated = [label for label, n in counts.items() if n > 1]
     if absent or repeated:
-        raise DataError(f"{lart_csv}: rows to drop that are absent {absent} or repeated {repeated}; "
-                        "is this the LaRT accuracy_math500.csv?")
+        raise DataError(
+            f"{lart_csv}: rows to drop that are absent {absent} or repeated {repeated}; "
+            "is this the LaRT accuracy_math500.csv?"
+        )
     drop = set(excluded)
     kept = [header] + [row for row, label in zip(rows, labels) if label not in drop]
     content = b"".join(line + b"\r\n" for line in kept)
     actual = hashlib.sha256(content).hexdigest()
     if sha256 is not None and actual != sha256.lower():
         raise DataError(
-            f"{lart_csv}: dropping {len(drop)} rows gives {len(kept) - 1} rows with SHA-256 {actual}, "
+            f"{lart_csv}: dropping {len(drop)} rows gives {len(kept) - 1} rows with SHA-256 "
+            f"{actual}, "
             f"expected {sha256.lower()}; the LaRT file differs from the one the paper used"
         )
     out_csv = Path(out_csv)
@@ -113,12 +137,20 @@ def lart_to_release(lart_csv, out_csv, *, sha256: str | None, excluded=LART_EXCL
 
 
 def fetch_lart(url: str, cache_dir, *, sha256: str | None = None, **download_options) -> Path:
-    """Download the LaRT accuracy file into ``<cache_dir>/lart/`` (verified if ``sha256`` is given)."""
-    dest = Path(cache_dir) / "lart" / Path(url).name
-    return download(url, dest, sha256=sha256, **download_options)
+    """Download the LaRT accuracy file into ``<cache_dir>/lart/`` (verified if ``sha256`` is given).
+
+    The cached file is named after the URL's last segment, which must be a
+    plain file name.
+    """
+    name = urlsplit(url).path.rsplit("/", 1)[-1]
+    dest = inside(
+        cache_dir, f"lart/{name}", f"url {url!r} (its last segment names the cached file)"
+    )
+    return download(url, dest, root=cache_dir, sha256=sha256, **download_options)
 
 
 # ---------------------------------------------------------------------- items
+
 
 def read_items_jsonl(path, *, sha256: str | None = None, n_items: int | None = 500) -> pd.DataFrame:
     """Item metadata from the MATH-500 ``test.jsonl`` (line j = item j).
@@ -131,16 +163,26 @@ def read_items_jsonl(path, *, sha256: str | None = None, n_items: int | None = 5
     """
     path = Path(path)
     if sha256 is not None and sha256_file(path) != sha256.lower():
-        raise DataError(f"{path}: SHA-256 {sha256_file(path)} differs from the pinned {sha256.lower()}")
+        raise DataError(
+            f"{path}: SHA-256 {sha256_file(path)} differs from the pinned {sha256.lower()}"
+        )
     rows = []
     for lineno, record in iter_jsonl(path):
         try:
             level = int(record["level"])
-            rows.append({"item": str(len(rows)), "subject": str(record["subject"]), "level": level,
-                         "unique_id": str(record["unique_id"])})
+            rows.append(
+                {
+                    "item": str(len(rows)),
+                    "subject": str(record["subject"]),
+                    "level": level,
+                    "unique_id": str(record["unique_id"]),
+                }
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise DataError(f"{path}, line {lineno}: expected JSON with subject, level (integer) "
-                            f"and unique_id ({exc!r})") from exc
+            raise DataError(
+                f"{path}, line {lineno}: expected JSON with subject, level (integer) "
+                f"and unique_id ({exc!r})"
+            ) from exc
         if not 1 <= level <= 5:
             raise DataError(f"{path}, line {lineno}: level {level} outside 1-5")
     if n_items is not None and len(rows) != n_items:
@@ -148,9 +190,19 @@ def read_items_jsonl(path, *, sha256: str | None = None, n_items: int | None = 5
     return pd.DataFrame(rows, columns=["item", "subject", "level", "unique_id"])
 
 
-def fetch_items(out_csv, *, source: str = "hub", repo_id: str = ITEMS_REPO, filename: str = "test.jsonl",
-                revision: str | None = None, sha256: str | None = None, cache_dir=None,
-                endpoint: str | None = None, token=None, retries: int = 4) -> Path:
+def fetch_items(
+    out_csv,
+    *,
+    source: str = "hub",
+    repo_id: str = ITEMS_REPO,
+    filename: str = "test.jsonl",
+    revision: str | None = None,
+    sha256: str | None = None,
+    cache_dir=None,
+    endpoint: str | None = None,
+    token=None,
+    retries: int = 4,
+) -> Path:
     """Write the MATH-500 item table (``item, subject, level, unique_id``) to ``out_csv``.
 
     Parameters
@@ -163,12 +215,21 @@ def fetch_items(out_csv, *, source: str = "hub", repo_id: str = ITEMS_REPO, file
         Expected SHA-256 of the JSONL file.
     """
     if source == "hub":
-        jsonl = hub_download(repo_id, filename, revision=revision, cache_dir=cache_dir, endpoint=endpoint,
-                             token=token, retries=retries)
+        jsonl = hub_download(
+            repo_id,
+            filename,
+            revision=revision,
+            cache_dir=cache_dir,
+            endpoint=endpoint,
+            token=token,
+            retries=retries,
+        )
     else:
         jsonl = Path(source)
         if not jsonl.is_file():
-            raise DataError(f"{jsonl}: no such file (source must be 'hub' or a path to MATH-500 test.jsonl)")
+            raise DataError(
+                f"{jsonl}: no such file (source must be 'hub' or a path to MATH-500 test.jsonl)"
+            )
     items = read_items_jsonl(jsonl, sha256=sha256)
     out_csv = Path(out_csv)
     with atomic_path(out_csv) as tmp:
@@ -177,6 +238,7 @@ def fetch_items(out_csv, *, source: str = "hub", repo_id: str = ITEMS_REPO, file
 
 
 # --------------------------------------------------------------------- models
+
 
 def tier_of(params_b) -> str:
     """Size tier of a model with ``params_b`` billion parameters (7B is small, 20B medium)."""
@@ -198,21 +260,30 @@ def model_table(path="config/math500_models.csv") -> pd.DataFrame:
     """
     path = Path(path)
     try:
-        table = pd.read_csv(path, dtype={"row_label": str, "model": str, "prompt": str, "tier": str})
+        table = pd.read_csv(
+            path, dtype={"row_label": str, "model": str, "prompt": str, "tier": str}
+        )
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: cannot read the model table ({exc})") from exc
     absent = [c for c in MODEL_COLUMNS if c not in table.columns]
     if absent:
         raise DataError(f"{path}: missing column(s) {absent}; expected {MODEL_COLUMNS}")
     if table["row_label"].duplicated().any():
-        raise DataError(f"{path}: duplicate row_label {table['row_label'][table['row_label'].duplicated()].iloc[0]!r}")
+        raise DataError(
+            f"{path}: duplicate row_label "
+            f"{table['row_label'][table['row_label'].duplicated()].iloc[0]!r}"
+        )
     for i, row in table.iterrows():
         if row["prompt"] not in ("zero_shot", "one_shot"):
-            raise DataError(f"{path}, line {i + 2}: prompt {row['prompt']!r}; expected zero_shot or one_shot")
+            raise DataError(
+                f"{path}, line {i + 2}: prompt {row['prompt']!r}; expected zero_shot or one_shot"
+            )
         expected = tier_of(row["params_b"])
         if row["tier"] != expected:
-            raise DataError(f"{path}, line {i + 2}: tier {row['tier']!r} but params_b {row['params_b']} "
-                            f"gives {expected!r}")
+            raise DataError(
+                f"{path}, line {i + 2}: tier {row['tier']!r} but params_b {row['params_b']} "
+                f"gives {expected!r}"
+            )
     try:
         table["release_date"] = pd.to_datetime(table["release_date"], format="%Y-%m-%d")
     except ValueError as exc:
@@ -220,8 +291,15 @@ def model_table(path="config/math500_models.csv") -> pd.DataFrame:
     return table
 
 
-def refresh_model_table(path, out_path, *, endpoint: str | None = None, token=None, retries: int = 4,
-                        backoff: float = 1.0) -> pd.DataFrame:
+def refresh_model_table(
+    path,
+    out_path,
+    *,
+    endpoint: str | None = None,
+    token=None,
+    retries: int = 4,
+    backoff: float = 1.0,
+) -> pd.DataFrame:
     """Add the Hub's own figures to the model table (needs network).
 
     For each distinct repo, :meth:`huggingface_hub.HfApi.model_info` gives
@@ -237,10 +315,11 @@ def refresh_model_table(path, out_path, *, endpoint: str | None = None, token=No
     created, params, unresolved = {}, {}, {}
     for repo in table["model"].unique():
         try:
-            info = _with_retries(lambda repo=repo: api.model_info(repo), f"model_info {repo}",
-                                 retries, backoff)
-        except Exception as exc:  # noqa: BLE001 - gated/deleted repos are reported, not fatal
-            unresolved[repo] = f"{type(exc).__name__}: {exc}"
+            info = _with_retries(
+                lambda repo=repo: api.model_info(repo), f"model_info {repo}", retries, backoff
+            )
+        except HubNotFoundError as exc:  # gated/deleted repos are reported, not fatal
+            unresolved[repo] = str(exc)
             continue
         created[repo] = info.created_at.strftime("%Y-%m-%d") if info.created_at else None
         total = getattr(info.safetensors, "total", None) if info.safetensors else None

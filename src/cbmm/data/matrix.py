@@ -28,8 +28,17 @@ import pyarrow.parquet as pq
 from .._atomic import atomic_path
 
 __all__ = [
-    "DataError", "FORMAT", "LABEL_COLUMN", "atomic_path", "check_binary", "iter_jsonl", "matrix_summary",
-    "read_matrix", "summary_path", "write_json", "write_matrix",
+    "FORMAT",
+    "LABEL_COLUMN",
+    "DataError",
+    "atomic_path",
+    "check_binary",
+    "iter_jsonl",
+    "matrix_summary",
+    "read_matrix",
+    "summary_path",
+    "write_json",
+    "write_matrix",
 ]
 
 FORMAT = "cbmm-response-matrix/1"
@@ -100,7 +109,8 @@ def check_binary(df: pd.DataFrame, source: str) -> np.ndarray:
     if bad.any():
         r, c = np.argwhere(bad)[0]
         raise DataError(
-            f"{source}: value {float(values[r, c])!r} at row {df.index[r]!r}, column {df.columns[c]!r} "
+            f"{source}: value {float(values[r, c])!r} at row {df.index[r]!r}, "
+            f"column {df.columns[c]!r} "
             f"({int(bad.sum())} such cells); expected 0, 1 or empty (missing)"
         )
     return values
@@ -108,7 +118,9 @@ def check_binary(df: pd.DataFrame, source: str) -> np.ndarray:
 
 def _check_labels(df: pd.DataFrame, source: str) -> None:
     if LABEL_COLUMN in map(str, df.columns):
-        raise DataError(f"{source}: an item is named {LABEL_COLUMN!r}, which is reserved for the model labels")
+        raise DataError(
+            f"{source}: an item is named {LABEL_COLUMN!r}, which is reserved for the model labels"
+        )
     if df.index.hasnans:
         raise DataError(f"{source}: {int(df.index.isna().sum())} row(s) without a model label")
 
@@ -131,9 +143,13 @@ def write_matrix(df: pd.DataFrame, path, *, source: str | None = None) -> Path:
     observed = ~np.isnan(values)
     coded = np.where(observed, values, 0).astype(np.int8)
     arrays = [pa.array(df.index.astype(str), type=pa.string())]
-    arrays += [pa.array(coded[:, j], mask=~observed[:, j], type=pa.int8()) for j in range(coded.shape[1])]
+    arrays += [
+        pa.array(coded[:, j], mask=~observed[:, j], type=pa.int8()) for j in range(coded.shape[1])
+    ]
     names = [LABEL_COLUMN] + [str(c) for c in df.columns]
-    table = pa.Table.from_arrays(arrays, names=names).replace_schema_metadata({_FORMAT_KEY: FORMAT.encode()})
+    table = pa.Table.from_arrays(arrays, names=names).replace_schema_metadata(
+        {_FORMAT_KEY: FORMAT.encode()}
+    )
     path = Path(path)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd")
@@ -167,8 +183,11 @@ def read_matrix(path) -> pd.DataFrame:
     values = np.empty((table.num_rows, items.num_columns), dtype=float)
     for j, column in enumerate(items.columns):
         values[:, j] = column.to_numpy(zero_copy_only=False)  # nulls become NaN
-    return pd.DataFrame(values, index=pd.Index(labels, name=LABEL_COLUMN, dtype=object),
-                        columns=pd.Index(items.column_names, dtype=object))
+    return pd.DataFrame(
+        values,
+        index=pd.Index(labels, name=LABEL_COLUMN, dtype=object),
+        columns=pd.Index(items.column_names, dtype=object),
+    )
 
 
 def _accuracy_map(labels, correct, seen) -> dict:

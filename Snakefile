@@ -31,10 +31,12 @@ include: "workflow/rules/fit.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/render.smk"
+include: "workflow/rules/fidelity.smk"
 
 
 rule all:
     input:
         all_tables(),
         all_figures(),
+        FIDELITY,
     default_target: True

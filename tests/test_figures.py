@@ -16,10 +16,19 @@ import pandas as pd
 import pytest
 from matplotlib.patches import Rectangle
 
-from cbmm.figures import (FIGURES, plot_discrimination, plot_item_difficulty,
-                          plot_math500_ability, plot_rankflow, plot_runtime, plot_sensitivity)
-from cbmm.figures import math500_ability, sensitivity
+from cbmm.figures import (
+    FIGURES,
+    math500_ability,
+    plot_discrimination,
+    plot_item_difficulty,
+    plot_math500_ability,
+    plot_rankflow,
+    plot_runtime,
+    plot_sensitivity,
+    sensitivity,
+)
 from cbmm.figures.sensitivity import RUNTIME_CAP_S, STUDIES
+from cbmm.metrics import METRIC_DEFINITIONS
 from cbmm.tables import rankings_table
 
 METHODS = ("mirt", "lbfgsb", "manopt", "cbmm", "pyirt")
@@ -49,7 +58,9 @@ def sim_table(study: str, levels, *, n_rep: int = 6, seed: int = 0,
                     "rmse_b": 0.07 + 0.01 * rng.random(),
                     "rel_error_x": 0.15 + 0.02 * rng.random(),
                     "hellinger_x": 0.02 + 0.003 * rng.random(),
-                    "rel_error_x_unsquared": 0.4, "hellinger_x_released": 0.01,
+                    "rmse_b_published": 0.3 + 0.01 * rng.random(),
+                    "rel_error_x_published": 0.4 + 0.02 * rng.random(),
+                    "hellinger_x_published": 0.5 + 0.003 * rng.random(),
                     "recall_a": 1.0, "precision_a": 0.9 + 0.05 * rng.random(),
                 }
                 if failed:
@@ -172,8 +183,44 @@ def test_every_sensitivity_study_renders_with_one_panel_per_metric(tmp_path, stu
     assert_images(paths)
     metrics = STUDIES[study].metrics
     assert len(fig.axes) == len(metrics)
-    assert [ax.get_ylabel() for ax in fig.axes] == [sensitivity.METRIC_LABELS[m] for m in metrics]
+    published = sensitivity.DEFINITION_LABELS["published"]
+    assert [ax.get_ylabel() for ax in fig.axes] == [published.get(m, sensitivity.METRIC_LABELS[m])
+                                                    for m in metrics]
     assert fig.axes[-1].get_yscale() == "log"  # runtime panel
+
+
+def _median_lines(ax):
+    """y of every horizontal two-point line (box medians, whisker caps, hinges excluded)."""
+    return [line.get_ydata()[0] for line in ax.get_lines()
+            if len(line.get_ydata()) == 2 and line.get_ydata()[0] == line.get_ydata()[1]]
+
+
+@pytest.mark.parametrize("definitions", ["published", "text"])
+def test_sensitivity_draws_the_chosen_metric_definitions(tmp_path, definitions):
+    """Relative error, Hellinger and RMSE b panels draw the columns of the chosen definition."""
+    table = sim_table("temperature", [0.0], n_rep=5)
+    fig = plot_sensitivity(table, "temperature", out(tmp_path, definitions),
+                           definitions=definitions)
+    for metric in ("rmse_b", "rel_error_x", "hellinger_x"):
+        column = METRIC_DEFINITIONS[definitions][metric]
+        other = METRIC_DEFINITIONS["text" if definitions == "published" else "published"][metric]
+        ax = fig.axes[STUDIES["temperature"].metrics.index(metric)]
+        lines = _median_lines(ax)
+        cbmm_values = table.loc[table.method == "cbmm", column]
+        assert any(np.isclose(y, np.median(cbmm_values)) for y in lines), metric
+        assert not any(np.isclose(y, np.median(table.loc[table.method == "cbmm", other]))
+                       for y in lines), metric
+        assert ax.get_ylabel() == sensitivity.DEFINITION_LABELS[definitions][metric]
+    text = sensitivity.caption("temperature", definitions=definitions)
+    assert sensitivity.DEFINITION_SOURCES[definitions] in text
+    assert all(phrase in text for phrase in sensitivity.DEFINITION_NAMES[definitions].values())
+
+
+def test_sensitivity_rejects_unknown_definitions():
+    with pytest.raises(ValueError, match="definitions must be one of"):
+        plot_sensitivity(sim_table("mcar", [0.1]), "mcar", definitions="squared")
+    with pytest.raises(ValueError, match="definitions must be one of"):
+        sensitivity.caption("mcar", definitions="squared")
 
 
 def test_failed_cell_is_na_not_zero_and_partial_failures_use_survivors(tmp_path):
@@ -220,8 +267,9 @@ def test_sensitivity_rejects_unknown_method_and_missing_column(tmp_path):
     with pytest.raises(ValueError, match="unknown method.*'bfgs'"):
         plot_sensitivity(table.replace({"method": {"lbfgsb": "bfgs"}}), "mcar")
     path = tmp_path / "sim_mcar.csv"
-    table.drop(columns="hellinger_x").to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"sim_mcar.csv: missing column\(s\) \['hellinger_x'\]"):
+    table.drop(columns="hellinger_x_published").to_csv(path, index=False)
+    with pytest.raises(ValueError,
+                       match=r"sim_mcar.csv: missing column\(s\) \['hellinger_x_published'\]"):
         plot_sensitivity(path, "mcar")
     assert not list(tmp_path.glob("*.p*"))
 
@@ -259,7 +307,8 @@ def test_math500_ability_one_point_per_model_with_highlights(tmp_path):
     assert_images(paths)
     assert len(fig.axes) == 3
     assert [ax.get_title() for ax in fig.axes] == ["Small (0–7B)", "Medium (7–20B)", "Large (>20B)"]
-    per_model = table.groupby("model").agg(theta=("theta", "mean"), tier=("tier", "first"))
+    # one point per model at its better prompt's ability (as published)
+    per_model = table.groupby("model").agg(theta=("theta", "max"), tier=("tier", "first"))
     for ax, tier in zip(fig.axes, ("0-7B", "7-20B", ">20B")):
         expected = per_model[per_model.tier == tier]
         offsets = np.concatenate([c.get_offsets() for c in ax.collections])
@@ -270,6 +319,16 @@ def test_math500_ability_one_point_per_model_with_highlights(tmp_path):
         if tier == ">20B":
             assert expected.theta.idxmin() in labelled
     assert fig.axes[0].get_xlim() == fig.axes[2].get_xlim()
+
+
+def test_math500_ability_mean_of_prompts_on_request(tmp_path):
+    table = math500_abilities()
+    fig = plot_math500_ability(table, out(tmp_path, "ability_mean"), prompts="mean")
+    per_model = table.groupby("model")["theta"].mean()
+    offsets = np.concatenate([c.get_offsets() for ax in fig.axes for c in ax.collections])
+    assert sorted(offsets[:, 1]) == pytest.approx(sorted(per_model))
+    with pytest.raises(ValueError, match="prompts must be one of"):
+        math500_ability.model_abilities(table, prompts="first")
 
 
 def test_math500_ability_rejects_conflicting_metadata():
@@ -290,6 +349,24 @@ def test_item_difficulty_panels_and_boxes(tmp_path):
     medians = [line.get_ydata()[0] for line in overall.get_lines() if line.get_gid() == "median"]
     expected = (-items["b"]).groupby(items["level"]).median().to_numpy()
     assert medians == pytest.approx(expected)
+
+
+def test_item_difficulty_unbounded_items_count_in_boxes_but_sit_at_the_edge(tmp_path):
+    """All-wrong items (no finite b) are in the box statistics and drawn at the top edge."""
+    items = math500_items()
+    wrong = items.index[(items["level"] == 5)][:6]
+    items.loc[wrong, "b"] = -40.0  # a drifting estimate far above every other item
+    items.loc[wrong, "accuracy"] = 0.0
+    fig = plot_item_difficulty(items, out(tmp_path, "difficulty_unbounded"))
+    overall = fig.axes[0]
+    medians = [line.get_ydata()[0] for line in overall.get_lines() if line.get_gid() == "median"]
+    assert medians == pytest.approx((-items["b"]).groupby(items["level"]).median().to_numpy())
+    finite = -items.loc[items["accuracy"] > 0, "b"]
+    low, high = overall.get_ylim()
+    assert finite.max() < high < 40.0 and low < finite.min()
+    edge = [line for line in overall.get_lines() if line.get_gid() == "unbounded:top"]
+    assert len(edge) == 1
+    assert list(edge[0].get_xdata()) == [5] * 6 and set(edge[0].get_ydata()) == {high}
 
 
 def test_discrimination_two_panels_one_labelled_point_per_suite(tmp_path):
@@ -337,4 +414,6 @@ def test_every_figure_has_a_caption_and_inputs():
         text = spec.caption()
         assert isinstance(text, str) and len(text) > 60, name
         assert spec.inputs, name
-    assert "mean of the model's zero-shot and one-shot" in FIGURES["math500_ability"].caption()
+    assert "better prompt style" in FIGURES["math500_ability"].caption()
+    assert "not identified" in FIGURES["math500_ability"].caption()
+    assert "raw scale" in FIGURES["item_difficulty"].caption()

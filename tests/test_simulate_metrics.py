@@ -6,7 +6,17 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from cbmm.metrics import descriptive_metrics, simulation_metrics
+import cbmm
+from cbmm import canonicalize
+from cbmm.metrics import (
+    METRIC_DEFINITIONS,
+    SIMULATION_METRICS,
+    descriptive_metrics,
+    fit_metrics,
+    hellinger,
+    relative_error,
+    simulation_metrics,
+)
 from cbmm.simulate import Simulation, mar_intercept, simulate
 
 
@@ -83,14 +93,82 @@ def test_simulation_metrics_hand_computed():
     x_hat = np.outer(theta, a_hat) + b_hat
     diff = ((x_hat - x) ** 2).sum()
     assert m["rel_error_x"] == pytest.approx(diff / (x ** 2).sum())
-    assert m["rel_error_x_unsquared"] == pytest.approx(math.sqrt(diff / (x ** 2).sum()))
+    assert m["rel_error_x_published"] == pytest.approx(math.sqrt(diff / (x ** 2).sum()))
     assert m["rmse_b"] == pytest.approx(math.sqrt(0.25 / 2))
+    assert m["rmse_b_published"] == pytest.approx(math.sqrt(0.25 / 2))  # raw = canonical here
     p, q = expit(x_hat), expit(x)
     hell = ((np.sqrt(p) - np.sqrt(q)) ** 2 + (np.sqrt(1 - p) - np.sqrt(1 - q)) ** 2).mean()
     assert m["hellinger_x"] == pytest.approx(hell)
-    assert m["hellinger_x_released"] == pytest.approx(np.sqrt(((np.sqrt(p) - np.sqrt(q)) ** 2).mean()))
+    assert m["hellinger_x_published"] == pytest.approx(np.sqrt(((np.sqrt(p) - np.sqrt(q)) ** 2).mean()))
     assert m["spearman_theta"] == pytest.approx(1.0)
     assert m["recall_a"] == 1.0 and m["precision_a"] == 1.0
+
+
+def test_relative_error_closed_form():
+    # X = [[3, 4]], X^ = [[0, 0]]: ||X^ - X|| / ||X|| = 1; X^ = X / 2: 1/2 and its square 1/4
+    x = np.array([[3.0, 4.0]])
+    assert relative_error(np.zeros_like(x), x) == pytest.approx(1.0)
+    assert relative_error(x / 2, x, "published") == pytest.approx(0.5)
+    assert relative_error(x / 2, x, "text") == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="definition must be one of"):
+        relative_error(x, x, "squared")
+
+
+def test_hellinger_closed_forms():
+    # p^ = 1/4, p = 1: published sqrt((1/2 - 1)^2) = 1/2; text (1/2 - 1)^2 + (sqrt(3)/2 - 0)^2 = 1
+    p_hat, p = np.full((2, 2), 0.25), np.ones((2, 2))
+    assert hellinger(p_hat, p, "text") == pytest.approx(1.0)
+    # the published definition clips p to 1 - 1e-12 first: sqrt(1 - 1e-12) differs from 1 by 5e-13
+    assert hellinger(p_hat, p, "published") == pytest.approx(0.5, abs=1e-12)
+    # one cell apart: mean over the 4 cells of (sqrt .64 - sqrt .36)^2 = 0.04 / 4
+    q = np.full((2, 2), 0.36)
+    q_hat = q.copy()
+    q_hat[0, 0] = 0.64
+    assert hellinger(q_hat, q, "published") == pytest.approx(math.sqrt(0.04 / 4))
+    assert hellinger(q_hat, q, "text") == pytest.approx((0.04 + 0.04) / 4)
+    # p^ = 0, p = 1 are clipped to 1e-12 and 1 - 1e-12 first
+    assert hellinger(np.zeros(1), np.ones(1), "published") == pytest.approx(
+        math.sqrt(1 - 1e-12) - 1e-6, rel=1e-12)
+
+
+def test_rmse_b_published_undoes_the_canonical_form():
+    """rmse_b_published compares the raw b^ the solver returned (raw b = b - a * mean / sd)."""
+    rng = np.random.default_rng(0)
+    theta, a, b = rng.normal(size=50), rng.uniform(0.5, 1.0, 8), rng.normal(0, 0.5, 8)
+    # a raw estimate on another location and scale: theta_r = 3 theta + 2, a_r = a / 3, b_r = b - 2 a / 3
+    theta_r, a_r, b_r = 3 * theta + 2, a / 3, b - 2 * a / 3 + 0.1
+    raw = simulation_metrics(theta_r, a_r, b_r, theta, a, b)
+    expected = math.sqrt(np.mean((b_r - b) ** 2))
+    assert raw["rmse_b_published"] == pytest.approx(expected)
+    # the same fit given in canonical form with its raw scale recorded
+    theta_c, a_c, b_c = canonicalize(theta_r, a_r, b_r)
+    canonical = simulation_metrics(theta_c, a_c, b_c, theta, a, b,
+                                   raw_scale=(theta_r.mean(), theta_r.std()))
+    assert canonical["rmse_b_published"] == pytest.approx(expected)
+    # the scale-free rmse_b is the same for both and differs from the raw one
+    assert canonical["rmse_b"] == pytest.approx(raw["rmse_b"])
+    assert canonical["rmse_b"] == pytest.approx(math.sqrt(0.01))
+    assert abs(raw["rmse_b_published"] - raw["rmse_b"]) > 0.1
+
+
+def test_fit_metrics_reads_the_raw_scale_of_a_fit():
+    sim = simulate(120, 60, seed=4)
+    result = cbmm.fit(sim.responses, seed=4)
+    via_fit = fit_metrics(result, sim)
+    direct = simulation_metrics(result.theta, result.a, result.b, sim.theta, sim.a, sim.b,
+                                raw_scale=(result.info["theta_mean_raw"],
+                                           result.info["theta_sd_raw"]))
+    assert via_fit == pytest.approx(direct)
+    # recomputed from the solver's raw output (the published definition)
+    mean, sd = result.info["theta_mean_raw"], result.info["theta_sd_raw"]
+    b_raw = np.asarray(result.b) - np.asarray(result.a) * mean / sd
+    assert via_fit["rmse_b_published"] == pytest.approx(math.sqrt(np.mean((b_raw - sim.b) ** 2)))
+
+
+def test_every_figure_definition_names_a_metric_column():
+    for columns in METRIC_DEFINITIONS.values():
+        assert set(columns.values()) <= set(SIMULATION_METRICS)
+    assert METRIC_DEFINITIONS["published"].keys() == METRIC_DEFINITIONS["text"].keys()
 
 
 def test_recall_precision_of_zero_pattern():

@@ -214,8 +214,7 @@ def test_simulation_metrics_match_the_saved_fit_and_truth(test_run):
     assert truth.sigma == pytest.approx(10 ** row["level"])
     fit = cbmm.FitResult.load(
         workdir / f"results/fits/simulation/temperature/level_{level}/{row['method']}/rep_{row['replicate']}")
-    expected = cbmm.metrics.simulation_metrics(fit.theta, fit.a, fit.b, truth.theta, truth.a,
-                                               truth.b, truth.sigma)
+    expected = cbmm.metrics.fit_metrics(fit, truth)
     for name, value in expected.items():
         assert row[name] == pytest.approx(value, rel=1e-9, nan_ok=True), name
     assert row["status"] == fit.status and row["n_iter"] == fit.n_iter

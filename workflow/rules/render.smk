@@ -24,6 +24,7 @@ rule render_sensitivity:
     params:
         figure=lambda wc: f"sensitivity_{wc.study}",
         args=lambda wc, input: [input[0]],
+        kwargs={"definitions": config["figures"]["metric_definitions"]},
     log:
         "logs/render/sensitivity_{study}.log",
     conda:

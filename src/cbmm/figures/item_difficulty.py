@@ -3,6 +3,13 @@
 ``b`` is the easiness of an item (``x_ij = a_j theta_i + b_j``), so ``-b`` is
 its difficulty.  One panel for all items, then one per subject (alphabetical),
 each with one box per human-annotated level 1-5; all panels share the y axis.
+
+Items answered wrong (right) by every model have no finite optimum: their
+``-b`` grows (falls) without bound while the fit runs, so its value says how
+long the fit ran, not how hard the item is.  They count in the boxes (they are
+the hardest or easiest items, and the published boxes include them), but the
+y axis is set by the other items and they are drawn as triangles at its top
+(bottom) edge, as in the published figure, whose axis also leaves them out.
 """
 
 from __future__ import annotations
@@ -21,7 +28,8 @@ __all__ = ["LEVELS", "plot_item_difficulty", "caption"]
 #: Human-annotated difficulty levels of MATH.
 LEVELS = (1, 2, 3, 4, 5)
 
-_COLUMNS = ("item", "subject", "level", "a", "b")
+_COLUMNS = ("item", "subject", "level", "a", "b", "accuracy")
+_EDGE_COLOR = "#b2182b"
 _N_COLS = 4
 
 
@@ -31,7 +39,8 @@ def plot_item_difficulty(items, out_paths=()):
     Parameters
     ----------
     items : pandas.DataFrame or path-like
-        ``results/tables/math500_items.csv`` (columns ``item, subject, level, a, b``).
+        ``results/tables/math500_items.csv`` (columns ``item, subject, level, a, b,
+        accuracy``; ``accuracy`` 0 or 1 marks an item without a finite ``b``).
     out_paths : sequence of path-like
         Files to write (``.pdf``/``.png``), atomically.
 
@@ -48,6 +57,12 @@ def plot_item_difficulty(items, out_paths=()):
         row = items.index[bad][0]
         raise ValueError(f"{where}: row {row}: level {items.loc[row, 'level']!r} is not one of {LEVELS}")
     items = items.assign(difficulty=-items["b"].astype(float), level=items["level"].astype(int))
+    accuracy = items["accuracy"].astype(float)
+    items["unbounded"] = np.where(accuracy == 0, "top", np.where(accuracy == 1, "bottom", ""))
+    finite = items.loc[items["unbounded"] == "", "difficulty"]
+    span = (finite.max() - finite.min()) if len(finite) else 1.0
+    y_range = ((finite.min() if len(finite) else -1.0) - 0.06 * span,
+               (finite.max() if len(finite) else 1.0) + 0.08 * span)
     subjects = sorted(items["subject"].astype(str).unique())
     panels = [("Overall", items)] + [(s, items[items["subject"] == s]) for s in subjects]
     n_rows = math.ceil(len(panels) / _N_COLS)
@@ -74,8 +89,15 @@ def plot_item_difficulty(items, out_paths=()):
                 patch.set_linewidth(0.8)
             for median in boxes["medians"]:
                 median.set_gid("median")
+            for edge, marker in (("top", "^"), ("bottom", "v")):
+                levels = block.loc[block["unbounded"] == edge, "level"].to_numpy()
+                if levels.size:
+                    ax.plot(levels, np.full(levels.size, y_range[1 if edge == "top" else 0]),
+                            linestyle="none", marker=marker, markersize=3.5, color=_EDGE_COLOR,
+                            clip_on=False, zorder=4, gid=f"unbounded:{edge}")
             ax.set_xticks(LEVELS)
             ax.set_xlim(0.4, len(LEVELS) + 0.6)
+            ax.set_ylim(*y_range)
             ax.xaxis.grid(False)
             ax.set_title(title, fontsize=8.5)
         for ax in axes.flat[len(panels):]:
@@ -93,4 +115,11 @@ def caption(config_summary: dict | None = None) -> str:
     return ("Distribution of the cBMM-recovered item difficulties (−b̂, b being the item "
             "easiness) across the human-annotated difficulty levels (1–5) of MATH-500, for all "
             "items (Overall) and for each of the seven subjects. Boxes show the quartiles, "
-            "whiskers 1.5 times the interquartile range, circles the items beyond.")
+            "whiskers 1.5 times the interquartile range, circles the items beyond. Items "
+            "answered wrong by every model (right by every model) have no finite −b̂: it grows "
+            "(falls) for as long as the fit runs. They count in the boxes but are drawn as "
+            "triangles at the top (bottom) edge, outside the axis range, as in the published "
+            "figure. b̂ is on the canonical scale (θ̂ with mean 0 and standard deviation 1 over "
+            "the models); the published figure uses its solver's raw scale, on which −b̂_j "
+            "differs by a_j·m/s (m and s the mean and standard deviation of the raw θ̂), a "
+            "location the model does not identify.")

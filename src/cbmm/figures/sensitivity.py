@@ -8,6 +8,11 @@ colour, never drawn as zero, and a cell with some failed replicates is
 annotated with the failure count (``×k``).  Runtimes are on a log scale and
 truncated at :data:`RUNTIME_CAP_S`; truncated replicates are drawn at the
 cap and marked with a triangle.
+
+Relative error, Hellinger distance and RMSE of b are drawn in the definitions
+of the published figures by default (``definitions="published"``, see
+:data:`cbmm.metrics.METRIC_DEFINITIONS`); ``definitions="text"`` draws the
+paper's text definitions.  Axis labels and captions name the definition.
 """
 
 from __future__ import annotations
@@ -17,15 +22,24 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import matplotlib.transforms as mtransforms
+from matplotlib.ticker import FuncFormatter
 import numpy as np
 import pandas as pd
 
+from ..metrics import METRIC_DEFINITIONS
 from ..tables import failed_mask, read_table
-from .style import (FIGURE_WIDTH_IN, METHOD_COLORS, method_legend_handles, ordered_methods,
-                    paper_style, save_figure)
+from .style import (
+    FIGURE_WIDTH_IN,
+    METHOD_COLORS,
+    method_legend_handles,
+    ordered_methods,
+    paper_style,
+    save_figure,
+)
 
-__all__ = ["STUDIES", "METRIC_LABELS", "METRIC_NAMES", "RUNTIME_CAP_S", "SIM_COLUMNS", "StudySpec",
-           "plot_sensitivity", "caption"]
+__all__ = ["STUDIES", "METRIC_LABELS", "METRIC_NAMES", "DEFINITION_LABELS", "DEFINITION_NAMES",
+           "DEFINITION_SOURCES", "RUNTIME_CAP_S", "SIM_COLUMNS", "StudySpec", "plot_sensitivity", "caption",
+           "metric_column"]
 
 #: Runtimes above this many seconds are drawn at the cap (as in the paper).
 RUNTIME_CAP_S = 1000.0
@@ -45,6 +59,39 @@ METRIC_LABELS = {
     "precision_a": r"Precision ($a$)",
     "runtime_s": "Runtime (s)",
 }
+
+#: Axis label of the metrics with two definitions, per definition (replaces METRIC_LABELS).
+DEFINITION_LABELS = {
+    "published": {
+        "rmse_b": "RMSE ($b$)\nraw scale",
+        "rel_error_x": "Relative error ($X$)\n" + r"$\|\hat X-X\|_F/\|X\|_F$",
+        "hellinger_x": "Hellinger distance ($X$)\n" + r"$\mathrm{rms}(\sqrt{\hat p}-\sqrt{p})$",
+    },
+    "text": {
+        "rmse_b": "RMSE ($b$)\ncanonical scale",
+        "rel_error_x": "Relative error ($X$)\n" + r"$\|\hat X-X\|_F^2/\|X\|_F^2$",
+        "hellinger_x": "Hellinger distance ($X$)\n" + r"mean $d_H^2(\hat p, p)$",
+    },
+}
+
+#: Caption phrase naming each definition of the metrics that have two.
+DEFINITION_NAMES = {
+    "published": {
+        "rel_error_x": "relative error ‖X̂−X‖_F/‖X‖_F",
+        "hellinger_x": "Hellinger distance sqrt(mean((√p̂−√p)²)) over all entries",
+        "rmse_b": ("RMSE of the method's raw b̂ (the parametrisation its solver returned) "
+                   "against the simulated b"),
+    },
+    "text": {
+        "rel_error_x": "relative error ‖X̂−X‖²_F/‖X‖²_F",
+        "hellinger_x": "Hellinger distance (1/NJ)Σ[(√p̂−√p)² + (√(1−p̂)−√(1−p))²]",
+        "rmse_b": "RMSE of b̂ against b with θ standardised in both (canonical scale)",
+    },
+}
+
+#: Where each set of definitions comes from (captions).
+DEFINITION_SOURCES = {"published": "the published figures (the authors' released code)",
+                      "text": "the paper's text"}
 
 #: Plain-text name of each metric (captions).
 METRIC_NAMES = {
@@ -111,6 +158,18 @@ STUDIES = {
 }
 
 
+def _check_definitions(definitions: str) -> None:
+    if definitions not in METRIC_DEFINITIONS:
+        raise ValueError(f"definitions must be one of {list(METRIC_DEFINITIONS)}, "
+                         f"got {definitions!r}")
+
+
+def metric_column(metric: str, definitions: str = "published") -> str:
+    """Column of ``sim_<study>.csv`` drawn for a panel metric under ``definitions``."""
+    _check_definitions(definitions)
+    return METRIC_DEFINITIONS[definitions].get(metric, metric)
+
+
 def _level_text(level: float, thousands: bool) -> str:
     if thousands and level >= 1000 and level % 1000 == 0:
         return f"{level / 1000:g}k"
@@ -125,7 +184,8 @@ def _cell_values(block: pd.DataFrame, metric: str) -> tuple[np.ndarray, int]:
     return values[np.isfinite(values)], int(failed.sum())
 
 
-def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=None):
+def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=None,
+                     definitions: str = "published"):
     """Grid of boxplots (metric x level x method) for one simulation study.
 
     Parameters
@@ -139,12 +199,16 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
         Files to write (``.pdf``/``.png``), atomically.
     methods : sequence of str, optional
         Method keys to draw (default: those in the table, in the paper's order).
+    definitions : {"published", "text"}
+        Which definition of relative error, Hellinger distance and RMSE of b
+        to draw (:data:`cbmm.metrics.METRIC_DEFINITIONS`).
 
     Returns
     -------
     matplotlib.figure.Figure
         One axes per metric, in :attr:`StudySpec.metrics` order.
     """
+    _check_definitions(definitions)
     name = None if isinstance(sim, pd.DataFrame) else str(sim)
     sim = read_table(sim, SIM_COLUMNS, name or "simulation table")
     where = name or "simulation table"
@@ -156,7 +220,8 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
     if study not in STUDIES:
         raise ValueError(f"{where}: unknown study {study!r}; expected one of {list(STUDIES)}")
     spec = STUDIES[study]
-    sim = read_table(sim[sim["study"] == study], SIM_COLUMNS + spec.metrics, where)
+    columns = tuple(metric_column(m, definitions) for m in spec.metrics)
+    sim = read_table(sim[sim["study"] == study], SIM_COLUMNS + columns, where)
     if sim.empty:
         raise ValueError(f"{where}: no rows for study {study!r}")
     if sim["level"].isna().any():
@@ -169,7 +234,7 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
         fig, axes = plt.subplots(n_rows, 2, figsize=(FIGURE_WIDTH_IN, 1.95 * n_rows + 0.45),
                                  squeeze=False)
         for ax, metric in zip(axes.flat, spec.metrics):
-            _draw_metric(ax, sim, metric, levels, methods, spec)
+            _draw_metric(ax, sim, metric, levels, methods, spec, definitions)
         for ax in axes.flat[len(spec.metrics):]:
             ax.remove()
         for ax in axes[-1]:
@@ -182,8 +247,9 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
     return fig
 
 
-def _draw_metric(ax, sim, metric, levels, methods, spec):
+def _draw_metric(ax, sim, metric, levels, methods, spec, definitions):
     is_runtime = metric == "runtime_s"
+    column = metric_column(metric, definitions)
     n_methods = len(methods)
     slot = 0.8 / n_methods
     width = slot * 0.72
@@ -196,7 +262,7 @@ def _draw_metric(ax, sim, metric, levels, methods, spec):
         for i, level in enumerate(levels):
             x = i - 0.4 + slot * (k + 0.5)
             block = grouped.get((level, method))
-            values, n_failed = (np.array([]), 0) if block is None else _cell_values(block, metric)
+            values, n_failed = (np.array([]), 0) if block is None else _cell_values(block, column)
             if values.size == 0:
                 # An empty cell is a failure of the method, shown as such and never as 0.
                 ax.text(x, 0.5, "NA", transform=na_transform, ha="center", va="center",
@@ -227,7 +293,7 @@ def _draw_metric(ax, sim, metric, levels, methods, spec):
     ax.xaxis.grid(False)
     for boundary in np.arange(0.5, len(levels) - 0.5):
         ax.axvline(boundary, color="#e3e3e3", linewidth=0.6, zorder=0)
-    ax.set_ylabel(METRIC_LABELS[metric])
+    ax.set_ylabel(DEFINITION_LABELS[definitions].get(metric, METRIC_LABELS[metric]))
     if is_runtime:
         ax.set_yscale("log")
         ax.axhline(RUNTIME_CAP_S, color="#888888", linewidth=0.6, linestyle=":", zorder=0)
@@ -235,10 +301,32 @@ def _draw_metric(ax, sim, metric, levels, methods, spec):
         ax.set_ylim(low, RUNTIME_CAP_S * 1.8)
     elif metric in spec.log_metrics and drawn and all(np.all(v > 0) for v in drawn):
         ax.set_yscale("log")
+    elif metric.startswith("spearman") or metric == "recall_a":
+        # as published: correlations and recall on their natural range, so that small
+        # differences are not magnified (negative values, e.g. a flipped theta, stay visible)
+        low = min([0.0] + [float(np.min(v)) for v in drawn if v.size])
+        ax.set_ylim(low - 0.05 * (1.05 - low), 1.05)
+    if ax.get_yscale() == "log":
+        _plain_log_labels(ax)
 
 
-def caption(study: str, config_summary: dict | None = None) -> str:
+def _plain_log_labels(ax):
+    """Decimal tick labels on a log axis (0.2, not 2 x 10^-1); within less than 2.5 decades
+    the minor ticks at 2 and 5 x 10^k are labelled too."""
+    low, high = ax.get_ylim()
+    few_decades = np.log10(high / low) < 2.5
+
+    def minor(value, _):
+        mantissa = round(value / 10 ** np.floor(np.log10(value) + 1e-9))
+        return f"{value:g}" if few_decades and mantissa in (2, 5) else ""
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(minor))
+
+
+def caption(study: str, config_summary: dict | None = None, definitions: str = "published") -> str:
     """Figure caption for one study (``config_summary`` may give ``n_replicates``)."""
+    _check_definitions(definitions)
     if study not in STUDIES:
         raise ValueError(f"unknown study {study!r}; expected one of {list(STUDIES)}")
     spec = STUDIES[study]
@@ -249,4 +337,12 @@ def caption(study: str, config_summary: dict | None = None) -> str:
             f"Each boxplot summarises {count} of one method at one level; failed replicates are "
             f"left out (their count is marked ×k) and 'NA' marks a level where every replicate of "
             f"the method failed. Runtimes are on a log scale and truncated at "
-            f"{RUNTIME_CAP_S:,.0f} s (triangles mark truncated replicates).")
+            f"{RUNTIME_CAP_S:,.0f} s (triangles mark truncated replicates)."
+            + _definitions_sentence(spec.metrics, definitions))
+
+
+def _definitions_sentence(metrics, definitions: str) -> str:
+    phrases = [DEFINITION_NAMES[definitions][m] for m in metrics if m in DEFINITION_NAMES[definitions]]
+    if not phrases:
+        return ""
+    return (f" Definitions as in {DEFINITION_SOURCES[definitions]}: " + "; ".join(phrases) + ".")

@@ -179,11 +179,14 @@ def test_fidelity_table_on_known_tables(tmp_path):
     assert rel["ours"] == "0.145 ± 0.01291 (n = 4)" and rel["published"] == "0.14 ± 0.005"
     assert table.loc["rel_far", "within_spread"] == "no"
     # the text definition reads the other column (squares)
-    assert table.loc["rel_text", "ours_mean"] == pytest.approx(np.mean(np.square([.13, .14, .15, .16])))
+    squares = np.square([0.13, 0.14, 0.15, 0.16])
+    assert table.loc["rel_text", "ours_mean"] == pytest.approx(np.mean(squares))
     # rows the run cannot compute say why and are not compared
-    assert table.loc["other_level", "note"].startswith("not in this run: level 0.75 of study temperature")
-    assert table.loc["other_level", "within_spread"] == "" and table.loc["other_level", "ours"] == ""
-    assert table.loc["stale", "note"].startswith("not in this run: needs results/tables/sim_mcar.csv")
+    other = table.loc["other_level"]
+    assert other["note"].startswith("not in this run: level 0.75 of study temperature")
+    assert other["within_spread"] == "" and other["ours"] == ""
+    assert table.loc["stale", "note"].startswith(
+        "not in this run: needs results/tables/sim_mcar.csv")
     assert table.loc["cv", "note"].startswith("not in this run: dataset MATH_500")
     assert table.loc["setting", "note"].startswith("a choice of the design")
     # failures: every mirt replicate failed, as published

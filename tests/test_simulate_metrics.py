@@ -99,7 +99,8 @@ def test_simulation_metrics_hand_computed():
     p, q = expit(x_hat), expit(x)
     hell = ((np.sqrt(p) - np.sqrt(q)) ** 2 + (np.sqrt(1 - p) - np.sqrt(1 - q)) ** 2).mean()
     assert m["hellinger_x"] == pytest.approx(hell)
-    assert m["hellinger_x_published"] == pytest.approx(np.sqrt(((np.sqrt(p) - np.sqrt(q)) ** 2).mean()))
+    root_diff = np.sqrt(p) - np.sqrt(q)
+    assert m["hellinger_x_published"] == pytest.approx(np.sqrt((root_diff ** 2).mean()))
     assert m["spearman_theta"] == pytest.approx(1.0)
     assert m["recall_a"] == 1.0 and m["precision_a"] == 1.0
 
@@ -135,7 +136,8 @@ def test_rmse_b_published_undoes_the_canonical_form():
     """rmse_b_published compares the raw b^ the solver returned (raw b = b - a * mean / sd)."""
     rng = np.random.default_rng(0)
     theta, a, b = rng.normal(size=50), rng.uniform(0.5, 1.0, 8), rng.normal(0, 0.5, 8)
-    # a raw estimate on another location and scale: theta_r = 3 theta + 2, a_r = a / 3, b_r = b - 2 a / 3
+    # a raw estimate on another location and scale:
+    # theta_r = 3 theta + 2, a_r = a / 3, b_r = b - 2 a / 3
     theta_r, a_r, b_r = 3 * theta + 2, a / 3, b - 2 * a / 3 + 0.1
     raw = simulation_metrics(theta_r, a_r, b_r, theta, a, b)
     expected = math.sqrt(np.mean((b_r - b) ** 2))

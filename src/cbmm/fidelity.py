@@ -45,7 +45,8 @@ QUANTITIES = {
     "runtime_failed_share": ("share of failed runtime fits of one method on one suite",
                              "runtime_leaderboard"),
     "runtime_replicates": ("replicates per suite and method", "runtime_leaderboard"),
-    "runtime_growth": ("mean runtime on MMLU-Pro over mean runtime on IFEval", "runtime_leaderboard"),
+    "runtime_growth": ("mean runtime on MMLU-Pro over mean runtime on IFEval",
+                       "runtime_leaderboard"),
     "speedup": ("fastest baseline's mean runtime over cBMM's, one suite", "runtime_leaderboard"),
     "speedup_min": ("smallest speedup over the suites", "runtime_leaderboard"),
     "speedup_max": ("largest speedup over the suites", "runtime_leaderboard"),
@@ -97,7 +98,8 @@ def load_published(path=None) -> pd.DataFrame:
     table = pd.read_csv(path, comment="#", dtype=str, keep_default_na=False)
     missing = [c for c in PUBLISHED_COLUMNS if c not in table.columns]
     if missing:
-        raise ValueError(f"{where}: missing column(s) {missing}; expected {list(PUBLISHED_COLUMNS)}")
+        raise ValueError(f"{where}: missing column(s) {missing}; "
+                         f"expected {list(PUBLISHED_COLUMNS)}")
     for i, row in table.iterrows():
         label = f"{where}: row {i + 1} (id {row['id']!r})"
         if not row["id"]:

@@ -140,8 +140,8 @@ def plot_math500_ability(abilities, out_paths=(), *, prompts: str = "max"):
             ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m"))
             ax.tick_params(axis="x", labelrotation=30)
             ax.set_xlabel("Release date")
-        axes[0].set_ylabel(r"Recovered ability $\hat\theta$" + "\n"
-                           + ("(better prompt)" if prompts == "max" else "(mean of the two prompts)"))
+        which = "(better prompt)" if prompts == "max" else "(mean of the two prompts)"
+        axes[0].set_ylabel(r"Recovered ability $\hat\theta$" + "\n" + which)
         fig.tight_layout(w_pad=0.8)
         save_figure(fig, out_paths)
     return fig

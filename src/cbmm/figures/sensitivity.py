@@ -22,24 +22,18 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import matplotlib.transforms as mtransforms
-from matplotlib.ticker import FuncFormatter
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter
 
 from ..metrics import METRIC_DEFINITIONS
 from ..tables import failed_mask, read_table
-from .style import (
-    FIGURE_WIDTH_IN,
-    METHOD_COLORS,
-    method_legend_handles,
-    ordered_methods,
-    paper_style,
-    save_figure,
-)
+from .style import (FIGURE_WIDTH_IN, METHOD_COLORS, method_legend_handles, ordered_methods,
+                    paper_style, save_figure)
 
 __all__ = ["STUDIES", "METRIC_LABELS", "METRIC_NAMES", "DEFINITION_LABELS", "DEFINITION_NAMES",
-           "DEFINITION_SOURCES", "RUNTIME_CAP_S", "SIM_COLUMNS", "StudySpec", "plot_sensitivity", "caption",
-           "metric_column"]
+           "DEFINITION_SOURCES", "RUNTIME_CAP_S", "SIM_COLUMNS", "StudySpec", "plot_sensitivity",
+           "caption", "metric_column"]
 
 #: Runtimes above this many seconds are drawn at the cap (as in the paper).
 RUNTIME_CAP_S = 1000.0
@@ -84,7 +78,8 @@ DEFINITION_NAMES = {
     },
     "text": {
         "rel_error_x": "relative error ‖X̂−X‖²_F/‖X‖²_F",
-        "hellinger_x": "Hellinger distance (1/NJ)Σ[(√p̂−√p)² + (√(1−p̂)−√(1−p))²]",
+        "hellinger_x": ("Hellinger distance "
+                        "(1/NJ)Σ[(√p̂−√p)² + (√(1−p̂)−√(1−p))²]"),
         "rmse_b": "RMSE of b̂ against b with θ standardised in both (canonical scale)",
     },
 }
@@ -119,7 +114,8 @@ class StudySpec:
     metrics : tuple of str
         Metric columns, one panel each, in reading order (two per row).
     log_metrics : tuple of str
-        Metrics drawn on a log scale besides the runtime.
+        Metrics drawn on a log scale besides the runtime (when their values span a
+        factor of 10 or more).
     thousands : bool
         Write levels >= 1000 as ``1k``, ``2k``, ...
     """
@@ -299,7 +295,9 @@ def _draw_metric(ax, sim, metric, levels, methods, spec, definitions):
         ax.axhline(RUNTIME_CAP_S, color="#888888", linewidth=0.6, linestyle=":", zorder=0)
         low, _ = ax.get_ylim()
         ax.set_ylim(low, RUNTIME_CAP_S * 1.8)
-    elif metric in spec.log_metrics and drawn and all(np.all(v > 0) for v in drawn):
+    elif (metric in spec.log_metrics and drawn and all(np.all(v > 0) for v in drawn)
+          and max(map(np.max, drawn)) >= 10 * min(map(np.min, drawn))):
+        # a log axis only where the values span an order of magnitude or more
         ax.set_yscale("log")
     elif metric.startswith("spearman") or metric == "recall_a":
         # as published: correlations and recall on their natural range, so that small
@@ -342,7 +340,8 @@ def caption(study: str, config_summary: dict | None = None, definitions: str = "
 
 
 def _definitions_sentence(metrics, definitions: str) -> str:
-    phrases = [DEFINITION_NAMES[definitions][m] for m in metrics if m in DEFINITION_NAMES[definitions]]
+    names = DEFINITION_NAMES[definitions]
+    phrases = [names[m] for m in metrics if m in names]
     if not phrases:
         return ""
     return (f" Definitions as in {DEFINITION_SOURCES[definitions]}: " + "; ".join(phrases) + ".")

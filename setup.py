@@ -16,6 +16,11 @@ setup(
             extra_compile_args=["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
                                 "-ffp-contract=fast", "-std=c11"],
             extra_link_args=["-fopenmp"],
-        )
+        ),
+        Extension(
+            "cbmm._ingest",
+            sources=["src/cbmm/_ingest.c"],
+            extra_compile_args=["-O3", "-std=c11"],
+        ),
     ]
 )

@@ -64,7 +64,7 @@ def test_non_numeric_cell_and_missing_file(tmp_path, table):
     bad.to_csv(path)
     done = run("fit", "--responses", path, "--out", tmp_path / "out")
     assert done.returncode == 2
-    assert "column 'item1' has non-numeric value 'yes' at row 'org/model-2'" in done.stderr
+    assert "value 'yes' at row 2 ('org/model-2'), column 1 ('item1')" in done.stderr
     done = run("fit", "--responses", tmp_path / "nope.csv", "--out", tmp_path / "out")
     assert done.returncode == 2 and "no such file" in done.stderr
     assert not (tmp_path / "out").exists()

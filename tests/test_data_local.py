@@ -53,7 +53,8 @@ def test_empty_label_names_the_line(tmp_path):
 
 def test_signed_coding_is_converted(tmp_path):
     path = _write(tmp_path / "r.csv", ",a,b\nm1,1,-1\nm2,0,1\n")
-    np.testing.assert_array_equal(load_local(path).to_numpy(), [[1, 0], [np.nan, 1]])
+    np.testing.assert_array_equal(load_local(path, coding="signed").to_numpy(),
+                                  [[1, 0], [np.nan, 1]])
 
 
 def test_unknown_label_column_and_suffix(tmp_path):

@@ -73,7 +73,8 @@ def test_dataframe_labels_are_kept():
 def test_signed_coding_equals_binary_coding():
     sim = simulate(40, 20, missing="mcar", missing_rate=0.2, seed=3)
     signed = np.where(np.isnan(sim.responses), 0, 2 * sim.responses - 1)
-    np.testing.assert_array_equal(cbmm.as_responses(signed).y, cbmm.as_responses(sim.responses).y)
+    np.testing.assert_array_equal(cbmm.as_responses(signed, coding="signed").y,
+                                  cbmm.as_responses(sim.responses).y)
 
 
 @pytest.mark.parametrize("bad,message", [

@@ -30,7 +30,8 @@ def _check_positive(name, value):
 
 
 def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-4,
-        max_iter: int = 1000, seed=0, init_scale: float = 1.0, **method_options) -> FitResult:
+        max_iter: int = 1000, seed=0, init_scale: float = 1.0, coding: str | None = None,
+        **method_options) -> FitResult:
     """Fit the 2PL model ``X = theta a^T + 1 b^T`` (``a >= 0``) to a response matrix.
 
     Parameters
@@ -53,6 +54,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
         Seed of the shared initial values (and of any method randomness).
     init_scale : float
         Variance ``s^2`` of ``log a`` and ``b`` at the start.
+    coding : {None, "binary", "signed"}
+        How to read ``responses`` (see :func:`cbmm.as_responses`); None infers it and refuses a
+        matrix holding both -1 and 0.
     **method_options
         Passed to the method's solver (e.g. ``engine``, ``accelerate`` for
         cbmm).
@@ -79,7 +83,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
         raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
     spec = get_method(method)
     options = spec.check_options(method_options)
-    data = as_responses(responses)
+    data = as_responses(responses, coding=coding, storage="dense")  # solvers read y (dense)
     spec.availability()
 
     bad_items = data.degenerate_items()

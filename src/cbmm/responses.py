@@ -1,12 +1,22 @@
-"""Response matrices: validation and the paper's internal ±1/0 coding.
+"""Response matrices: validation, coding and storage.
 
-Users hand in an ``N x J`` matrix (models x items) with 1 = correct,
-0 = incorrect and NaN = missing, as a NumPy array or a pandas DataFrame.
-A matrix that contains -1 is read in the paper's coding instead
-(+1 correct, -1 incorrect, 0 or NaN missing).  Internally every method sees
-:class:`Responses`, whose ``y`` is a compact ``int8`` array with the paper's
-coding ``y_ij in {-1, 0, +1}`` (0 = not observed), so a 2211 x 12032 matrix
-takes 27 MB rather than 213 MB as float64.
+Users hand in models x items responses in one of two codings:
+
+* ``"binary"``: 1 correct, 0 incorrect, NaN (or empty) missing;
+* ``"signed"`` (the paper's): +1 correct, -1 incorrect, 0 or NaN missing.
+
+The coding is inferred only where that is unambiguous: values within {0, 1, NaN} are binary,
+values within {-1, 1, NaN} signed, and a matrix holding both -1 and 0 is refused unless the caller
+states the coding (``coding=``).  Accepted containers: NumPy arrays (any numeric or boolean dtype,
+object and string arrays of numbers, masked arrays), pandas DataFrames (wide: models in rows;
+long: one record per observed cell with columns ``model``, ``item``, ``correct``) and
+``scipy.sparse`` matrices (stored entries are the observed cells).
+
+Internally every method sees :class:`Responses`: the paper's coding ``y_ij in {-1, 0, +1}``
+(0 = not observed) in ``int8``, stored dense (an N x J matrix) or sparse (CSR, the observed
+cells only).  Validation and coding run in one pass in C (:mod:`cbmm._ingest`), which also
+counts observed and correct cells per row and column; the counts give accuracies, empty and
+degenerate rows/columns without another pass over the data.
 """
 
 from __future__ import annotations
@@ -15,27 +25,46 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import scipy.sparse
 
-__all__ = ["Responses", "as_responses", "ResponseError"]
+from . import _ingest
+
+__all__ = ["CODINGS", "LONG_COLUMNS", "SPARSE_BELOW", "ResponseError", "Responses", "as_responses"]
+
+CODINGS = ("binary", "signed")
+#: Column names of a long-format table: model id, item id, response.
+LONG_COLUMNS = ("model", "item", "correct")
+#: ``storage="auto"`` stores a matrix sparse when its observed share is below this.
+SPARSE_BELOW = 0.2
+
+_MODES = {None: 0, "binary": 1, "signed": 2}
+_CODES = {np.dtype(t): code for code, t in enumerate(
+    [np.float64, np.float32, np.int8, np.uint8, np.bool_, np.int16, np.uint16, np.int32,
+     np.uint32, np.int64, np.uint64])}
+_F64 = _CODES[np.dtype(np.float64)]
+_ZERO, _MINUS, _BAD, _DUP = range(4)
+_K = _ingest.K_CELLS
+# Inputs the C scan cannot read directly (object, float16, non-native byte order, extension
+# dtypes) are converted to float64 in blocks of at most this many bytes.
+_BLOCK_BYTES = 32 << 20
+_EXPECTED = {
+    None: "0/1 (binary coding, NaN = missing) or -1/+1 (signed coding, 0 or NaN = missing)",
+    "binary": "0/1 with NaN = missing (coding='binary')",
+    "signed": "-1/+1 with 0 or NaN = missing (coding='signed')",
+}
 
 
 class ResponseError(ValueError):
-    """Raised for a response matrix that cannot be fitted (names what is wrong)."""
-
-
-def _describe(indices, labels, limit=5):
-    shown = [str(labels[i]) if labels is not None else str(i) for i in indices[:limit]]
-    more = f" and {len(indices) - limit} more" if len(indices) > limit else ""
-    return ", ".join(shown) + more
+    """Raised for responses that cannot be fitted (the message names what is wrong and where)."""
 
 
 @dataclass(frozen=True)
 class Responses:
     """A validated response matrix in the paper's coding, stored dense or sparse.
 
-    Dense storage keeps the whole matrix; sparse storage keeps only the
-    observed cells, row by row (CSR), for matrices where most cells are
-    missing.  Solvers read whichever is present (``storage``).
+    Dense storage keeps the whole matrix; sparse storage keeps only the observed cells, row by
+    row (CSR), for matrices where most cells are missing.  Solvers read whichever is present
+    (``storage``); :meth:`to_dense` and :meth:`to_sparse` convert.
 
     Attributes
     ----------
@@ -62,6 +91,27 @@ class Responses:
     n_items: int | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self):
+        sparse = (self.indptr, self.indices, self.values, self.n_items)
+        if self.y is not None:
+            if any(part is not None for part in sparse):
+                raise ResponseError("Responses: give either y (dense) or the CSR fields, not both")
+            if self.y.dtype != np.int8 or self.y.ndim != 2:
+                raise ResponseError(f"Responses: y must be a 2-D int8 array, got {self.y.ndim}-D "
+                                    f"{self.y.dtype}")
+        elif any(part is None for part in sparse):
+            raise ResponseError("Responses: sparse storage needs indptr, indices, values, n_items")
+        elif (self.indptr.dtype != np.int64 or self.indices.dtype != np.int32
+              or self.values.dtype != np.int8 or self.indptr.ndim != 1
+              or self.indices.shape != self.values.shape
+              or int(self.indptr[-1]) != self.indices.size):
+            raise ResponseError("Responses: CSR fields must be indptr int64 (N + 1), indices "
+                                "int32 and values int8 of length indptr[-1]")
+        n, j = self.shape
+        for labels, size, what in ((self.row_labels, n, "row"), (self.col_labels, j, "column")):
+            if labels is not None and len(labels) != size:
+                raise ResponseError(f"Responses: {len(labels)} {what} labels for {size} {what}s")
+
     @property
     def storage(self) -> str:
         """``"dense"`` or ``"sparse"``."""
@@ -73,25 +123,49 @@ class Responses:
             return self.y.shape
         return (self.indptr.size - 1, int(self.n_items))
 
+    def _counts(self):
+        """Observed and correct cells per row and per column (computed once)."""
+        if "counts" not in self._cache:
+            n, j = self.shape
+            counts = _Counts(n, j)
+            if self.y is not None:
+                _ingest.coded_counts(np.ascontiguousarray(self.y), None, None, n, j,
+                                     *counts.arrays())
+            else:
+                _ingest.coded_counts(self.values, self.indptr, self.indices, n, j,
+                                     *counts.arrays())
+            self._cache["counts"] = counts
+        return self._cache["counts"]
+
     @property
-    def observed(self) -> np.ndarray:
-        """Boolean mask of observed entries (Omega)."""
+    def observed(self):
+        """Mask of the observed entries (Omega): a boolean ndarray (dense storage) or a
+        ``scipy.sparse.csr_array`` of booleans sharing the CSR layout (sparse storage)."""
         if "observed" not in self._cache:
-            self._cache["observed"] = self.y != 0
+            if self.y is not None:
+                self._cache["observed"] = self.y != 0
+            else:
+                self._cache["observed"] = scipy.sparse.csr_array(
+                    (np.ones(self.indices.size, dtype=bool), self.indices, self.indptr),
+                    shape=self.shape)
         return self._cache["observed"]
 
     @property
     def n_observed(self) -> int:
-        return int(np.count_nonzero(self.y))
+        return int(self._counts().row_obs.sum())
 
     @property
     def fully_observed(self) -> bool:
-        return self.n_observed == self.y.size
+        n, j = self.shape
+        return self.n_observed == n * j
 
     def accuracy(self, axis: int) -> np.ndarray:
-        """Share of correct answers among observed entries (axis=1: per model)."""
-        correct = np.count_nonzero(self.y == 1, axis=axis)
-        seen = np.count_nonzero(self.y, axis=axis)
+        """Share of correct answers among observed entries (axis=1: per model, 0: per item)."""
+        counts = self._counts()
+        if axis not in (0, 1):
+            raise ValueError(f"axis must be 0 (items) or 1 (models), got {axis!r}")
+        correct, seen = ((counts.col_cor, counts.col_obs) if axis == 0
+                         else (counts.row_cor, counts.row_obs))
         with np.errstate(invalid="ignore", divide="ignore"):
             return correct / seen
 
@@ -114,133 +188,466 @@ class Responses:
     def label_cols(self, idx) -> list:
         return [self.col_labels[j] if self.col_labels is not None else int(j) for j in idx]
 
+    def to_dense(self) -> Responses:
+        """The same responses in dense storage (itself if already dense)."""
+        if self.y is not None:
+            return self
+        n, j = self.shape
+        y = np.zeros((n, j), dtype=np.int8)
+        _ingest.csr_to_dense(self.indptr, self.indices, self.values, j, y)
+        return Responses(y=y, row_labels=self.row_labels, col_labels=self.col_labels,
+                         _cache=_shared_counts(self))
+
+    def to_sparse(self) -> Responses:
+        """The same responses in sparse (CSR) storage (itself if already sparse)."""
+        if self.y is None:
+            return self
+        n, j = self.shape
+        if j > np.iinfo(np.int32).max:
+            raise ResponseError(f"{j} items: sparse storage holds at most 2**31 - 1 columns")
+        counts = self._counts()
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts.row_obs, out=indptr[1:])
+        indices = np.empty(int(indptr[-1]), dtype=np.int32)
+        values = np.empty(int(indptr[-1]), dtype=np.int8)
+        _ingest.dense_to_csr(np.ascontiguousarray(self.y), n, j, indptr, indices, values)
+        return Responses(y=None, row_labels=self.row_labels, col_labels=self.col_labels,
+                         indptr=indptr, indices=indices, values=values, n_items=j,
+                         _cache=_shared_counts(self))
+
     def to_frame(self) -> pd.DataFrame:
-        """0/1/NaN float DataFrame (the user-facing coding)."""
-        values = np.where(self.y == 0, np.nan, (self.y + 1) / 2)
+        """Dense 0/1/NaN float DataFrame (the user-facing coding; 8 bytes per cell)."""
+        dense = self.to_dense()
+        values = np.where(dense.y == 0, np.nan, (dense.y + 1) / 2)
         return pd.DataFrame(values, index=self.row_labels, columns=self.col_labels)
 
+    def to_long(self) -> pd.DataFrame:
+        """The observed cells as a long table: columns ``model``, ``item`` (labels, or row and
+        column numbers) and ``correct`` (1/0, int8), rows in row-major order."""
+        sparse = self.to_sparse()
+        n, j = self.shape
+        rows = np.repeat(np.arange(n), np.diff(sparse.indptr))
+        model = self.row_labels[rows] if self.row_labels is not None else rows
+        item = self.col_labels[sparse.indices] if self.col_labels is not None else sparse.indices
+        correct = ((sparse.values + 1) // 2).astype(np.int8)
+        return pd.DataFrame({LONG_COLUMNS[0]: np.asarray(model), LONG_COLUMNS[1]: np.asarray(item),
+                             LONG_COLUMNS[2]: correct})
 
-def as_responses(data, *, source: str = "responses") -> Responses:
-    """Validate a response matrix and convert it to :class:`Responses`.
+
+def _shared_counts(responses):
+    return {"counts": responses._cache["counts"]} if "counts" in responses._cache else {}
+
+
+class _Counts:
+    """Per-row and per-column counts and the first offending cells of one scan (filled in C)."""
+
+    def __init__(self, n, j):
+        self.row_obs, self.row_cor = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self.col_obs, self.col_cor = np.zeros(j, np.int64), np.zeros(j, np.int64)
+        self.stats = np.zeros(_ingest.STATS_SIZE, np.int64)
+
+    def arrays(self):
+        return self.row_obs, self.row_cor, self.col_obs, self.col_cor
+
+    def count(self, category) -> int:
+        return int(self.stats[category])
+
+    def cells(self, category) -> list[tuple[int, int]]:
+        """The smallest (row, column) cells of a category, in order (at most cbmm._ingest.K_CELLS;
+        for long tables (record, 0))."""
+        found = int(self.stats[4 + category])
+        cells = self.stats[8:].reshape(4, _K, 2)[category, :found]
+        return [(int(r), int(c)) for r, c in cells]
+
+
+# ---- the entry point --------------------------------------------------------------------------
+
+def as_responses(data, *, coding: str | None = None, storage: str = "auto",
+                 layout: str = "auto", source: str = "responses") -> Responses:
+    """Validate responses and convert them to :class:`Responses`.
 
     Parameters
     ----------
-    data : array-like, pandas.DataFrame or Responses
-        ``N x J`` matrix, 0/1 with NaN for missing, or -1/+1 with 0/NaN for
-        missing.
+    data : array-like, pandas.DataFrame, scipy.sparse matrix or Responses
+        Wide: an ``N x J`` matrix, models in rows (NumPy array of any numeric or boolean dtype,
+        nested lists, masked array (masked = missing), DataFrame with any column dtypes).
+        Long: a DataFrame with columns ``model``, ``item``, ``correct`` (one record per cell;
+        other columns are ignored; a record whose ``correct`` is NaN is not observed).
+        Sparse: a ``scipy.sparse`` matrix or array whose stored entries are the observed cells.
+        A :class:`Responses` is returned as it is (converted to ``storage`` if that is forced).
+    coding : {None, "binary", "signed"}
+        ``"binary"``: 1 correct, 0 incorrect, NaN missing.  ``"signed"``: +1 correct,
+        -1 incorrect, 0 or NaN missing.  None infers it: {0, 1, NaN} is binary, {-1, 1, NaN}
+        signed; a matrix holding both -1 and 0 raises.
+    storage : {"auto", "dense", "sparse"}
+        ``"auto"`` stores sparse when fewer than :data:`SPARSE_BELOW` of the cells are observed.
+    layout : {"auto", "wide", "long"}
+        ``"auto"`` reads a DataFrame that has the columns ``model``, ``item`` and ``correct``
+        as a long table, any other input as wide.
     source : str
         Name used in error messages (e.g. the file the matrix came from).
+
+    Returns
+    -------
+    Responses
+        Labels: a wide DataFrame's index and columns; a long table's model and item ids in order
+        of first appearance; None for arrays and sparse matrices.
 
     Raises
     ------
     ResponseError
-        For non-2-D input, N < 2 or J < 1, infinite or non-binary values, or a
-        row or column with no observed entry.  The message names the offending
-        rows/columns.
+        Naming the offending cell (row and column, with labels where there are any; the
+        record for long tables), label or argument: values other than the coding's, an
+        ambiguous coding, non-2-D or empty input, N < 2 or J < 1, duplicate labels or
+        (model, item) pairs, rows or columns with no observed entry.
     """
+    if coding not in _MODES:
+        raise ResponseError(f"coding must be 'binary', 'signed' or None (infer), got {coding!r}")
+    if storage not in ("auto", "dense", "sparse"):
+        raise ResponseError(f"storage must be 'auto', 'dense' or 'sparse', got {storage!r}")
+    if layout not in ("auto", "wide", "long"):
+        raise ResponseError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
     if isinstance(data, Responses):
-        return data
-    row_labels = col_labels = None
-    if isinstance(data, pd.DataFrame):
-        row_labels, col_labels = data.index, data.columns
-        bad = [c for c in data.columns if not (pd.api.types.is_numeric_dtype(data[c])
-                                               or pd.api.types.is_bool_dtype(data[c]))]
-        if bad:
-            _raise_non_numeric(data, bad, source)
-        values = data.to_numpy()
-        if values.dtype == object:  # mixed nullable columns
-            values = data.to_numpy(dtype=float, na_value=np.nan)
+        responses = data
+    elif isinstance(data, pd.DataFrame) and (
+            layout == "long" or (layout == "auto" and set(LONG_COLUMNS) <= set(data.columns))):
+        responses = _from_long(data, coding, source)
+    elif layout == "long":
+        raise ResponseError(f"{source}: layout='long' needs a DataFrame with columns "
+                            f"{', '.join(LONG_COLUMNS)}; got {type(data).__name__}")
+    elif scipy.sparse.issparse(data):
+        responses = _from_scipy(data, coding, source)
+    elif isinstance(data, pd.DataFrame):
+        responses = _from_frame(data, coding, source)
+    else:
+        responses = _from_array(data, coding, source)
+    if storage == "auto" and isinstance(data, Responses):
+        return responses
+    n, j = responses.shape
+    if storage == "sparse" or (storage == "auto" and responses.n_observed < SPARSE_BELOW * n * j):
+        return responses.to_sparse()
+    return responses.to_dense()
+
+
+# ---- wide input --------------------------------------------------------------------------------
+
+def _check_shape(n, j, source):
+    if n < 2 or j < 1:
+        raise ResponseError(f"{source}: need at least 2 models and 1 item, got N={n}, J={j}")
+
+
+def _from_array(data, coding, source):
+    mask = None
+    if isinstance(data, np.ma.MaskedArray):
+        mask, values = np.ma.getmaskarray(data), np.ma.getdata(data)
     else:
         try:
             values = np.asarray(data)
         except (TypeError, ValueError) as exc:
-            raise ResponseError(f"{source}: cannot be read as a numeric matrix ({exc})") from exc
-    if values.dtype.kind not in "biuf":
-        try:
-            values = values.astype(float)
-        except (TypeError, ValueError) as exc:
-            raise ResponseError(f"{source}: cannot be read as a numeric matrix ({exc})") from exc
+            raise ResponseError(f"{source}: cannot be read as a models x items matrix "
+                                f"({' '.join(str(exc).split())})") from exc
     if values.ndim != 2:
         raise ResponseError(f"{source}: expected a 2-D models x items matrix, got {values.ndim}-D")
     n, j = values.shape
+    _check_shape(n, j, source)
+    _check_kind(values.dtype, source)
+    y = np.empty((n, j), dtype=np.int8)
+    counts = _Counts(n, j)
+    mode = _MODES[coding]
+    code = _CODES.get(values.dtype) if values.dtype.isnative and mask is None else None
+    if code is None:  # converted to float64 in blocks of rows
+        step = max(1, _BLOCK_BYTES // (8 * j))
+        for r0 in range(0, n, step):
+            block = _float_block(values[r0:r0 + step],
+                                 None if mask is None else mask[r0:r0 + step])
+            _ingest.scan_rows(block, _F64, mode, y[r0:r0 + step], counts.row_obs[r0:r0 + step],
+                              counts.row_cor[r0:r0 + step], counts.col_obs, counts.col_cor, r0,
+                              counts.stats)
+    elif abs(values.strides[1]) <= abs(values.strides[0]):  # row-major
+        _ingest.scan_rows(values, code, mode, y, *counts.arrays(), 0, counts.stats)
+    else:  # column-major: read down the columns, a tile of rows at a time
+        _ingest.scan_columns([values[:, k] for k in range(j)], [code] * j, mode, n, y, j, 0,
+                             *counts.arrays(), counts.stats)
+    responses = Responses(y=y, _cache={"counts": counts})
+    _check_scan(counts, coding, source, lambda r, c: values[r, c], _GridNamer(None, None))
+    return responses
+
+
+def _check_kind(dtype, source):
+    if dtype.kind == "c":
+        raise ResponseError(f"{source}: complex values ({dtype}); expected 0/1 or -1/+1 responses")
+    if dtype.kind in "mMV":
+        raise ResponseError(f"{source}: {dtype} values are not responses; expected numbers "
+                            "0/1 or -1/+1")
+
+
+def _float_block(block, mask):
+    """float64 copy of a block; cells that are not numbers become inf so that the scan reports
+    them as bad values (their original value is read back for the message)."""
+    if block.dtype.kind in "biuf":
+        out = block.astype(np.float64)
+    else:
+        out = _numeric(pd.Series(block.ravel(), dtype=object)).reshape(block.shape)
+    if mask is not None:
+        out[mask] = np.nan
+    return out
+
+
+def _as_float(column) -> np.ndarray:
+    """A column (ndarray or Series) that the C scan cannot read, as float64 (see _numeric)."""
+    if isinstance(column, np.ndarray) and column.dtype.kind in "biuf":
+        return column.astype(np.float64)
+    return _numeric(column if isinstance(column, pd.Series) else pd.Series(column, dtype=object))
+
+
+def _numeric(series: pd.Series) -> np.ndarray:
+    """A Series of any dtype as float64: numbers and numeric strings as themselves, missing
+    values (None, NaN, NA, empty strings) as NaN, anything else as inf."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        series = series.astype(object)
+    numbers = pd.to_numeric(series, errors="coerce")
+    out = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+    failed = np.flatnonzero(numbers.isna().to_numpy() & series.notna().to_numpy())
+    if failed.size:
+        original = series.to_numpy(dtype=object)[failed]
+        blank = np.array([isinstance(v, str) and not v.strip() for v in original], dtype=bool)
+        out[failed[~blank]] = np.inf
+    return out
+
+
+def _from_frame(frame, coding, source):
+    n, j = frame.shape
+    _check_shape(n, j, source)
+    _check_unique(frame.index, "model labels", "row", source)
+    _check_unique(frame.columns, "item ids", "column", source)
+    for dtype in frame.dtypes.unique():
+        if isinstance(dtype, np.dtype):
+            _check_kind(dtype, source)
+    y = np.empty((n, j), dtype=np.int8)
+    counts = _Counts(n, j)
+    mode = _MODES[coding]
+    columns = _frame_columns(frame)
+    batch, codes, start, converted = [], [], 0, 0
+    for k, column in enumerate(columns):
+        code = _CODES.get(column.dtype) if isinstance(column, np.ndarray) else None
+        if code is None or not column.dtype.isnative:
+            column, code = _as_float(column), _F64
+            converted += column.nbytes
+        batch.append(column)
+        codes.append(code)
+        if converted >= _BLOCK_BYTES or k == j - 1:
+            _ingest.scan_columns(batch, codes, mode, n, y, j, start, *counts.arrays(),
+                                 counts.stats)
+            batch, codes, start, converted = [], [], k + 1, 0
+    responses = Responses(y=y, row_labels=frame.index, col_labels=frame.columns,
+                          _cache={"counts": counts})
+    _check_scan(counts, coding, source, lambda r, c: frame.iat[r, c],
+                _GridNamer(frame.index, frame.columns))
+    return responses
+
+
+def _frame_columns(frame) -> list:
+    """The columns of a DataFrame in order: 1-D NumPy views where pandas stores them in NumPy
+    blocks (no copy), else Series.  pandas has no public zero-copy access to its blocks, and
+    taking columns one by one through the public API costs ~50 us each (0.7 s for 12,000)."""
+    columns = [None] * frame.shape[1]
+    try:
+        for block in frame._mgr.blocks:
+            if isinstance(block.values, np.ndarray) and block.values.ndim == 2:
+                for k, position in enumerate(block.mgr_locs.as_array):
+                    columns[position] = block.values[k]
+    except AttributeError:  # another pandas layout: use the public route below
+        columns = [None] * frame.shape[1]
+    return [frame.iloc[:, k] if column is None else column for k, column in enumerate(columns)]
+
+
+def _check_unique(labels, what, axis, source):
+    if labels.is_unique:
+        return
+    dup = labels[labels.duplicated()].unique()
+    where = ", ".join(
+        f"{_show(label)} ({axis}s {', '.join(map(str, np.flatnonzero(labels == label)[:3]))})"
+        for label in dup[:3])
+    raise ResponseError(f"{source}: duplicate {what}: {where}"
+                        f"{f' and {len(dup) - 3} more' if len(dup) > 3 else ''}; "
+                        "each label must name one " + ("model" if axis == "row" else "item"))
+
+
+# ---- sparse and long input ---------------------------------------------------------------------
+
+def _from_scipy(matrix, coding, source):
+    n, j = matrix.shape
+    _check_shape(n, j, source)
+    coo = matrix.tocoo()
+    values = coo.data
+    if _CODES.get(values.dtype) is None or not values.dtype.isnative:
+        _check_kind(values.dtype, source)
+        values = _as_float(values)
+    namer = _GridNamer(None, None)
+
+    def cell(k, _):
+        return namer(int(coo.row[k]), int(coo.col[k]))
+
+    return _from_triplets(coo.row, coo.col, values, None, None, n, j, coding, source,
+                          lambda k, _: coo.data[k], cell, None)
+
+
+def _from_long(frame, coding, source):
+    missing = [c for c in LONG_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ResponseError(f"{source}: a long table needs the columns {', '.join(LONG_COLUMNS)}; "
+                            f"missing {', '.join(missing)}")
+    for name in LONG_COLUMNS:
+        if isinstance(frame[name], pd.DataFrame):
+            raise ResponseError(f"{source}: more than one column named {name!r}")
+    if len(frame) == 0:
+        raise ResponseError(f"{source}: the long table has no records")
+    where = frame.index.name or "row"
+
+    def record(k):
+        return f"{where} {_show(frame.index[k])}"
+
+    rows, row_labels = _ids(frame[LONG_COLUMNS[0]], "model", record, source)
+    cols, col_labels = _ids(frame[LONG_COLUMNS[1]], "item", record, source)
+    n, j = len(row_labels), len(col_labels)
     if n < 2 or j < 1:
-        raise ResponseError(f"{source}: need at least 2 models and 1 item, got N={n}, J={j}")
-    # Integer input is coded without a float copy (a 2211 x 12032 float64
-    # copy alone would be 213 MB).
-    y = _code_integers(values, source, row_labels, col_labels) if values.dtype.kind in "biu" \
-        else _code_floats(values, source, row_labels, col_labels)
+        raise ResponseError(f"{source}: need at least 2 models and 1 item, got {n} model id(s) "
+                            f"and {j} item id(s)")
+    correct = frame[LONG_COLUMNS[2]]
+    values = correct.to_numpy() if isinstance(correct.dtype, np.dtype) else None
+    if values is None or _CODES.get(values.dtype) is None or not values.dtype.isnative:
+        if values is not None:
+            _check_kind(values.dtype, source)
+        values = _as_float(correct)
 
-    empty_rows = np.flatnonzero(~y.any(axis=1))
-    if empty_rows.size:
+    def cell(k, _):
+        return (f"{record(k)} (model {_show(frame[LONG_COLUMNS[0]].iat[k])}, "
+                f"item {_show(frame[LONG_COLUMNS[1]].iat[k])})")
+
+    return _from_triplets(rows, cols, values, row_labels, col_labels, n, j, coding, source,
+                          lambda k, _: correct.iat[k], cell, record)
+
+
+def _ids(series, what, record, source):
+    """Integer codes (first appearance order) and labels of a column of ids."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        codes = series.cat.codes.to_numpy()
+        present = pd.unique(codes)  # first appearance order
+        used = present[present >= 0]
+        bad = np.flatnonzero(codes < 0) if used.size < present.size else ()
+        lookup = np.full(len(series.cat.categories), -1, dtype=np.int32)
+        lookup[used] = np.arange(used.size, dtype=np.int32)
+        labels = series.cat.categories[used]
+        codes = lookup[codes]
+    else:
+        codes, labels = pd.factorize(series, sort=False)
+        labels = pd.Index(labels)
+        bad = np.flatnonzero(codes < 0) if codes.size and codes.min() < 0 else ()
+    if len(bad):
+        raise ResponseError(f"{source}: {len(bad)} record(s) without a {what} id, first at "
+                            f"{', '.join(record(k) for k in bad[:3])}")
+    return codes, labels
+
+
+def _from_triplets(rows, cols, values, row_labels, col_labels, n, j, coding, source, value_at,
+                   describe, record):
+    """CSR responses from (row, column, value) records; describe(k, _) names record k with its
+    cell, record(k) the record alone (None: records are not named, as in scipy matrices)."""
+    if j > np.iinfo(np.int32).max:
+        raise ResponseError(f"{source}: {j} items; at most 2**31 - 1 are supported")
+    mode = _MODES[coding]
+    counts = _Counts(n, j)
+    rcode, ccode, vcode = (_CODES[np.dtype(a.dtype)] for a in (rows, cols, values))
+    kept = _ingest.triplets_count(rows, rcode, cols, ccode, values, vcode, n, j, mode,
+                                  *counts.arrays(), counts.stats)
+    _check_values(counts, coding, source, value_at, describe)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts.row_obs, out=indptr[1:])
+    indices = np.empty(kept, dtype=np.int32)
+    coded = np.empty(kept, dtype=np.int8)
+    _ingest.triplets_fill(rows, rcode, cols, ccode, values, vcode, mode, indptr, indices, coded)
+    _ingest.csr_sort(indptr, indices, coded, j, counts.stats)
+    if counts.count(_DUP):
+        namer = _GridNamer(row_labels, col_labels)
+
+        def pair(r, c):
+            where = f"row {namer.row(r)}, column {namer.col(c)}"
+            if record is None:
+                return where
+            records = np.flatnonzero((rows == r) & (cols == c))[:3]
+            return f"{where} at {', '.join(record(k) for k in records)}"
+
+        first = "; ".join(pair(r, c) for r, c in counts.cells(_DUP)[:3])
+        raise ResponseError(f"{source}: {counts.count(_DUP)} duplicated cell(s), first: {first}; "
+                            "each (model, item) pair may occur once")
+    _check_empty(counts, row_labels, col_labels, source)
+    return Responses(y=None, row_labels=row_labels, col_labels=col_labels, indptr=indptr,
+                     indices=indices, values=coded, n_items=j, _cache={"counts": counts})
+
+
+# ---- messages ----------------------------------------------------------------------------------
+
+def _show(value) -> str:
+    """repr of a label or value without NumPy's type wrapper (np.int64(3) -> 3)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
+class _GridNamer:
+    """Names cells of a wide matrix: ``row 3 ('m3'), column 5 ('i5')``."""
+
+    def __init__(self, row_labels, col_labels):
+        self.row_labels, self.col_labels = row_labels, col_labels
+
+    @staticmethod
+    def _one(i, labels):
+        return f"{i} ({_show(labels[i])})" if labels is not None else str(i)
+
+    def row(self, i):
+        return self._one(i, self.row_labels)
+
+    def col(self, j):
+        return self._one(j, self.col_labels)
+
+    def __call__(self, r, c):
+        return f"row {self.row(r)}, column {self.col(c)}"
+
+
+def _check_scan(counts, coding, source, value_at, namer):
+    _check_values(counts, coding, source, value_at, namer)
+    _check_empty(counts, namer.row_labels, namer.col_labels, source)
+
+
+def _check_values(counts, coding, source, value_at, describe):
+    """Raise for bad values, then for an ambiguous coding; describe(r, c) names a cell."""
+    if counts.count(_BAD):
+        r, c = counts.cells(_BAD)[0]
+        value = value_at(r, c)
+        what = ("infinite value" if isinstance(value, (float, np.floating)) and np.isinf(value)
+                else f"value {_show(value)}")
+        more = counts.count(_BAD) - 1
+        raise ResponseError(f"{source}: {what} at {describe(r, c)}"
+                            f"{f' ({more} more such cell(s))' if more else ''}; "
+                            f"expected {_EXPECTED[coding]}")
+    if coding is None and counts.count(_ZERO) and counts.count(_MINUS):
+        def listing(category):
+            return "; ".join(describe(r, c) for r, c in counts.cells(category)[:3])
         raise ResponseError(
-            f"{source}: {empty_rows.size} model row(s) with no observed entry: "
-            f"{_describe(empty_rows, row_labels)}; drop them before fitting"
-        )
-    empty_cols = np.flatnonzero(~y.any(axis=0))
-    if empty_cols.size:
-        raise ResponseError(
-            f"{source}: {empty_cols.size} item column(s) with no observed entry: "
-            f"{_describe(empty_cols, col_labels)}; drop them before fitting"
-        )
-    return Responses(y=y, row_labels=row_labels, col_labels=col_labels)
+            f"{source}: ambiguous coding: the matrix holds both -1 ({counts.count(_MINUS)} "
+            f"cell(s), first at {listing(_MINUS)}) and 0 ({counts.count(_ZERO)} cell(s), first at "
+            f"{listing(_ZERO)}); state it: coding 'binary' (1 correct, 0 incorrect, NaN "
+            "missing; -1 is then an error) or 'signed' (+1 correct, -1 incorrect, 0 or NaN "
+            "missing)")
 
 
-def _code_integers(values, source, row_labels, col_labels):
-    if values.dtype == np.bool_:
-        return np.where(values, 1, -1).astype(np.int8)
-    signed = bool((values == -1).any())
-    bad = _outside(values, (-1, 0, 1) if signed else (0, 1))
-    if bad.any():
-        _raise_bad_value(values, bad, signed, source, row_labels, col_labels)
-    if signed:
-        return np.ascontiguousarray(values, dtype=np.int8)
-    return (2 * values.astype(np.int8) - 1).astype(np.int8, copy=False)
-
-
-def _code_floats(values, source, row_labels, col_labels):
-    infinite = np.isinf(values)
-    if infinite.any():
-        r, c = np.argwhere(infinite)[0]
-        raise ResponseError(
-            f"{source}: infinite value at row {_cell(r, row_labels)}, column {_cell(c, col_labels)}"
-        )
-    signed = bool((values == -1).any())
-    bad = _outside(values, (-1.0, 0.0, 1.0) if signed else (0.0, 1.0))
-    bad &= ~np.isnan(values)
-    if bad.any():
-        _raise_bad_value(values, bad, signed, source, row_labels, col_labels)
-    y = np.zeros(values.shape, dtype=np.int8)
-    y[values == 1] = 1
-    y[values == (-1 if signed else 0)] = -1
-    return y
-
-
-def _raise_non_numeric(frame, columns, source):
-    column = frame[columns[0]]
-    cells = column[pd.to_numeric(column, errors="coerce").isna() & column.notna()]
-    where = f"value {cells.iloc[0]!r} at row {cells.index[0]!r}" if len(cells) else "values"
-    raise ResponseError(
-        f"{source}: column {columns[0]!r} has non-numeric {where} ({len(columns)} non-numeric "
-        "column(s)); expected 0/1/NaN values")
-
-
-def _outside(values, allowed):
-    """Mask of entries not in ``allowed`` (np.isin would sort the whole matrix
-    with int64 indices: 8 bytes per entry)."""
-    bad = values != allowed[0]
-    for value in allowed[1:]:
-        bad &= values != value
-    return bad
-
-
-def _raise_bad_value(values, bad, signed, source, row_labels, col_labels):
-    r, c = np.argwhere(bad)[0]
-    coding = "-1/+1 (0 or NaN = missing)" if signed else "0/1 (NaN = missing)"
-    raise ResponseError(
-        f"{source}: value {values[r, c].item()!r} at row {_cell(r, row_labels)}, column "
-        f"{_cell(c, col_labels)} ({int(bad.sum())} such cells); expected {coding}"
-    )
-
-
-def _cell(i, labels):
-    return f"{i} ({labels[i]!r})" if labels is not None else str(i)
+def _check_empty(counts, row_labels, col_labels, source):
+    for obs, labels, what in ((counts.row_obs, row_labels, "model row"),
+                              (counts.col_obs, col_labels, "item column")):
+        empty = np.flatnonzero(obs == 0)
+        if empty.size:
+            shown = ", ".join(_show(labels[i]) if labels is not None else str(i)
+                              for i in empty[:5])
+            more = f" and {empty.size - 5} more" if empty.size > 5 else ""
+            raise ResponseError(f"{source}: {empty.size} {what}(s) with no observed entry: "
+                                f"{shown}{more}; drop them before fitting")

@@ -20,7 +20,7 @@ from .datasets import (
     validate_registry,
 )
 from .download import ChecksumError, DownloadError, download, sha256_file
-from .local import load_local, read_table
+from .local import load_local, read_responses, read_table
 from .matrix import DataError, matrix_summary, read_matrix, summary_path, write_matrix
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "load_registry",
     "matrix_summary",
     "read_matrix",
+    "read_responses",
     "read_table",
     "sha256_file",
     "summary_path",

@@ -1,11 +1,13 @@
-"""Reading response matrices from CSV or Parquet files.
+"""Reading response tables from CSV or Parquet files.
 
-A table has one label column (the models) and one column per item, with
-values 1 (correct), 0 (incorrect) or empty/``NA``/``NaN`` (missing).  The
-reader refuses, with the file, line and column named, anything that pandas
-would otherwise "fix" silently: duplicate item ids (pandas renames them),
-rows with too few or too many fields (pandas pads or fails obscurely), and
-missing labels.
+A wide table has one label column (the models) and one column per item; a long
+table has one record per observed cell with the columns ``model``, ``item`` and
+``correct`` (other names can be given).  Values are 1 (correct), 0 (incorrect)
+or empty/``NA``/``NaN`` (missing), or the paper's -1/+1 (0 = missing) when the
+coding says so.  The reader refuses, with the file, line and column named,
+anything that pandas would otherwise "fix" silently: duplicate item ids (pandas
+renames them), rows with too few or too many fields (pandas pads or fails
+obscurely), missing labels, and a Parquet table without a label column.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import csv
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from ..responses import ResponseError, as_responses
+from ..responses import LONG_COLUMNS, ResponseError, Responses, as_responses
 from .matrix import LABEL_COLUMN, DataError, read_matrix
 
-__all__ = ["load_local", "read_csv_matrix", "read_table"]
+__all__ = ["load_local", "read_csv_matrix", "read_responses", "read_table"]
 
 
 def _header(path: Path) -> list[str]:
@@ -27,12 +31,15 @@ def _header(path: Path) -> list[str]:
             return next(csv.reader(handle))
         except StopIteration:
             raise DataError(f"{path}: empty file; expected a header of item ids") from None
-        except (csv.Error, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{path}: not UTF-8 text ({exc})") from exc
+        except csv.Error as exc:
             raise DataError(f"{path}: cannot parse the header line ({exc})") from exc
 
 
-def _check_field_counts(path: Path, expected: int) -> None:
-    """Every line must have ``expected`` comma-separated fields."""
+def _check_field_counts(path: Path, expected: int, layout: str) -> int:
+    """Every line must have ``expected`` comma-separated fields; returns the number of lines."""
+    lineno = 0
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             line = raw.rstrip(b"\r\n")
@@ -45,8 +52,10 @@ def _check_field_counts(path: Path, expected: int) -> None:
             if fields != expected:
                 raise DataError(
                     f"{path}, line {lineno}: {fields} fields, expected {expected} "
-                    f"(one label plus {expected - 1} items, as in the header)"
+                    + (f"(one label plus {expected - 1} items, as in the header)" if layout == "wide"
+                       else "(as in the header)")
                 )
+    return lineno
 
 
 def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
@@ -85,7 +94,8 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
         seen.add(item)
     if duplicates:
         raise DataError(f"{path}: duplicate item ids in the header: {sorted(set(duplicates))[:5]}")
-    _check_field_counts(path, len(header))
+    if _check_field_counts(path, len(header), "wide") < 2:
+        raise DataError(f"{path}: no model rows after the header")
     try:
         frame = pd.read_csv(path, skiprows=1, header=None, index_col=label_pos, dtype={label_pos: str},
                             encoding="utf-8")
@@ -99,21 +109,73 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
     return frame
 
 
-def read_table(path, *, label_column: str | None = None) -> pd.DataFrame:
-    """Read a CSV, a plain Parquet table or a canonical matrix file.
+def read_table(path, *, layout: str = "auto", label_column: str | None = None,
+               model_column: str = "model", item_column: str = "item",
+               correct_column: str = "correct") -> pd.DataFrame:
+    """Read a response table from CSV or Parquet, wide or long.
 
-    Parquet tables follow the CSV layout (label column + item columns);
-    ``label_column`` defaults to the first column, or to the stored index of
-    a table written from a labelled DataFrame (``DataFrame.to_parquet``).
+    Parameters
+    ----------
+    path : path-like
+        ``.csv``/``.txt`` or ``.parquet``/``.pq``.
+    layout : {"auto", "wide", "long"}
+        ``"auto"``: a table whose header has the columns ``model_column``, ``item_column`` and
+        ``correct_column`` (default ``model``, ``item``, ``correct``) is long, unless
+        ``label_column`` is given; any other table is wide.
+    label_column : str, optional
+        Wide tables: the column holding the model labels.  Default for CSV: the first column.
+        Default for Parquet: the stored index of a table written from a labelled DataFrame, else
+        a column named ``model``, else the first column if it does not hold numbers; a Parquet
+        table with none of these is refused (its first item would silently become the labels).
+    model_column, item_column, correct_column : str
+        Long tables: the names of the model id, item id and response columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Wide: index = model labels (named ``model``), columns = item ids (strings), values as
+        parsed (validated by :func:`cbmm.as_responses`).  Long: the columns ``model``, ``item``
+        (categorical; CSV ids are strings) and ``correct`` (other columns are dropped); the index
+        is the CSV line number (named ``line``) or the Parquet row number, so that errors name
+        the record.  :func:`cbmm.as_responses` recognises the long form by its column names.
     """
+    return _read(path, layout, label_column, model_column, item_column, correct_column)[0]
+
+
+def _read(path, layout, label_column, model_column, item_column, correct_column):
+    """(frame, layout) of a table; see read_table."""
+    if layout not in ("auto", "wide", "long"):
+        raise DataError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
     path = Path(path)
+    if path.is_dir():
+        raise DataError(f"{path}: a directory; expected a CSV or Parquet file")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     suffix = path.suffix.lower()
-    if suffix in (".csv", ".txt"):
-        return read_csv_matrix(path, label_column=label_column)
-    if suffix not in (".parquet", ".pq"):
+    if suffix not in (".csv", ".txt", ".parquet", ".pq"):
         raise DataError(f"{path}: unsupported file type {suffix!r}; expected .csv or .parquet")
+    csv_file = suffix in (".csv", ".txt")
+    long_names = {model_column: LONG_COLUMNS[0], item_column: LONG_COLUMNS[1],
+                  correct_column: LONG_COLUMNS[2]}
+    if layout == "auto":
+        header = _header(path) if csv_file else _parquet_columns(path)
+        layout = "long" if label_column is None and set(long_names) <= set(header) else "wide"
+    if layout == "long":
+        reader = _read_long_csv if csv_file else _read_long_parquet
+        return reader(path, long_names), layout
+    if csv_file:
+        return read_csv_matrix(path, label_column=label_column), layout
+    return _read_wide_parquet(path, label_column), layout
+
+
+def _parquet_columns(path: Path) -> list[str]:
+    try:
+        return pq.read_schema(path).names
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(f"{path}: cannot be read as Parquet ({exc})") from exc
+
+
+def _read_wide_parquet(path: Path, label_column: str | None) -> pd.DataFrame:
     try:
         return read_matrix(path)
     except DataError:
@@ -122,32 +184,102 @@ def read_table(path, *, label_column: str | None = None) -> pd.DataFrame:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several unrelated types
         raise DataError(f"{path}: cannot be read as Parquet ({exc})") from exc
-    # a table written from a labelled DataFrame keeps its labels as the stored index
-    if label_column is not None or isinstance(frame.index, pd.RangeIndex):
-        label = label_column if label_column is not None else frame.columns[0]
-        if label not in frame.columns:
+    if label_column is None and isinstance(frame.index, pd.RangeIndex):
+        if LABEL_COLUMN in frame.columns:
+            label_column = LABEL_COLUMN
+        elif len(frame.columns) and not pd.api.types.is_numeric_dtype(frame.iloc[:, 0]) \
+                and not pd.api.types.is_bool_dtype(frame.iloc[:, 0]):
+            label_column = frame.columns[0]
+        else:
+            first = frame.columns[0] if len(frame.columns) else None
             raise DataError(
-                f"{path}: no label column {label!r} (columns: {list(frame.columns[:5])}...)")
-        frame = frame.set_index(label)
+                f"{path}: no model labels: no stored index, no column {LABEL_COLUMN!r}, and the "
+                f"first column {first!r} holds numbers (an item, not labels); name the label "
+                "column (label_column)")
+    if label_column is not None:
+        if label_column not in frame.columns:
+            raise DataError(
+                f"{path}: no label column {label_column!r} (columns: {list(frame.columns[:5])}...)")
+        frame = frame.set_index(label_column)
     frame.index = pd.Index(frame.index.astype(object), name=LABEL_COLUMN)
     frame.columns = pd.Index([str(c) for c in frame.columns], dtype=object)
     if frame.columns.duplicated().any():
-        raise DataError(f"{path}: duplicate item ids {list(frame.columns[frame.columns.duplicated()][:5])}")
+        raise DataError(
+            f"{path}: duplicate item ids {list(frame.columns[frame.columns.duplicated()][:5])}")
     return frame
 
 
-def load_local(path, *, label_column: str | None = None) -> pd.DataFrame:
-    """A user's response table, validated, as a 0/1/NaN float DataFrame.
-
-    Values are checked by :func:`cbmm.as_responses` (so a table in the
-    paper's -1/+1 coding with 0 = missing is accepted and converted); rows or
-    columns with no observed entry are refused, since they cannot be fitted.
-    """
-    frame = read_table(path, label_column=label_column)
+def _read_long_csv(path: Path, names: dict) -> pd.DataFrame:
+    header = _header(path)
+    missing = [name for name in names if name not in header]
+    if missing:
+        raise DataError(f"{path}: a long table needs the columns {list(names)}; the header lacks "
+                        f"{missing}")
+    repeated = [name for name in names if header.count(name) > 1]
+    if repeated:
+        raise DataError(f"{path}: the header names {repeated} more than once")
+    if _check_field_counts(path, len(header), "long") < 2:
+        raise DataError(f"{path}: no records after the header")
+    model, item, _ = names
     try:
-        responses = as_responses(frame, source=str(path))
+        frame = pd.read_csv(path, usecols=list(names), dtype={model: "category", item: "category"},
+                            encoding="utf-8")
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot be parsed as CSV ({exc})") from exc
+    frame.index = pd.RangeIndex(2, len(frame) + 2, name="line")
+    return frame.rename(columns=names)[list(LONG_COLUMNS)]
+
+
+def _read_long_parquet(path: Path, names: dict) -> pd.DataFrame:
+    present = _parquet_columns(path)
+    missing = [name for name in names if name not in present]
+    if missing:
+        raise DataError(f"{path}: a long table needs the columns {list(names)}; it lacks {missing}")
+    try:
+        table = pq.read_table(path, columns=list(names))
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(f"{path}: cannot be read as Parquet ({exc})") from exc
+    columns = {}
+    for name, canonical in names.items():
+        column = table.column(name)
+        # ids as categoricals: one copy of each distinct id, integer codes per record
+        if canonical != LONG_COLUMNS[2] and not pa.types.is_dictionary(column.type):
+            column = column.dictionary_encode()
+        columns[canonical] = column.to_pandas()
+    return pd.DataFrame(columns)[list(LONG_COLUMNS)]
+
+
+def read_responses(path, *, coding: str | None = None, storage: str = "auto",
+                   layout: str = "auto", label_column: str | None = None,
+                   model_column: str = "model", item_column: str = "item",
+                   correct_column: str = "correct") -> Responses:
+    """Read a response table (:func:`read_table`) and validate it (:func:`cbmm.as_responses`).
+
+    ``coding`` and ``storage`` are those of :func:`cbmm.as_responses`; the other keyword
+    arguments those of :func:`read_table`.  Every problem is a :class:`DataError` that names the
+    file and, where there is one, the line, row, column or record.
+    """
+    frame, layout = _read(path, layout, label_column, model_column, item_column, correct_column)
+    try:
+        return as_responses(frame, coding=coding, storage=storage, layout=layout,
+                            source=str(path))
     except ResponseError as exc:
         raise DataError(str(exc)) from exc
+
+
+def load_local(path, *, coding: str | None = None, layout: str = "auto",
+               label_column: str | None = None, model_column: str = "model",
+               item_column: str = "item", correct_column: str = "correct") -> pd.DataFrame:
+    """A user's response table, validated, as a 0/1/NaN float DataFrame (models x items).
+
+    Read and checked by :func:`read_responses` (same arguments): ``coding`` None infers it where
+    that is unambiguous, so a table holding both -1 and 0 is refused until the coding is stated.
+    Rows or columns with no observed entry, duplicate labels or duplicate (model, item) records
+    are refused.
+    """
+    responses = read_responses(path, coding=coding, storage="dense", layout=layout,
+                               label_column=label_column, model_column=model_column,
+                               item_column=item_column, correct_column=correct_column)
     out = responses.to_frame()
     out.index.name = LABEL_COLUMN
     return out

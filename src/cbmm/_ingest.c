@@ -20,8 +20,8 @@
  * (scan_rows, for row-major data) or column by column in tiles of rows (scan_columns, for
  * column-major data and the columns of a DataFrame, each with its own dtype).  Long inputs (one
  * (row, column, value) triplet per record) become CSR: triplets_count classifies and counts,
- * triplets_fill places the kept cells row by row in record order, csr_sort sorts each row by
- * column and finds duplicated cells.  dense_to_csr, csr_to_dense and the two count functions
+ * triplets_fill places the kept cells by two counting-sort passes (rows come out sorted by
+ * column) and finds duplicated cells.  dense_to_csr, csr_to_dense and the two count functions
  * convert and summarise coded matrices.  Memory is the outputs plus O(rows + columns).
  *
  * Every entry point checks its arguments (sizes, dtypes, index ranges) and raises ValueError or
@@ -30,7 +30,6 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 enum { T_F64, T_F32, T_I8, T_U8, T_BOOL, T_I16, T_U16, T_I32, T_U32, T_I64, T_U64, T_COUNT };
@@ -39,7 +38,8 @@ static const Py_ssize_t ITEMSIZE[T_COUNT] = {8, 4, 1, 1, 1, 2, 2, 4, 4, 8, 8};
 enum { MODE_INFER, MODE_BINARY, MODE_SIGNED };
 enum { CAT_ZERO, CAT_MINUS, CAT_BAD, CAT_DUP, N_CAT };
 #define K_CELLS 5
-#define TILE_ROWS 256
+#define TILE_ROWS 128   /* <= 255: byte column counters per tile */
+#define TILE_COLUMNS 16 /* columns read side by side (scan_columns) */
 
 /* Laid over an int64 array allocated by the caller (cbmm.responses._Scan). */
 typedef struct {
@@ -74,10 +74,12 @@ static void record(Cells *cells, int cat, int64_t row, int64_t col)
     list[k][1] = col;
 }
 
-/* Whether a tile starting at global row `row0` may hold one of the K smallest cells of `cat`. */
-static inline int wanted(const Cells *cells, int cat, int64_t row0)
+/* Whether a tile whose first row and column are row0, col0 may hold one of the K smallest cells
+ * of `cat` (its smallest cell is (row0, col0)). */
+static inline int wanted(const Cells *cells, int cat, int64_t row0, int64_t col0)
 {
-    return cells->found[cat] < K_CELLS || row0 <= cells->cell[cat][K_CELLS - 1][0];
+    const int64_t *last = cells->cell[cat][K_CELLS - 1];
+    return cells->found[cat] < K_CELLS || cell_less(row0, col0, last[0], last[1]);
 }
 
 static inline double load(int code, const char *p)
@@ -122,73 +124,102 @@ static inline int category(double v, int mode)
     return CAT_BAD;
 }
 
-/* Per-cell coding, branch-free so that the loops vectorise.  zero_neg: 0 codes as -1 (incorrect);
- * minus_bad: -1 is a bad value (binary coding). */
-#define CLASSIFY(v)                                                                             \
-    const double v_ = (v);                                                                      \
-    const int one = v_ == 1.0, zero = v_ == 0.0, minus = v_ == -1.0, nan = v_ != v_;            \
-    const int bad = (one + zero + minus + nan == 0) | (minus & minus_bad);                     \
+/* Per-cell coding of a value of type T, compared in T (no conversion, so integer loops vectorise
+ * too), branch-free.  zero_neg: 0 codes as -1 (incorrect); minus_bad: -1 is a bad value (binary
+ * coding).  Unsigned types hold no -1. */
+#define CLASSIFY(T, v)                                                                          \
+    const T v_ = (v);                                                                           \
+    const int one = v_ == (T)1, zero = v_ == (T)0;                                              \
+    const int minus = ((T)-1 < (T)0) && v_ == (T)-1, nan = v_ != v_;                            \
+    const int bad = ((one | zero | minus | nan) ^ 1) | (minus & minus_bad);                     \
     const int8_t out = (int8_t)(one - minus - (zero & zero_neg));                               \
-    const int obs = out != 0;                                                                   \
-    (void)nan;
+    (void)out;
 
-/* ---- wide input, row-major ---------------------------------------------------------------- */
-
-#define ROW_LOOP(T, ACCESS)                                                                      \
-    for (Py_ssize_t j = 0; j < n_cols; j++) {                                                    \
-        CLASSIFY((double)(ACCESS));                                                              \
-        yr[j] = out;                                                                             \
-        col_obs[j] += obs;                                                                       \
-        col_cor[j] += one;                                                                       \
-        ro += obs;                                                                               \
-        rc += one;                                                                               \
-        tz += zero;                                                                              \
-        tm += minus;                                                                             \
-        tb += bad;                                                                               \
-    }
-
+/* Kernels, instantiated per dtype and (on x86-64 with GCC) once more for AVX2.
+ *
+ * rows: rows [r0, r1) of a row-major block, at most TILE_ROWS of them.  Each row is coded in one
+ * loop and counted in a second loop over its int8 codes (still in L1); the column counts of the
+ * tile go to byte counters tobs/tcor (so the loops stay in 8-bit lanes), which the caller adds
+ * to the int64 totals after the tile.
+ * column: rows [r0, r1) of one column of a column list, coded into a contiguous buffer (the
+ * caller copies a tile of such columns into the rows of y, so the loop vectorises). */
 #define DEFINE_ROWS(NAME, T)                                                                     \
     static void NAME(const char *base, Py_ssize_t s0, Py_ssize_t s1, Py_ssize_t r0,             \
-                     Py_ssize_t r1, Py_ssize_t n_cols, int8_t *y, int64_t *row_obs,             \
-                     int64_t *row_cor, int64_t *col_obs, int64_t *col_cor, int zero_neg,        \
-                     int minus_bad, int64_t *tile)                                               \
+                     Py_ssize_t r1, Py_ssize_t n_cols, int8_t *restrict y,                      \
+                     int64_t *row_obs, int64_t *row_cor, uint8_t *restrict tobs,                 \
+                     uint8_t *restrict tcor, int zero_neg, int minus_bad, int64_t *tile)        \
     {                                                                                            \
-        int64_t tz = 0, tm = 0, tb = 0;                                                          \
         for (Py_ssize_t i = r0; i < r1; i++) {                                                   \
             const char *p = base + i * s0;                                                       \
-            int8_t *yr = y + i * n_cols;                                                         \
-            int64_t ro = 0, rc = 0;                                                              \
+            int8_t *restrict yr = y + i * n_cols;                                                \
+            int32_t z = 0, m = 0, b = 0, ro = 0, rc = 0;                                         \
             if (s1 == (Py_ssize_t)sizeof(T)) {                                                   \
-                const T *q = (const T *)p;                                                       \
-                ROW_LOOP(T, q[j])                                                                \
+                const T *restrict q = (const T *)p;                                              \
+                for (Py_ssize_t j = 0; j < n_cols; j++) {                                        \
+                    CLASSIFY(T, q[j]);                                                           \
+                    yr[j] = out;                                                                 \
+                    z += zero;                                                                   \
+                    m += minus;                                                                  \
+                    b += bad;                                                                    \
+                }                                                                                \
             } else {                                                                             \
-                ROW_LOOP(T, *(const T *)(p + j * s1))                                            \
+                for (Py_ssize_t j = 0; j < n_cols; j++) {                                        \
+                    CLASSIFY(T, *(const T *)(p + j * s1));                                       \
+                    yr[j] = out;                                                                 \
+                    z += zero;                                                                   \
+                    m += minus;                                                                  \
+                    b += bad;                                                                    \
+                }                                                                                \
+            }                                                                                    \
+            for (Py_ssize_t j = 0; j < n_cols; j++) {                                            \
+                const uint8_t obs = yr[j] != 0, one = yr[j] == 1;                                \
+                tobs[j] += obs;                                                                  \
+                tcor[j] += one;                                                                  \
+                ro += obs;                                                                       \
+                rc += one;                                                                       \
             }                                                                                    \
             row_obs[i] += ro;                                                                    \
             row_cor[i] += rc;                                                                    \
+            tile[CAT_ZERO] += z;                                                                 \
+            tile[CAT_MINUS] += m;                                                                \
+            tile[CAT_BAD] += b;                                                                  \
         }                                                                                        \
-        tile[CAT_ZERO] += tz;                                                                    \
-        tile[CAT_MINUS] += tm;                                                                   \
-        tile[CAT_BAD] += tb;                                                                     \
     }
 
-DEFINE_ROWS(rows_f64, double)
-DEFINE_ROWS(rows_f32, float)
-DEFINE_ROWS(rows_i8, int8_t)
-DEFINE_ROWS(rows_u8, uint8_t)
-DEFINE_ROWS(rows_i16, int16_t)
-DEFINE_ROWS(rows_u16, uint16_t)
-DEFINE_ROWS(rows_i32, int32_t)
-DEFINE_ROWS(rows_u32, uint32_t)
-DEFINE_ROWS(rows_i64, int64_t)
-DEFINE_ROWS(rows_u64, uint64_t)
+#define COLUMN_LOOP(T, ACCESS)                                                                     \
+    for (Py_ssize_t i = 0; i < len; i++) {                                                       \
+        CLASSIFY(T, ACCESS);                                                                     \
+        const int obs = out != 0;                                                                \
+        out_col[i] = out;                                                                        \
+        trow_obs[i] += obs;                                                                      \
+        trow_cor[i] += one;                                                                      \
+        co += obs;                                                                               \
+        cc += one;                                                                               \
+        z += zero;                                                                               \
+        m += minus;                                                                              \
+        b += bad;                                                                                \
+    }
 
-typedef void (*rows_fn)(const char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
-                        int8_t *, int64_t *, int64_t *, int64_t *, int64_t *, int, int, int64_t *);
-static const rows_fn ROWS[T_COUNT] = {rows_f64, rows_f32, rows_i8, rows_u8, rows_u8, rows_i16,
-                                      rows_u16, rows_i32, rows_u32, rows_i64, rows_u64};
-
-/* ---- wide input, one column at a time over a tile of rows ------------------------------------ */
+#define DEFINE_COLUMN(NAME, T)                                                                   \
+    static void NAME(const Column *c, Py_ssize_t r0, Py_ssize_t r1, int8_t *restrict out_col,    \
+                     int32_t *restrict trow_obs, int32_t *restrict trow_cor, int64_t *col_obs,   \
+                     int64_t *col_cor, int zero_neg, int minus_bad, int64_t *tile)               \
+    {                                                                                            \
+        int32_t co = 0, cc = 0, z = 0, m = 0, b = 0;                                             \
+        const char *p = c->ptr + r0 * c->stride;                                                 \
+        const Py_ssize_t s = c->stride, len = r1 - r0;                                           \
+        if (s == (Py_ssize_t)sizeof(T)) {                                                        \
+            const T *restrict q = (const T *)p;                                                  \
+            COLUMN_LOOP(T, q[i])                                                                 \
+        } else {                                                                                 \
+            COLUMN_LOOP(T, *(const T *)(p + i * s))                                              \
+        }                                                                                        \
+        *col_obs += co;                                                                          \
+        *col_cor += cc;                                                                          \
+        tile[CAT_ZERO] += z;                                                                     \
+        tile[CAT_MINUS] += m;                                                                    \
+        tile[CAT_BAD] += b;                                                                      \
+    }
 
 typedef struct {
     const char *ptr;
@@ -196,64 +227,88 @@ typedef struct {
     int code;
 } Column;
 
-#define DEFINE_COLUMN_TILE(NAME, T)                                                              \
-    static void NAME(const Column *c, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t jg,               \
-                     Py_ssize_t n_cols, int8_t *y, int64_t *trow_obs, int64_t *trow_cor,         \
-                     int64_t *col_obs, int64_t *col_cor, int zero_neg, int minus_bad,            \
-                     int64_t *tile)                                                               \
-    {                                                                                            \
-        int64_t co = 0, cc = 0, tz = 0, tm = 0, tb = 0;                                          \
-        const char *p = c->ptr;                                                                  \
-        const Py_ssize_t s = c->stride;                                                          \
-        for (Py_ssize_t i = r0; i < r1; i++) {                                                   \
-            CLASSIFY((double)*(const T *)(p + i * s));                                           \
-            y[i * n_cols + jg] = out;                                                            \
-            trow_obs[i - r0] += obs;                                                             \
-            trow_cor[i - r0] += one;                                                             \
-            co += obs;                                                                           \
-            cc += one;                                                                           \
-            tz += zero;                                                                          \
-            tm += minus;                                                                         \
-            tb += bad;                                                                           \
-        }                                                                                        \
-        col_obs[jg] += co;                                                                       \
-        col_cor[jg] += cc;                                                                       \
-        tile[CAT_ZERO] += tz;                                                                    \
-        tile[CAT_MINUS] += tm;                                                                   \
-        tile[CAT_BAD] += tb;                                                                     \
+typedef void (*rows_fn)(const char *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t,
+                        int8_t *, int64_t *, int64_t *, uint8_t *, uint8_t *, int, int, int64_t *);
+typedef void (*column_fn)(const Column *, Py_ssize_t, Py_ssize_t, int8_t *, int32_t *, int32_t *,
+                          int64_t *, int64_t *, int, int, int64_t *);
+
+#define CONCAT_(a, b) a##b
+#define CONCAT(a, b) CONCAT_(a, b)
+/* One kernel per dtype code (bool reads as uint8), in the order of the T_* codes. */
+#define DEFINE_KERNELS(SUFFIX)                                                                   \
+    DEFINE_ROWS(CONCAT(rows_f64, SUFFIX), double)                                                \
+    DEFINE_ROWS(CONCAT(rows_f32, SUFFIX), float)                                                 \
+    DEFINE_ROWS(CONCAT(rows_i8, SUFFIX), int8_t)                                                 \
+    DEFINE_ROWS(CONCAT(rows_u8, SUFFIX), uint8_t)                                                \
+    DEFINE_ROWS(CONCAT(rows_i16, SUFFIX), int16_t)                                               \
+    DEFINE_ROWS(CONCAT(rows_u16, SUFFIX), uint16_t)                                              \
+    DEFINE_ROWS(CONCAT(rows_i32, SUFFIX), int32_t)                                               \
+    DEFINE_ROWS(CONCAT(rows_u32, SUFFIX), uint32_t)                                              \
+    DEFINE_ROWS(CONCAT(rows_i64, SUFFIX), int64_t)                                               \
+    DEFINE_ROWS(CONCAT(rows_u64, SUFFIX), uint64_t)                                              \
+    DEFINE_COLUMN(CONCAT(col_f64, SUFFIX), double)                                               \
+    DEFINE_COLUMN(CONCAT(col_f32, SUFFIX), float)                                                \
+    DEFINE_COLUMN(CONCAT(col_i8, SUFFIX), int8_t)                                                \
+    DEFINE_COLUMN(CONCAT(col_u8, SUFFIX), uint8_t)                                               \
+    DEFINE_COLUMN(CONCAT(col_i16, SUFFIX), int16_t)                                              \
+    DEFINE_COLUMN(CONCAT(col_u16, SUFFIX), uint16_t)                                             \
+    DEFINE_COLUMN(CONCAT(col_i32, SUFFIX), int32_t)                                              \
+    DEFINE_COLUMN(CONCAT(col_u32, SUFFIX), uint32_t)                                             \
+    DEFINE_COLUMN(CONCAT(col_i64, SUFFIX), int64_t)                                              \
+    DEFINE_COLUMN(CONCAT(col_u64, SUFFIX), uint64_t)                                             \
+    static const rows_fn CONCAT(ROWS, SUFFIX)[T_COUNT] = {                                       \
+        CONCAT(rows_f64, SUFFIX), CONCAT(rows_f32, SUFFIX), CONCAT(rows_i8, SUFFIX),             \
+        CONCAT(rows_u8, SUFFIX),  CONCAT(rows_u8, SUFFIX),  CONCAT(rows_i16, SUFFIX),            \
+        CONCAT(rows_u16, SUFFIX), CONCAT(rows_i32, SUFFIX), CONCAT(rows_u32, SUFFIX),            \
+        CONCAT(rows_i64, SUFFIX), CONCAT(rows_u64, SUFFIX)};                                     \
+    static const column_fn CONCAT(COLUMNS, SUFFIX)[T_COUNT] = {                                  \
+        CONCAT(col_f64, SUFFIX), CONCAT(col_f32, SUFFIX), CONCAT(col_i8, SUFFIX),                \
+        CONCAT(col_u8, SUFFIX),  CONCAT(col_u8, SUFFIX),  CONCAT(col_i16, SUFFIX),               \
+        CONCAT(col_u16, SUFFIX), CONCAT(col_i32, SUFFIX), CONCAT(col_u32, SUFFIX),               \
+        CONCAT(col_i64, SUFFIX), CONCAT(col_u64, SUFFIX)};
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HAVE_AVX2_KERNELS 1
+#pragma GCC push_options
+#pragma GCC target("avx2")
+DEFINE_KERNELS(_avx2)
+#pragma GCC pop_options
+#endif
+DEFINE_KERNELS(_generic)
+
+/* The kernels that run: chosen once, when the module is loaded. */
+static const rows_fn *ROWS = ROWS_generic;
+static const column_fn *COLUMNS = COLUMNS_generic;
+static const char *kernel_target = "generic";
+
+static void select_kernels(void)
+{
+#ifdef HAVE_AVX2_KERNELS
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2")) {
+        ROWS = ROWS_avx2;
+        COLUMNS = COLUMNS_avx2;
+        kernel_target = "avx2";
     }
+#endif
+}
 
-DEFINE_COLUMN_TILE(col_f64, double)
-DEFINE_COLUMN_TILE(col_f32, float)
-DEFINE_COLUMN_TILE(col_i8, int8_t)
-DEFINE_COLUMN_TILE(col_u8, uint8_t)
-DEFINE_COLUMN_TILE(col_i16, int16_t)
-DEFINE_COLUMN_TILE(col_u16, uint16_t)
-DEFINE_COLUMN_TILE(col_i32, int32_t)
-DEFINE_COLUMN_TILE(col_u32, uint32_t)
-DEFINE_COLUMN_TILE(col_i64, int64_t)
-DEFINE_COLUMN_TILE(col_u64, uint64_t)
-
-typedef void (*col_fn)(const Column *, Py_ssize_t, Py_ssize_t, Py_ssize_t, Py_ssize_t, int8_t *,
-                       int64_t *, int64_t *, int64_t *, int64_t *, int, int, int64_t *);
-static const col_fn COLS[T_COUNT] = {col_f64, col_f32, col_i8, col_u8, col_u8, col_i16,
-                                     col_u16, col_i32, col_u32, col_i64, col_u64};
-
-/* Re-read rows [r0, r1) (local indices) row-major and record the cells of the categories whose
- * tile count is positive and that may still improve the K smallest.  value(i, j) reads a cell. */
-#define RESCAN(VALUE_AT)                                                                         \
+/* Re-read the tile rows [r0, r1) x columns [k0, k1) (local indices) row-major and record the
+ * cells of the categories whose tile count is positive and that may still improve the K
+ * smallest.  VALUE_AT reads cell (i, j). */
+#define RESCAN(VALUE_AT, k0, k1)                                                                 \
     do {                                                                                         \
         int want[3];                                                                             \
         int any = 0;                                                                             \
         for (int cat = 0; cat < 3; cat++) {                                                      \
             want[cat] = tile[cat] > 0 && (cat == CAT_BAD || mode == MODE_INFER) &&              \
-                        wanted(cells, cat, r0 + row_offset);                                     \
+                        wanted(cells, cat, r0 + row_offset, (k0) + col_offset);                  \
             any |= want[cat];                                                                    \
         }                                                                                        \
         if (!any)                                                                                \
             break;                                                                               \
         for (Py_ssize_t i = r0; i < r1; i++)                                                     \
-            for (Py_ssize_t j = 0; j < n_cols; j++) {                                            \
+            for (Py_ssize_t j = (k0); j < (k1); j++) {                                           \
                 int cat = category(VALUE_AT, mode);                                              \
                 if (cat >= 0 && want[cat])                                                       \
                     record(cells, cat, i + row_offset, j + col_offset);                          \
@@ -356,17 +411,29 @@ static PyObject *py_scan_rows(PyObject *self, PyObject *args)
     Cells *cells = cells_of(&b[6]);
     const int zero_neg = mode != MODE_SIGNED, minus_bad = mode == MODE_BINARY;
     const Py_ssize_t col_offset = 0;
+    uint8_t *tobs = PyMem_Calloc(2 * (n_cols ? n_cols : 1), 1);
+    if (!tobs) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    uint8_t *tcor = tobs + n_cols;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r0 = 0; r0 < n; r0 += TILE_ROWS) {
         const Py_ssize_t r1 = r0 + TILE_ROWS < n ? r0 + TILE_ROWS : n;
         int64_t tile[3] = {0, 0, 0};
-        ROWS[code](base, s0, s1, r0, r1, n_cols, y, row_obs, row_cor, col_obs, col_cor, zero_neg,
+        ROWS[code](base, s0, s1, r0, r1, n_cols, y, row_obs, row_cor, tobs, tcor, zero_neg,
                    minus_bad, tile);
+        for (Py_ssize_t j = 0; j < n_cols; j++) {
+            col_obs[j] += tobs[j];
+            col_cor[j] += tcor[j];
+        }
+        memset(tobs, 0, 2 * n_cols);
         for (int cat = 0; cat < 3; cat++)
             cells->count[cat] += tile[cat];
-        RESCAN(load(code, base + i * s0 + j * s1));
+        RESCAN(load(code, base + i * s0 + j * s1), 0, n_cols);
     }
     Py_END_ALLOW_THREADS
+    PyMem_Free(tobs);
     release(b, 7);
     Py_RETURN_NONE;
 fail:
@@ -382,7 +449,8 @@ static PyObject *py_scan_columns(PyObject *self, PyObject *args)
     Buffer b[6] = {0};
     Buffer *cb = NULL;
     Column *cols = NULL;
-    int64_t *trow = NULL;
+    int32_t *trow = NULL;
+    int8_t *buf = NULL;
     Py_ssize_t n_cols = 0;
     if (!PyArg_ParseTuple(args, "OOinOnnOOOOO", &ocols, &ocodes, &mode, &n, &oy, &n_total,
                           &col_offset, &oro, &orc, &oco, &occ, &ost))
@@ -401,8 +469,9 @@ static PyObject *py_scan_columns(PyObject *self, PyObject *args)
     }
     cb = PyMem_Calloc(n_cols ? n_cols : 1, sizeof(Buffer));
     cols = PyMem_Calloc(n_cols ? n_cols : 1, sizeof(Column));
-    trow = PyMem_Calloc(2 * TILE_ROWS, sizeof(int64_t));
-    if (!cb || !cols || !trow) {
+    trow = PyMem_Calloc(2 * TILE_ROWS, sizeof(int32_t));
+    buf = PyMem_Malloc(TILE_ROWS * TILE_COLUMNS);
+    if (!cb || !cols || !trow || !buf) {
         PyErr_NoMemory();
         goto fail;
     }
@@ -431,21 +500,30 @@ static PyObject *py_scan_columns(PyObject *self, PyObject *args)
     Cells *cells = cells_of(&b[5]);
     const int zero_neg = mode != MODE_SIGNED, minus_bad = mode == MODE_BINARY;
     const Py_ssize_t row_offset = 0;
+    /* Column chunks outermost: each column is read as one stream down all rows (reading a short
+     * piece of every column per tile of rows is several times slower: a new page per piece). */
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t r0 = 0; r0 < n; r0 += TILE_ROWS) {
-        const Py_ssize_t r1 = r0 + TILE_ROWS < n ? r0 + TILE_ROWS : n;
-        int64_t tile[3] = {0, 0, 0};
-        memset(trow, 0, 2 * TILE_ROWS * sizeof(int64_t));
-        for (Py_ssize_t k = 0; k < n_cols; k++)
-            COLS[cols[k].code](&cols[k], r0, r1, col_offset + k, n_total, y, trow,
-                               trow + TILE_ROWS, col_obs, col_cor, zero_neg, minus_bad, tile);
-        for (Py_ssize_t i = r0; i < r1; i++) {
-            row_obs[i] += trow[i - r0];
-            row_cor[i] += trow[TILE_ROWS + i - r0];
+    for (Py_ssize_t k0 = 0; k0 < n_cols; k0 += TILE_COLUMNS) {
+        const Py_ssize_t k1 = k0 + TILE_COLUMNS < n_cols ? k0 + TILE_COLUMNS : n_cols;
+        for (Py_ssize_t r0 = 0; r0 < n; r0 += TILE_ROWS) {
+            const Py_ssize_t r1 = r0 + TILE_ROWS < n ? r0 + TILE_ROWS : n;
+            int64_t tile[3] = {0, 0, 0};
+            memset(trow, 0, 2 * TILE_ROWS * sizeof(int32_t));
+            for (Py_ssize_t k = k0; k < k1; k++)
+                COLUMNS[cols[k].code](&cols[k], r0, r1, buf + (k - k0) * TILE_ROWS, trow,
+                                      trow + TILE_ROWS, col_obs + col_offset + k,
+                                      col_cor + col_offset + k, zero_neg, minus_bad, tile);
+            for (Py_ssize_t i = r0; i < r1; i++) { /* transpose the tile into the rows of y */
+                int8_t *yr = y + i * n_total + col_offset;
+                for (Py_ssize_t k = k0; k < k1; k++)
+                    yr[k] = buf[(k - k0) * TILE_ROWS + (i - r0)];
+                row_obs[i] += trow[i - r0];
+                row_cor[i] += trow[TILE_ROWS + i - r0];
+            }
+            for (int cat = 0; cat < 3; cat++)
+                cells->count[cat] += tile[cat];
+            RESCAN(load(cols[j].code, cols[j].ptr + i * cols[j].stride), k0, k1);
         }
-        for (int cat = 0; cat < 3; cat++)
-            cells->count[cat] += tile[cat];
-        RESCAN(load(cols[j].code, cols[j].ptr + i * cols[j].stride));
     }
     Py_END_ALLOW_THREADS
     release(b, 6);
@@ -453,6 +531,7 @@ static PyObject *py_scan_columns(PyObject *self, PyObject *args)
     PyMem_Free(cb);
     PyMem_Free(cols);
     PyMem_Free(trow);
+    PyMem_Free(buf);
     Py_RETURN_NONE;
 fail:
     release(b, 6);
@@ -461,6 +540,7 @@ fail:
     PyMem_Free(cb);
     PyMem_Free(cols);
     PyMem_Free(trow);
+    PyMem_Free(buf);
     return NULL;
 }
 
@@ -514,7 +594,8 @@ static PyObject *py_triplets_count(PyObject *self, PyObject *args)
             out_of_range = k;
             break;
         }
-        CLASSIFY(load(vcode, vp + k * vs));
+        CLASSIFY(double, load(vcode, vp + k * vs));
+        const int obs = out != 0;
         if (zero | minus | bad) {
             const int cat = bad ? CAT_BAD : (zero ? CAT_ZERO : CAT_MINUS);
             cells->count[cat]++;
@@ -548,140 +629,101 @@ static int check_indptr(const int64_t *indptr, Py_ssize_t n, Py_ssize_t nnz)
     return 0;
 }
 
+/* Place the kept cells of the records in CSR order with two stable counting-sort passes (by
+ * column into a buffer, then by row), so that each row comes out sorted by column whatever the
+ * record order; then count duplicated cells (category CAT_DUP: extra entries) in stats. */
 static PyObject *py_triplets_fill(PyObject *self, PyObject *args)
 {
-    PyObject *orow, *ocol, *oval, *optr, *oind, *oout;
+    PyObject *orow, *ocol, *oval, *optr, *ocptr, *oind, *oout, *ost;
     int rcode, ccode, vcode, mode;
-    Buffer b[6] = {0};
+    Buffer b[8] = {0};
     int64_t *next = NULL;
-    if (!PyArg_ParseTuple(args, "OiOiOiiOOO", &orow, &rcode, &ocol, &ccode, &oval, &vcode, &mode,
-                          &optr, &oind, &oout))
+    int32_t *tmp_rows = NULL;
+    int8_t *tmp_vals = NULL;
+    if (!PyArg_ParseTuple(args, "OiOiOiiOOOOO", &orow, &rcode, &ocol, &ccode, &oval, &vcode,
+                          &mode, &optr, &ocptr, &oind, &oout, &ost))
         return NULL;
     if (check_mode(mode) < 0 || index_code(rcode, "rows") < 0 || index_code(ccode, "cols") < 0)
         return NULL;
     if (strided(orow, &b[0], "rows", rcode, 1) < 0 || strided(ocol, &b[1], "cols", ccode, 1) < 0 ||
         strided(oval, &b[2], "values", vcode, 1) < 0 ||
         contiguous(optr, &b[3], "indptr", 8, -1, 0) < 0 ||
-        contiguous(oind, &b[4], "indices", 4, -1, 1) < 0 ||
-        contiguous(oout, &b[5], "out", 1, -1, 1) < 0)
+        contiguous(ocptr, &b[4], "col_ptr", 8, -1, 0) < 0 ||
+        contiguous(oind, &b[5], "indices", 4, -1, 1) < 0 ||
+        contiguous(oout, &b[6], "out", 1, -1, 1) < 0 ||
+        contiguous(ost, &b[7], "stats", 8, sizeof(Cells) / 8, 1) < 0)
         goto fail;
-    const Py_ssize_t m = b[0].view.shape[0], n = b[3].view.len / 8 - 1, nnz = b[4].view.len / 4;
-    const int64_t *indptr = b[3].view.buf;
-    if (b[1].view.shape[0] != m || b[2].view.shape[0] != m || n < 0 || b[5].view.len != nnz ||
-        check_indptr(indptr, n, nnz) < 0) {
+    const Py_ssize_t m = b[0].view.shape[0], n = b[3].view.len / 8 - 1;
+    const Py_ssize_t n_cols = b[4].view.len / 8 - 1, nnz = b[5].view.len / 4;
+    const int64_t *indptr = b[3].view.buf, *col_ptr = b[4].view.buf;
+    if (b[1].view.shape[0] != m || b[2].view.shape[0] != m || n < 0 || n_cols < 0 ||
+        n_cols > INT32_MAX || b[6].view.len != nnz || check_indptr(indptr, n, nnz) < 0 ||
+        check_indptr(col_ptr, n_cols, nnz) < 0) {
         PyErr_SetString(PyExc_ValueError, "inconsistent triplets or CSR layout");
         goto fail;
     }
-    next = PyMem_Malloc((n ? n : 1) * sizeof(int64_t));
-    if (!next) {
+    next = PyMem_Malloc(((n > n_cols ? n : n_cols) + 1) * sizeof(int64_t));
+    tmp_rows = PyMem_Malloc((nnz ? nnz : 1) * sizeof(int32_t));
+    tmp_vals = PyMem_Malloc(nnz ? nnz : 1);
+    if (!next || !tmp_rows || !tmp_vals) {
         PyErr_NoMemory();
         goto fail;
     }
-    memcpy(next, indptr, n * sizeof(int64_t));
     const char *rp = b[0].view.buf, *cp = b[1].view.buf, *vp = b[2].view.buf;
     const Py_ssize_t rs = b[0].view.strides[0], cs = b[1].view.strides[0], vs = b[2].view.strides[0];
-    int32_t *indices = b[4].view.buf;
-    int8_t *values = b[5].view.buf;
+    int32_t *indices = b[5].view.buf;
+    int8_t *values = b[6].view.buf;
+    Cells *cells = cells_of(&b[7]);
     const int zero_neg = mode != MODE_SIGNED, minus_bad = mode == MODE_BINARY;
-    int overflow = 0;
+    int mismatch = 0;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t k = 0; k < m; k++) {
-        CLASSIFY(load(vcode, vp + k * vs));
-        (void)bad, (void)zero, (void)minus, (void)nan, (void)one;
-        if (!obs)
+    memcpy(next, col_ptr, n_cols * sizeof(int64_t));
+    for (Py_ssize_t k = 0; k < m && !mismatch; k++) {
+        CLASSIFY(double, load(vcode, vp + k * vs));
+        (void)bad, (void)zero, (void)minus, (void)one;
+        if (!out)
             continue;
-        const int64_t r = load_index(rcode, rp + k * rs);
-        if (r < 0 || r >= n || next[r] >= indptr[r + 1]) {
-            overflow = 1;
+        const int64_t r = load_index(rcode, rp + k * rs), c = load_index(ccode, cp + k * cs);
+        if (r < 0 || r >= n || c < 0 || c >= n_cols || next[c] >= col_ptr[c + 1]) {
+            mismatch = 1;
             break;
         }
-        indices[next[r]] = (int32_t)load_index(ccode, cp + k * cs);
-        values[next[r]++] = out;
+        tmp_rows[next[c]] = (int32_t)r;
+        tmp_vals[next[c]++] = out;
     }
-    Py_END_ALLOW_THREADS
-    PyMem_Free(next);
-    release(b, 6);
-    if (overflow)
-        return PyErr_Format(PyExc_ValueError, "triplets do not match the row counts");
-    Py_RETURN_NONE;
-fail:
-    PyMem_Free(next);
-    release(b, 6);
-    return NULL;
-}
-
-static int compare_keys(const void *a, const void *b)
-{
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sort every row of a CSR layout by column (keeping each value with its column), and record
- * duplicated (row, column) cells in stats (category CAT_DUP: count of extra entries). */
-static PyObject *py_csr_sort(PyObject *self, PyObject *args)
-{
-    PyObject *optr, *oind, *oval, *ost;
-    Py_ssize_t n_cols;
-    Buffer b[4] = {0};
-    uint64_t *keys = NULL;
-    if (!PyArg_ParseTuple(args, "OOOnO", &optr, &oind, &oval, &n_cols, &ost))
-        return NULL;
-    if (contiguous(optr, &b[0], "indptr", 8, -1, 0) < 0 ||
-        contiguous(oind, &b[1], "indices", 4, -1, 1) < 0 ||
-        contiguous(oval, &b[2], "values", 1, -1, 1) < 0 ||
-        contiguous(ost, &b[3], "stats", 8, sizeof(Cells) / 8, 1) < 0)
-        goto fail;
-    const Py_ssize_t n = b[0].view.len / 8 - 1, nnz = b[1].view.len / 4;
-    const int64_t *indptr = b[0].view.buf;
-    int32_t *indices = b[1].view.buf;
-    int8_t *values = b[2].view.buf;
-    Cells *cells = cells_of(&b[3]);
-    if (n < 0 || b[2].view.len != nnz || check_indptr(indptr, n, nnz) < 0) {
-        PyErr_SetString(PyExc_ValueError, "inconsistent CSR layout");
-        goto fail;
-    }
-    for (Py_ssize_t k = 0; k < nnz; k++)
-        if (indices[k] < 0 || indices[k] >= n_cols) {
-            PyErr_Format(PyExc_ValueError, "column index %d out of range", (int)indices[k]);
-            goto fail;
-        }
-    int64_t longest = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (indptr[i + 1] - indptr[i] > longest)
-            longest = indptr[i + 1] - indptr[i];
-    keys = PyMem_Malloc((longest ? longest : 1) * sizeof(uint64_t));
-    if (!keys) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t start = indptr[i], stop = indptr[i + 1];
-        int sorted = 1;
-        for (int64_t k = start + 1; k < stop && sorted; k++)
-            sorted = indices[k - 1] < indices[k];
-        if (!sorted) {
-            for (int64_t k = start; k < stop; k++)
-                keys[k - start] = ((uint64_t)(uint32_t)indices[k] << 8) | (uint8_t)values[k];
-            qsort(keys, (size_t)(stop - start), sizeof(uint64_t), compare_keys);
-            for (int64_t k = start; k < stop; k++) {
-                indices[k] = (int32_t)(keys[k - start] >> 8);
-                values[k] = (int8_t)(uint8_t)(keys[k - start] & 0xff);
+    if (!mismatch) {
+        memcpy(next, indptr, n * sizeof(int64_t));
+        for (Py_ssize_t c = 0; c < n_cols && !mismatch; c++)
+            for (int64_t k = col_ptr[c]; k < col_ptr[c + 1]; k++) {
+                const int32_t r = tmp_rows[k];
+                if (r < 0 || r >= n || next[r] >= indptr[r + 1]) {
+                    mismatch = 1;
+                    break;
+                }
+                indices[next[r]] = (int32_t)c;
+                values[next[r]++] = tmp_vals[k];
             }
-            for (int64_t k = start + 1; k < stop; k++)
+    }
+    if (!mismatch)
+        for (Py_ssize_t i = 0; i < n; i++)
+            for (int64_t k = indptr[i] + 1; k < indptr[i + 1]; k++)
                 if (indices[k] == indices[k - 1]) {
                     cells->count[CAT_DUP]++;
                     record(cells, CAT_DUP, i, indices[k]);
                 }
-        }
-    }
     Py_END_ALLOW_THREADS
-    PyMem_Free(keys);
-    release(b, 4);
+    PyMem_Free(next);
+    PyMem_Free(tmp_rows);
+    PyMem_Free(tmp_vals);
+    release(b, 8);
+    if (mismatch)
+        return PyErr_Format(PyExc_ValueError, "triplets do not match the row and column counts");
     Py_RETURN_NONE;
 fail:
-    PyMem_Free(keys);
-    release(b, 4);
+    PyMem_Free(next);
+    PyMem_Free(tmp_rows);
+    PyMem_Free(tmp_vals);
+    release(b, 8);
     return NULL;
 }
 
@@ -866,10 +908,8 @@ static PyMethodDef methods[] = {
      "triplets_count(rows, rcode, cols, ccode, values, vcode, n, n_cols, mode, row_obs, row_cor, "
      "col_obs, col_cor, stats) -> kept\n\nClassify long-format records and count the kept cells."},
     {"triplets_fill", py_triplets_fill, METH_VARARGS,
-     "triplets_fill(rows, rcode, cols, ccode, values, vcode, mode, indptr, indices, out)\n\n"
-     "Place the kept cells row by row, in record order."},
-    {"csr_sort", py_csr_sort, METH_VARARGS,
-     "csr_sort(indptr, indices, values, n_cols, stats)\n\nSort rows by column; count duplicates."},
+     "triplets_fill(rows, rcode, cols, ccode, values, vcode, mode, indptr, col_ptr, indices, out, "
+     "stats)\n\nPlace the kept cells in CSR order (rows sorted by column); count duplicates."},
     {"dense_to_csr", py_dense_to_csr, METH_VARARGS,
      "dense_to_csr(y, n, n_cols, indptr, indices, values)\n\nCSR of a coded dense matrix."},
     {"csr_to_dense", py_csr_to_dense, METH_VARARGS,
@@ -885,10 +925,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_ingest",
 
 PyMODINIT_FUNC PyInit__ingest(void)
 {
+    select_kernels();
     PyObject *m = PyModule_Create(&module);
     if (!m)
         return NULL;
-    if (PyModule_AddIntConstant(m, "K_CELLS", K_CELLS) < 0 ||
+    if (PyModule_AddStringConstant(m, "kernel_target", kernel_target) < 0 ||
+        PyModule_AddIntConstant(m, "K_CELLS", K_CELLS) < 0 ||
         PyModule_AddIntConstant(m, "STATS_SIZE", (long)(sizeof(Cells) / 8)) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -46,7 +46,7 @@ _ZERO, _MINUS, _BAD, _DUP = range(4)
 _K = _ingest.K_CELLS
 # Inputs the C scan cannot read directly (object, float16, non-native byte order, extension
 # dtypes) are converted to float64 in blocks of at most this many bytes.
-_BLOCK_BYTES = 32 << 20
+_BLOCK_BYTES = 8 << 20
 _EXPECTED = {
     None: "0/1 (binary coding, NaN = missing) or -1/+1 (signed coding, 0 or NaN = missing)",
     "binary": "0/1 with NaN = missing (coding='binary')",
@@ -225,8 +225,7 @@ class Responses:
         """The observed cells as a long table: columns ``model``, ``item`` (labels, or row and
         column numbers) and ``correct`` (1/0, int8), rows in row-major order."""
         sparse = self.to_sparse()
-        n, j = self.shape
-        rows = np.repeat(np.arange(n), np.diff(sparse.indptr))
+        rows = np.repeat(np.arange(self.shape[0]), np.diff(sparse.indptr))
         model = self.row_labels[rows] if self.row_labels is not None else rows
         item = self.col_labels[sparse.indices] if self.col_labels is not None else sparse.indices
         correct = ((sparse.values + 1) // 2).astype(np.int8)
@@ -351,6 +350,15 @@ def _from_array(data, coding, source):
     n, j = values.shape
     _check_shape(n, j, source)
     _check_kind(values.dtype, source)
+    y, counts = _scan_matrix(values, mask, coding)
+    responses = Responses(y=y, _cache={"counts": counts})
+    _check_scan(counts, coding, source, lambda r, c: values[r, c], _GridNamer(None, None))
+    return responses
+
+
+def _scan_matrix(values, mask, coding):
+    """Code a 2-D array (and its mask of missing cells, or None) into int8, counting."""
+    n, j = values.shape
     y = np.empty((n, j), dtype=np.int8)
     counts = _Counts(n, j)
     mode = _MODES[coding]
@@ -368,9 +376,7 @@ def _from_array(data, coding, source):
     else:  # column-major: read down the columns, a tile of rows at a time
         _ingest.scan_columns([values[:, k] for k in range(j)], [code] * j, mode, n, y, j, 0,
                              *counts.arrays(), counts.stats)
-    responses = Responses(y=y, _cache={"counts": counts})
-    _check_scan(counts, coding, source, lambda r, c: values[r, c], _GridNamer(None, None))
-    return responses
+    return y, counts
 
 
 def _check_kind(dtype, source):
@@ -423,10 +429,24 @@ def _from_frame(frame, coding, source):
     for dtype in frame.dtypes.unique():
         if isinstance(dtype, np.dtype):
             _check_kind(dtype, source)
+    columns = _frame_columns(frame)
+    if isinstance(columns, np.ndarray):
+        y, counts = _scan_matrix(columns, None, coding)
+    else:
+        y, counts = _scan_frame_columns(columns, n, coding)
+    responses = Responses(y=y, row_labels=frame.index, col_labels=frame.columns,
+                          _cache={"counts": counts})
+    _check_scan(counts, coding, source, lambda r, c: frame.iat[r, c],
+                _GridNamer(frame.index, frame.columns))
+    return responses
+
+
+def _scan_frame_columns(columns, n, coding):
+    """Code a list of columns (arrays or Series), converting those the C scan cannot read in
+    batches of at most _BLOCK_BYTES."""
+    j = len(columns)
     y = np.empty((n, j), dtype=np.int8)
     counts = _Counts(n, j)
-    mode = _MODES[coding]
-    columns = _frame_columns(frame)
     batch, codes, start, converted = [], [], 0, 0
     for k, column in enumerate(columns):
         code = _CODES.get(column.dtype) if isinstance(column, np.ndarray) else None
@@ -436,25 +456,26 @@ def _from_frame(frame, coding, source):
         batch.append(column)
         codes.append(code)
         if converted >= _BLOCK_BYTES or k == j - 1:
-            _ingest.scan_columns(batch, codes, mode, n, y, j, start, *counts.arrays(),
+            _ingest.scan_columns(batch, codes, _MODES[coding], n, y, j, start, *counts.arrays(),
                                  counts.stats)
             batch, codes, start, converted = [], [], k + 1, 0
-    responses = Responses(y=y, row_labels=frame.index, col_labels=frame.columns,
-                          _cache={"counts": counts})
-    _check_scan(counts, coding, source, lambda r, c: frame.iat[r, c],
-                _GridNamer(frame.index, frame.columns))
-    return responses
+    return y, counts
 
 
-def _frame_columns(frame) -> list:
-    """The columns of a DataFrame in order: 1-D NumPy views where pandas stores them in NumPy
-    blocks (no copy), else Series.  pandas has no public zero-copy access to its blocks, and
-    taking columns one by one through the public API costs ~50 us each (0.7 s for 12,000)."""
+def _frame_columns(frame):
+    """A DataFrame's values without a copy where pandas holds them in NumPy blocks: the N x J
+    view of a frame held in one block, else the list of columns (1-D views, or Series for
+    columns held otherwise).  pandas has no public zero-copy access to its blocks, and taking
+    columns one by one through the public API costs ~50 us each (0.7 s for 12,000 items)."""
     columns = [None] * frame.shape[1]
     try:
-        for block in frame._mgr.blocks:
+        blocks = frame._mgr.blocks
+        for block in blocks:
             if isinstance(block.values, np.ndarray) and block.values.ndim == 2:
-                for k, position in enumerate(block.mgr_locs.as_array):
+                positions = block.mgr_locs.as_array
+                if len(blocks) == 1 and np.array_equal(positions, np.arange(frame.shape[1])):
+                    return block.values.T
+                for k, position in enumerate(positions):
                     columns[position] = block.values[k]
     except AttributeError:  # another pandas layout: use the public route below
         columns = [None] * frame.shape[1]
@@ -561,12 +582,13 @@ def _from_triplets(rows, cols, values, row_labels, col_labels, n, j, coding, sou
     kept = _ingest.triplets_count(rows, rcode, cols, ccode, values, vcode, n, j, mode,
                                   *counts.arrays(), counts.stats)
     _check_values(counts, coding, source, value_at, describe)
-    indptr = np.zeros(n + 1, dtype=np.int64)
+    indptr, col_ptr = np.zeros(n + 1, dtype=np.int64), np.zeros(j + 1, dtype=np.int64)
     np.cumsum(counts.row_obs, out=indptr[1:])
+    np.cumsum(counts.col_obs, out=col_ptr[1:])
     indices = np.empty(kept, dtype=np.int32)
     coded = np.empty(kept, dtype=np.int8)
-    _ingest.triplets_fill(rows, rcode, cols, ccode, values, vcode, mode, indptr, indices, coded)
-    _ingest.csr_sort(indptr, indices, coded, j, counts.stats)
+    _ingest.triplets_fill(rows, rcode, cols, ccode, values, vcode, mode, indptr, col_ptr, indices,
+                          coded, counts.stats)
     if counts.count(_DUP):
         namer = _GridNamer(row_labels, col_labels)
 

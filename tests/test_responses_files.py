@@ -1,0 +1,125 @@
+"""Response files: wide and long CSV/Parquet tables through cbmm.data.read_table,
+read_responses and load_local, with the file and the line, row, column or record named."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cbmm.data import DataError, load_local, read_responses, read_table
+
+LONG_CSV = "model,item,correct,seconds\nm0,q1,1,0.5\nm0,q2,0,0.7\nm1,q1,0,0.1\nm1,q3,1,2.0\n"
+# the same responses as a wide table (ids in order of first appearance)
+WIDE = pd.DataFrame([[1.0, 0.0, np.nan], [0.0, np.nan, 1.0]], index=["m0", "m1"],
+                    columns=["q1", "q2", "q3"])
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_long_csv_is_recognised_by_its_header_and_equals_the_wide_table(tmp_path):
+    frame = read_table(_write(tmp_path / "log.csv", LONG_CSV))
+    assert list(frame.columns) == ["model", "item", "correct"]  # extra columns dropped
+    assert list(frame.index) == [2, 3, 4, 5] and frame.index.name == "line"
+    out = load_local(tmp_path / "log.csv")
+    pd.testing.assert_frame_equal(out, WIDE.rename_axis("model"))
+    responses = read_responses(tmp_path / "log.csv", storage="sparse")
+    assert responses.storage == "sparse"
+    np.testing.assert_array_equal(responses.indptr, [0, 2, 4])
+    np.testing.assert_array_equal(responses.indices, [0, 1, 0, 2])
+    np.testing.assert_array_equal(responses.values, [1, -1, -1, 1])
+
+
+def test_long_table_with_other_column_names_and_ids_that_look_like_numbers(tmp_path):
+    path = _write(tmp_path / "log.csv", "llm,question,score\n007,1,1\n1e3,1,0\n007,2,0\n")
+    with pytest.raises(DataError, match=r"a long table needs the columns \['model', 'item', "
+                                        r"'correct'\]; the header lacks"):
+        read_table(path, layout="long")  # the default names are not in the header
+    out = load_local(path, model_column="llm", item_column="question", correct_column="score")
+    assert list(out.index) == ["007", "1e3"] and list(out.columns) == ["1", "2"]
+    np.testing.assert_array_equal(out.to_numpy(), [[1, 0], [0, np.nan]])
+
+
+@pytest.mark.parametrize("text,message", [
+    (LONG_CSV + "m1,q2,7,0.1\n", r"log.csv: value 7 at line 6 \(model 'm1', item 'q2'\)"),
+    (LONG_CSV + ",q2,1,0.1\n", r"log.csv: 1 record\(s\) without a model id, first at line 6"),
+    (LONG_CSV + "m1,q1,1,0.3\n", (r"log.csv: 1 duplicated cell\(s\), first: row 1 \('m1'\), "
+                                  r"column 0 \('q1'\) at line 4, line 6")),
+    (LONG_CSV + "m1,q2,-1,0.1\n", (r"log.csv: ambiguous coding: .*-1 \(1 cell\(s\), first at "
+                                   r"line 6 \(model 'm1', item 'q2'\)\)")),
+    (LONG_CSV + "m1,q2\n", r"log.csv, line 6: 2 fields, expected 4 \(as in the header\)"),
+    ("model,item,correct\n", r"log.csv: no records after the header"),
+    (LONG_CSV + "m2,q1,,0.1\n", r"log.csv: 1 model row\(s\) with no observed entry: 'm2'"),
+])
+def test_long_csv_errors_name_the_file_and_line(tmp_path, text, message):
+    with pytest.raises(DataError, match=message):
+        load_local(_write(tmp_path / "log.csv", text))
+
+
+def test_empty_correct_means_not_observed_and_coding_can_be_stated(tmp_path):
+    path = _write(tmp_path / "log.csv",
+                  "model,item,correct\na,x,1\na,y,\na,y,1\nb,x,-1\nb,y,0\n")
+    with pytest.raises(DataError, match="ambiguous coding"):
+        load_local(path)
+    out = load_local(path, coding="signed")  # the empty record and the 0 are not observed
+    np.testing.assert_array_equal(out.to_numpy(), [[1, 1], [0, np.nan]])
+
+
+@pytest.mark.parametrize("ids", ["str", "int", "category"])
+def test_long_parquet(tmp_path, ids):
+    frame = pd.DataFrame({"model": ["m0", "m0", "m1", "m1"], "item": ["q1", "q2", "q1", "q3"],
+                          "correct": [1.0, 0.0, 0.0, 1.0]})
+    if ids == "int":
+        frame = frame.assign(model=[10, 10, 11, 11], item=[1, 2, 1, 3])
+    if ids == "category":
+        frame = frame.astype({"model": "category", "item": "category"})
+    frame.to_parquet(tmp_path / "log.parquet")
+    out = load_local(tmp_path / "log.parquet")
+    np.testing.assert_array_equal(out.to_numpy(), WIDE.to_numpy())
+    assert list(out.index) == list(frame["model"].unique())
+
+
+def test_wide_parquet_label_rules(tmp_path):
+    values = {"q0": [1.0, 0.0, None], "q1": [0, 1, 1]}
+    stored = tmp_path / "stored.parquet"  # written from a labelled DataFrame: the stored index
+    pd.DataFrame(values, index=pd.Index(["a", "b", "c"], name="llm")).to_parquet(stored)
+    named = tmp_path / "named.parquet"  # a column 'model', anywhere
+    pd.DataFrame({**values, "model": ["a", "b", "c"]}).to_parquet(named)
+    first = tmp_path / "first.parquet"  # a first column of strings
+    pd.DataFrame({"llm": ["a", "b", "c"], **values}).to_parquet(first)
+    for path in (stored, named, first):
+        out = load_local(path)
+        assert list(out.index) == ["a", "b", "c"] and list(out.columns) == ["q0", "q1"]
+    numbers = tmp_path / "numbers.parquet"  # no labels anywhere: refused, not the first item
+    pd.DataFrame({**values, "id": [5, 6, 7]}).to_parquet(numbers)
+    with pytest.raises(DataError, match=r"numbers.parquet: no model labels: .* the first column "
+                                        r"'q0' holds numbers .*label_column"):
+        load_local(numbers)
+    out = load_local(numbers, label_column="id")
+    assert list(out.index) == [5, 6, 7] and list(out.columns) == ["q0", "q1"]
+
+
+def test_wide_files_duplicate_labels_and_other_errors(tmp_path):
+    with pytest.raises(DataError, match=r"d.csv: duplicate model labels: 'm0' \(rows 0, 2\)"):
+        load_local(_write(tmp_path / "d.csv", ",a,b\nm0,1,0\nm1,0,1\nm0,1,1\n"))
+    with pytest.raises(DataError, match="h.csv: no model rows after the header"):
+        load_local(_write(tmp_path / "h.csv", ",a,b\n"))
+    with pytest.raises(DataError, match="a directory; expected a CSV or Parquet file"):
+        load_local(tmp_path)
+    with pytest.raises(DataError, match=r"s.csv: ambiguous coding: .*-1 \(1 cell\(s\), first at "
+                                        r"row 1 \('m1'\), column 1 \('b'\)\)"):
+        load_local(_write(tmp_path / "s.csv", ",a,b\nm0,1,0\nm1,0,-1\n"))
+    with pytest.raises(DataError, match="layout must be"):
+        read_table(tmp_path / "s.csv", layout="tall")
+    with pytest.raises(DataError, match="not UTF-8 text"):
+        (tmp_path / "l.csv").write_bytes(b",a\nm\xe9,1\nm1,0\n")
+        load_local(tmp_path / "l.csv")
+
+
+def test_a_table_with_a_label_column_is_read_as_wide(tmp_path):
+    path = _write(tmp_path / "w.csv", "name,model,item,correct\nx,1,0,1\ny,0,1,1\n")
+    wide = load_local(path, label_column="name")
+    assert list(wide.index) == ["x", "y"] and list(wide.columns) == ["model", "item", "correct"]
+    long = load_local(path)  # no label column: the header names a long table
+    assert list(long.index) == ["1", "0"] and list(long.columns) == ["0", "1"]

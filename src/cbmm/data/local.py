@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -38,24 +39,53 @@ def _header(path: Path) -> list[str]:
 
 
 def _check_field_counts(path: Path, expected: int, layout: str) -> int:
-    """Every line must have ``expected`` comma-separated fields; returns the number of lines."""
-    lineno = 0
+    """Every line must have ``expected`` comma-separated fields; returns the number of lines.
+
+    Reads the file in 16 MB blocks and counts the commas of a block's lines with NumPy (a
+    Python loop over the 9 million lines of an evaluation log takes seconds).
+    """
+    lines = 0
     with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            line = raw.rstrip(b"\r\n")
-            if not line and lineno > 1:
-                raise DataError(f"{path}, line {lineno}: empty line inside the table")
-            if b'"' in line:  # quoted fields may contain commas: let the csv module count
-                fields = len(next(csv.reader([line.decode("utf-8")])))
-            else:
-                fields = line.count(b",") + 1
-            if fields != expected:
-                raise DataError(
-                    f"{path}, line {lineno}: {fields} fields, expected {expected} "
-                    + (f"(one label plus {expected - 1} items, as in the header)" if layout == "wide"
-                       else "(as in the header)")
-                )
-    return lineno
+        tail = b""
+        for chunk in iter(lambda: handle.read(1 << 24), b""):
+            data = tail + chunk
+            cut = data.rfind(b"\n") + 1
+            tail = data[cut:]
+            lines = _check_lines(path, data[:cut], lines, expected, layout)
+        if tail:
+            lines = _check_lines(path, tail + b"\n", lines, expected, layout)
+    return lines
+
+
+def _check_lines(path, block: bytes, before: int, expected: int, layout: str) -> int:
+    """Check the complete lines of ``block``, numbered from ``before + 1``; returns the number of
+    the last one."""
+    if not block:
+        return before
+    if b'"' in block:  # quoted fields may contain commas: let the csv module count
+        lines = block.split(b"\n")[:-1]
+        fields = np.array([len(next(csv.reader([line.decode("utf-8")]))) if line.strip()
+                           else 1 for line in lines])
+        empty = np.array([not line.rstrip(b"\r") for line in lines])
+    else:
+        buf = np.frombuffer(block, dtype=np.uint8)
+        ends = np.flatnonzero(buf == ord("\n"))
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        fields = np.add.reduceat(buf == ord(","), starts, dtype=np.int64) + 1
+        fields[starts == ends] = 1  # reduceat gives the element itself for an empty line
+        cr = buf[np.maximum(ends - 1, 0)] == ord("\r")
+        empty = ends - starts - cr == 0
+    numbers = before + 1 + np.arange(fields.size)
+    bad = np.flatnonzero((fields != expected) | (empty & (numbers > 1)))
+    if bad.size:
+        k = bad[0]
+        if empty[k] and numbers[k] > 1:
+            raise DataError(f"{path}, line {numbers[k]}: empty line inside the table")
+        hint = (f"one label plus {expected - 1} items, as in the header" if layout == "wide"
+                else "as in the header")
+        raise DataError(f"{path}, line {numbers[k]}: {fields[k]} fields, expected {expected} "
+                        f"({hint})")
+    return before + fields.size
 
 
 def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:

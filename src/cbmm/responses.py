@@ -373,7 +373,7 @@ def _scan_matrix(values, mask, coding):
                               counts.stats)
     elif abs(values.strides[1]) <= abs(values.strides[0]):  # row-major
         _ingest.scan_rows(values, code, mode, y, *counts.arrays(), 0, counts.stats)
-    else:  # column-major: read down the columns, a tile of rows at a time
+    else:  # column-major: read down the columns, a few side by side
         _ingest.scan_columns([values[:, k] for k in range(j)], [code] * j, mode, n, y, j, 0,
                              *counts.arrays(), counts.stats)
     return y, counts

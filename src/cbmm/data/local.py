@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..responses import LONG_COLUMNS, ResponseError, Responses, as_responses
@@ -250,14 +251,17 @@ def _read_long_csv(path: Path, names: dict) -> pd.DataFrame:
         raise DataError(f"{path}: the header names {repeated} more than once")
     if _check_field_counts(path, len(header), "long") < 2:
         raise DataError(f"{path}: no records after the header")
-    model, item, _ = names
-    try:
-        frame = pd.read_csv(path, usecols=list(names), dtype={model: "category", item: "category"},
-                            encoding="utf-8")
-    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+    ids = pa.dictionary(pa.int32(), pa.string())  # one copy of each distinct id
+    options = pacsv.ConvertOptions(include_columns=list(names), strings_can_be_null=True,
+                                   column_types={name: ids for name in list(names)[:2]})
+    try:  # Arrow's reader: several times faster than pandas' on a log of millions of lines
+        table = pacsv.read_csv(path, convert_options=options)
+    except (pa.ArrowException, OSError) as exc:
         raise DataError(f"{path}: cannot be parsed as CSV ({exc})") from exc
+    frame = pd.DataFrame({canonical: table.column(name).to_pandas()
+                          for name, canonical in names.items()})
     frame.index = pd.RangeIndex(2, len(frame) + 2, name="line")
-    return frame.rename(columns=names)[list(LONG_COLUMNS)]
+    return frame[list(LONG_COLUMNS)]
 
 
 def _read_long_parquet(path: Path, names: dict) -> pd.DataFrame:

@@ -468,3 +468,17 @@ def test_sparse_input_costs_memory_per_observed_cell_not_per_cell():
     responses = cbmm.as_responses(long)
     assert responses.storage == "sparse" and responses.n_observed == 50_000
     assert responses.shape == (long["model"].nunique(), long["item"].nunique())
+
+
+def test_int8_input_in_the_signed_coding_is_used_without_a_copy():
+    values = np.array([[1, -1, 0], [-1, 1, 1]], dtype=np.int8)
+    responses = cbmm.as_responses(values, coding="signed", storage="dense")
+    assert np.shares_memory(responses.y, values) and responses.n_observed == 5
+    bad = np.array([[1, -1, 2], [-1, 1, 1]], dtype=np.int8)
+    with pytest.raises(ResponseError, match="value 2 at row 0, column 2"):
+        cbmm.as_responses(bad, coding="signed")
+    np.testing.assert_array_equal(bad, [[1, -1, 2], [-1, 1, 1]])  # checked, never written
+    full = np.array([[1, -1], [-1, 1]], dtype=np.int8)
+    copied = cbmm.as_responses(full, storage="dense")  # coding inferred: coded into a new array
+    assert not np.shares_memory(copied.y, full)
+    np.testing.assert_array_equal(copied.y, full)

@@ -137,8 +137,9 @@ static inline int category(double v, int mode)
 
 /* Kernels, instantiated per dtype and (on x86-64 with GCC) once more for AVX2.
  *
- * rows: rows [r0, r1) of a row-major block, at most TILE_ROWS of them.  Each row is coded in one
- * loop and counted in a second loop over its int8 codes (still in L1); the column counts of the
+ * rows: rows [r0, r1) of a row-major block, at most TILE_ROWS of them, coded into y (the tile's
+ * first row).  Each row is coded in one loop and counted in a second loop over its int8 codes
+ * (still in L1); the column counts of the
  * tile go to byte counters tobs/tcor (so the loops stay in 8-bit lanes), which the caller adds
  * to the int64 totals after the tile.
  * column: rows [r0, r1) of one column of a column list, coded into a contiguous buffer (the
@@ -151,7 +152,7 @@ static inline int category(double v, int mode)
     {                                                                                            \
         for (Py_ssize_t i = r0; i < r1; i++) {                                                   \
             const char *p = base + i * s0;                                                       \
-            int8_t *restrict yr = y + i * n_cols;                                                \
+            int8_t *restrict yr = y + (i - r0) * n_cols;                                         \
             int32_t z = 0, m = 0, b = 0, ro = 0, rc = 0;                                         \
             if (s1 == (Py_ssize_t)sizeof(T)) {                                                   \
                 const T *restrict q = (const T *)p;                                              \
@@ -396,7 +397,8 @@ static PyObject *py_scan_rows(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "row_offset must be >= 0");
         goto fail;
     }
-    if (contiguous(oy, &b[1], "y", 1, n * n_cols, 1) < 0 ||
+    const int check_only = oy == Py_None;
+    if ((!check_only && contiguous(oy, &b[1], "y", 1, n * n_cols, 1) < 0) ||
         contiguous(oro, &b[2], "row_obs", 8, n, 1) < 0 ||
         contiguous(orc, &b[3], "row_cor", 8, n, 1) < 0 ||
         contiguous(oco, &b[4], "col_obs", 8, n_cols, 1) < 0 ||
@@ -405,14 +407,18 @@ static PyObject *py_scan_rows(PyObject *self, PyObject *args)
         goto fail;
     const char *base = b[0].view.buf;
     const Py_ssize_t s0 = b[0].view.strides[0], s1 = b[0].view.strides[1];
-    int8_t *y = b[1].view.buf;
     int64_t *row_obs = b[2].view.buf, *row_cor = b[3].view.buf;
     int64_t *col_obs = b[4].view.buf, *col_cor = b[5].view.buf;
     Cells *cells = cells_of(&b[6]);
     const int zero_neg = mode != MODE_SIGNED, minus_bad = mode == MODE_BINARY;
     const Py_ssize_t col_offset = 0;
+    /* check_only: codes go to a scratch tile (the caller keeps the input as the coded matrix) */
+    int8_t *scratch = check_only ? PyMem_Malloc(TILE_ROWS * (n_cols ? n_cols : 1)) : NULL;
+    int8_t *y = check_only ? scratch : b[1].view.buf;
     uint8_t *tobs = PyMem_Calloc(2 * (n_cols ? n_cols : 1), 1);
-    if (!tobs) {
+    if (!tobs || (check_only && !scratch)) {
+        PyMem_Free(tobs);
+        PyMem_Free(scratch);
         PyErr_NoMemory();
         goto fail;
     }
@@ -421,8 +427,8 @@ static PyObject *py_scan_rows(PyObject *self, PyObject *args)
     for (Py_ssize_t r0 = 0; r0 < n; r0 += TILE_ROWS) {
         const Py_ssize_t r1 = r0 + TILE_ROWS < n ? r0 + TILE_ROWS : n;
         int64_t tile[3] = {0, 0, 0};
-        ROWS[code](base, s0, s1, r0, r1, n_cols, y, row_obs, row_cor, tobs, tcor, zero_neg,
-                   minus_bad, tile);
+        ROWS[code](base, s0, s1, r0, r1, n_cols, check_only ? y : y + r0 * n_cols, row_obs,
+                   row_cor, tobs, tcor, zero_neg, minus_bad, tile);
         for (Py_ssize_t j = 0; j < n_cols; j++) {
             col_obs[j] += tobs[j];
             col_cor[j] += tcor[j];
@@ -434,6 +440,7 @@ static PyObject *py_scan_rows(PyObject *self, PyObject *args)
     }
     Py_END_ALLOW_THREADS
     PyMem_Free(tobs);
+    PyMem_Free(scratch);
     release(b, 7);
     Py_RETURN_NONE;
 fail:
@@ -900,7 +907,8 @@ fail:
 static PyMethodDef methods[] = {
     {"scan_rows", py_scan_rows, METH_VARARGS,
      "scan_rows(values, code, mode, y, row_obs, row_cor, col_obs, col_cor, row_offset, stats)\n\n"
-     "Code a 2-D block row by row into y, adding to the counts and to stats."},
+     "Code a 2-D block row by row into y (None: only count and check), adding to the counts "
+     "and to stats."},
     {"scan_columns", py_scan_columns, METH_VARARGS,
      "scan_columns(columns, codes, mode, n, y, n_total, col_offset, row_obs, row_cor, col_obs, "
      "col_cor, stats)\n\nCode a list of columns (each with its dtype code) into y[:, col_offset:]."},

@@ -78,3 +78,25 @@ def test_parquet_table_builds_canonical_dataset(tmp_path):
     assert df.index.tolist() == ["a", "b", "c"] and df.columns.tolist() == ["q0", "q1"]
     np.testing.assert_array_equal(df.to_numpy(), [[1, 0], [0, 1], [np.nan, 1]])
     assert summary_path(out).name == "mine.summary.json" and summary_path(out).exists()
+
+
+def test_local_source_options_reach_the_reader(tmp_path):
+    # a long table holding both -1 and 0 needs the dataset's `coding` option
+    long = pd.DataFrame({"model": ["m1", "m1", "m2", "m2", "m3", "m3"],
+                         "item": ["i1", "i2", "i1", "i2", "i1", "i2"],
+                         "correct": [1, -1, -1, 1, 0, 1]})
+    source = tmp_path / "long.csv"
+    long.to_csv(source, index=False)
+    out = tmp_path / "out.parquet"
+    with pytest.raises(DataError, match="ambiguous coding"):
+        build_dataset("x", {"source": "local", "options": {"path": str(source)}}, out,
+                      cache_dir=tmp_path / "cache")
+    with pytest.raises(DataError, match="options.coding"):
+        build_dataset("x", {"source": "local", "options": {"path": str(source), "coding": "01"}},
+                      out, cache_dir=tmp_path / "cache")
+    assert not out.exists()
+    build_dataset("x", {"source": "local", "options": {"path": str(source), "coding": "signed"}},
+                  out, cache_dir=tmp_path / "cache")
+    matrix = read_matrix(out)
+    assert matrix.loc["m1"].tolist() == [1, 0] and matrix.loc["m2"].tolist() == [0, 1]
+    assert pd.isna(matrix.loc["m3", "i1"]) and matrix.loc["m3", "i2"] == 1  # signed: 0 = missing

@@ -111,7 +111,17 @@ SOURCE_OPTIONS = {
             "progress": boolean,
         },
     ),
-    "local": ({"path": string}, {"label_column": string}),
+    "local": (
+        {"path": string},
+        {
+            "coding": matches(r"^(binary|signed)$", "'binary' or 'signed'"),
+            "layout": matches(r"^(auto|wide|long)$", "'auto', 'wide' or 'long'"),
+            "label_column": string,
+            "model_column": string,
+            "item_column": string,
+            "correct_column": string,
+        },
+    ),
 }
 
 
@@ -324,10 +334,11 @@ def _build_hub(name, options, cache_dir, release, out_path):
 
 
 def _build_local(name, options, cache_dir, release):
-    frame = load_local(options["path"], label_column=options.get("label_column"))
+    frame = load_local(options["path"], **{k: v for k, v in options.items() if k != "path"})
     provenance = {"path": str(options["path"])}
     cleaning = [
-        "values validated by cbmm.as_responses; a -1/+1 (0 = missing) table is converted to 1/0/NaN"
+        "values validated by cbmm.as_responses (coding inferred only where unambiguous, or as "
+        "stated by the 'coding' option); stored as 1/0/missing"
     ]
     return frame, provenance, cleaning, None
 

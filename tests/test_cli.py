@@ -87,3 +87,228 @@ def test_help_documents_every_option():
     for option in ("--responses", "--method", "--out", "--sigma", "--tol", "--max-iter",
                    "--seed", "--init-scale", "--option"):
         assert option in done.stdout
+
+
+# ------------------------------------------------------------- bad input, outputs, errors
+
+def run_with(code, *args, cwd=None, env=None):
+    """Run ``code`` (which may register toy methods) and then the CLI's main()."""
+    script = (f"import sys, os, time, signal, cbmm\n{code}\nfrom cbmm.cli import main\n"
+              "sys.exit(main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd, env=env)
+
+
+def files_under(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def workdir(tmp_path, table):
+    table.to_csv(tmp_path / "good.csv")
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "taken.csv").write_text("old")
+    (tmp_path / "prev").mkdir()
+    for name in ("abilities.csv", "items.csv", "fit.json"):
+        (tmp_path / "prev" / name).write_text("old")
+    return tmp_path
+
+
+FIT = ["fit", "--responses", "good.csv"]
+SIM = ["simulate", "--n-models", "20", "--n-items", "10"]
+BAD_ARGUMENTS = [
+    (["fit"], "required: --responses, --out"),
+    (["fit", "--responses", "nope.csv", "--out", "o"], "--responses nope.csv: no such file"),
+    (["fit", "--responses", "adir", "--out", "o"], "--responses adir: is a folder"),
+    (FIT + ["--out", "o", "--sigma", "0"], "argument --sigma: expected a finite number > 0"),
+    (FIT + ["--out", "o", "--sigma", "abc"], "got 'abc'"),
+    (FIT + ["--out", "o", "--sigma", "nan"], "--sigma"),
+    (FIT + ["--out", "o", "--tol", "inf"], "--tol"),
+    (FIT + ["--out", "o", "--max-iter", "1.5"], "argument --max-iter: expected an integer >= 1"),
+    (FIT + ["--out", "o", "--seed", "-1"], "argument --seed: expected an integer >= 0"),
+    (FIT + ["--out", "o", "--seed", "abc"], "--seed"),
+    (FIT + ["--out", "o", "--init-scale", "0"], "--init-scale"),
+    (FIT + ["--out", "o", "--verbose", "-2"], "--verbose"),
+    (FIT + ["--out", "o", "--timeout", "soon"], "--timeout"),
+    (FIT + ["--out", "o", "--timeout", "5", "--no-isolate"], "--timeout needs the worker"),
+    (FIT + ["--out", "o", "--method", "nope"], "unknown method 'nope'"),
+    (FIT + ["--out", "o", "--method", "lbfgsb", "--option", "maxcor=abc"],
+     "--option maxcor=abc: option 'maxcor' must be an integer >= 1, got 'abc'"),
+    (FIT + ["--out", "o", "--method", "lbfgsb", "--option", "maxcor=2.5"], "maxcor"),
+    (FIT + ["--out", "o", "--option", "bogus=1"],
+     "--option bogus: method 'cbmm' has no such option; its options are: accelerate"),
+    (FIT + ["--out", "o", "--option", "accelerate=anderson"], "accelerate"),
+    (FIT + ["--out", "o", "--option", "novalue"], "expected KEY=VALUE"),
+    (FIT + ["--out", "afile"], "--out afile: exists and is not a folder"),
+    (FIT + ["--out", "prev"], "already holds abilities.csv, items.csv, fit.json; pass --force"),
+    (FIT + ["--out", "afile/sub"], "afile is not a folder"),
+    (FIT + ["--out", ""], "argument --out: expected a path, got ''"),
+    (FIT + ["--out", " "], "argument --out: expected a path"),
+    (SIM + ["--out", "s.csv", "--n-models", "-5"], "argument --n-models: expected an integer >= 2"),
+    (SIM + ["--out", "s.csv", "--n-models", "1"], "--n-models"),
+    (SIM + ["--out", "s.csv", "--n-models", "2.5"], "--n-models"),
+    (SIM + ["--out", "s.csv", "--n-items", "0"], "--n-items"),
+    (SIM + ["--out", "s.csv", "--sigma", "-1"], "--sigma"),
+    (SIM + ["--out", "s.csv", "--sigma", "inf"], "--sigma"),
+    (SIM + ["--out", "s.csv", "--sparsity", "1"],
+     "argument --sparsity: expected a number in [0, 1)"),
+    (SIM + ["--out", "s.csv", "--missing", "bogus"], "--missing"),
+    (SIM + ["--out", "s.csv", "--missing-rate", "2"], "--missing-rate"),
+    (SIM + ["--out", "s.csv", "--missing-rate", "nan"], "--missing-rate"),
+    (SIM + ["--out", "s.csv", "--seed", "-1"], "--seed"),
+    (SIM, "required: --out"),
+    (SIM + ["--out", "adir"], "--out adir: is a folder"),
+    (SIM + ["--out", "taken.csv"], "--out taken.csv: exists; pass --force"),
+    (SIM + ["--out", "afile/s.csv"], "afile is not a folder"),
+    (SIM + ["--out", "t.csv", "--truth", "t.csv"], "--out and --truth name the same file"),
+    (SIM + ["--out", "t.csv", "--truth", "adir"], "--truth adir: is a folder"),
+    (["methods", "extra"], "unrecognized arguments: extra"),
+    ([], "required: COMMAND"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["data", "build"], "required"),
+    (["data", "summary", "nope.parquet"], "nope.parquet"),
+]
+
+
+@pytest.fixture
+def main_in(monkeypatch, capsys):
+    """``cbmm.cli.main`` called in this process from a folder: (status, stdout, stderr).
+
+    The same function the ``cbmm`` command runs, without a Python start-up per case;
+    the subprocess tests above cover the process boundary.
+    """
+    from cbmm.cli import main
+
+    def call(args, cwd):
+        monkeypatch.chdir(cwd)
+        status = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return status, out, err
+
+    return call
+
+
+@pytest.mark.parametrize("args,message", BAD_ARGUMENTS, ids=lambda v: " ".join(v)
+                         if isinstance(v, list) else None)
+def test_bad_input_is_one_line_exit_2_and_nothing_written(workdir, main_in, args, message):
+    before = files_under(workdir)
+    status, _, err = main_in(args, workdir)
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert "error: " in lines[0] and message in lines[0]
+    assert files_under(workdir) == before
+    assert (workdir / "taken.csv").read_text() == "old"
+    assert (workdir / "prev" / "fit.json").read_text() == "old"
+
+
+def test_bad_input_through_the_command(workdir):
+    for args in (FIT + ["--out", "o", "--option", "maxcor=abc", "--method", "lbfgsb"],
+                 SIM + ["--out", "s.csv", "--n-models", "-5"], ["fit"]):
+        done = run(*args, cwd=workdir)
+        assert done.returncode == 2
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert not (workdir / "o").exists() and not (workdir / "s.csv").exists()
+
+
+def test_force_replaces_earlier_results(workdir, main_in):
+    assert main_in(FIT + ["--out", "prev", "--force"], workdir)[0] == 0
+    assert json.loads((workdir / "prev" / "fit.json").read_text())["status"] == "converged"
+    assert main_in(SIM + ["--out", "taken.csv", "--force"], workdir)[0] == 0
+    assert (workdir / "taken.csv").read_text().startswith("model,")
+
+
+def test_simulate_writes_both_files_into_new_folders(workdir, main_in):
+    assert main_in(SIM + ["--out", "a/b/sim.csv", "--truth", "c/d/truth"], workdir)[0] == 0
+    truth = np.load(workdir / "c" / "d" / "truth")  # the name given, no suffix added
+    assert truth["theta"].shape == (20,)
+    assert pd.read_csv(workdir / "a" / "b" / "sim.csv", index_col=0).shape == (20, 10)
+
+
+@pytest.mark.parametrize("umask,mode", [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_outputs_honour_the_umask(workdir, main_in, umask, mode):
+    import os
+    import stat
+
+    old = os.umask(umask)
+    try:
+        assert main_in(FIT + ["--out", "fit"], workdir)[0] == 0
+        assert main_in(SIM + ["--out", "sim.csv"], workdir)[0] == 0
+    finally:
+        os.umask(old)
+    for path in ["sim.csv", "fit/fit.json", "fit/abilities.csv", "fit/items.csv"]:
+        assert stat.S_IMODE((workdir / path).stat().st_mode) == mode, path
+
+
+TOY_METHODS = """
+def crash(responses, theta0, a0, b0, **kw):
+    os.kill(os.getpid(), signal.SIGSEGV)
+def hang(responses, theta0, a0, b0, **kw):
+    time.sleep(120)
+cbmm.register_method("crash", crash)
+cbmm.register_method("hang", hang)
+"""
+
+
+@pytest.mark.parametrize("method,extra,status", [
+    ("crash", [], "failed: worker process killed by signal SIGSEGV"),
+    ("hang", ["--timeout", "1"], "failed: timeout after 1 s"),
+])
+def test_a_crashing_or_hanging_method_is_a_recorded_failure(workdir, method, extra, status):
+    done = run_with(TOY_METHODS, *FIT, "--out", "fit", "--method", method, *extra, cwd=workdir)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"{method}: {status}" in done.stdout
+    meta = json.loads((workdir / "fit" / "fit.json").read_text())
+    assert meta["status"] == status and meta["loss"] is None
+    assert pd.read_csv(workdir / "fit" / "abilities.csv")["theta"].isna().all()
+
+
+def test_verbose_progress_and_warnings_are_one_line_each(tmp_path):
+    sim = simulate(60, 20, seed=3)
+    responses = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(60)])
+    responses.iloc[:, 4] = 1.0  # an all-correct item: a DegenerateDataWarning
+    responses.to_csv(tmp_path / "r.csv")
+    done = run("fit", "--responses", tmp_path / "r.csv", "--out", tmp_path / "fit",
+               "--verbose", "2", "--max-iter", "4")
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert [line for line in lines if "iteration" in line and "loss" in line][:2] == [
+        line for line in lines if line.startswith("cbmm: cbmm: iteration ")][:2]
+    assert sum(line.startswith("cbmm: cbmm: iteration ") for line in lines) == 2
+    warnings_ = [line for line in lines if line.startswith("warning: ")]
+    assert len(warnings_) == 2
+    assert "1 item(s) answered all-correct" in warnings_[0]
+    assert "stopped at max_iter=4" in warnings_[1]
+
+
+def test_internal_errors_are_one_line_with_the_type(monkeypatch, capsys, tmp_path):
+    from cbmm import cli
+    from cbmm import simulate as simulate_module
+
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(simulate_module, "simulate", broken)
+    assert cli.main(["simulate", "--out", str(tmp_path / "s.csv")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["internal error: KeyError: 'a bug' (rerun with CBMM_DEBUG=1 for the traceback)"]
+    monkeypatch.setenv("CBMM_DEBUG", "1")
+    with pytest.raises(KeyError):
+        cli.main(["simulate", "--out", str(tmp_path / "s.csv")])
+    assert not list(tmp_path.iterdir())
+
+
+def test_version_and_methods_listing():
+    import cbmm
+
+    done = run("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"cbmm {cbmm.__version__}"
+    done = run("methods")
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("cbmm     cBMM       available") for line in lines)
+    assert ("    --option accelerate=...  one of 'none', 'squarem', default 'none': none: "
+            "plain Algorithm 1") in done.stdout
+    assert "--option maxcor=...  an integer >= 1" in done.stdout

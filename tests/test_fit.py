@@ -1,7 +1,13 @@
 """The public fit() API: recovery of simulated truth, labels, canonical form,
 errors on bad input, degenerate items and failed methods."""
 
+import dataclasses
+import json
+import logging
 import math
+import re
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -96,16 +102,92 @@ def test_bad_input_labels_in_message():
         cbmm.fit(frame)
 
 
-@pytest.mark.parametrize("kwargs,name", [
-    ({"sigma": 0}, "sigma"), ({"sigma": -1.0}, "sigma"), ({"tol": 0}, "tol"),
-    ({"init_scale": 0}, "init_scale"), ({"max_iter": 0}, "max_iter"),
-    ({"method": "nope"}, "unknown method 'nope'"), ({"bogus_option": 1}, "bogus_option"),
+@pytest.mark.parametrize("kwargs,message", [
+    ({"sigma": 0}, "sigma must be a finite number > 0"), ({"sigma": -1.0}, "sigma"),
+    ({"sigma": "x"}, "sigma must be a finite number > 0, got 'x'"),
+    ({"sigma": float("nan")}, "sigma"), ({"sigma": True}, "sigma"), ({"tol": 0}, "tol"),
+    ({"tol": "1e-4"}, "tol"), ({"init_scale": 0}, "init_scale"),
+    ({"max_iter": 0}, "max_iter must be an integer >= 1, got 0"),
+    ({"max_iter": 1.5}, "max_iter must be an integer >= 1, got 1.5"),
+    ({"max_iter": True}, "max_iter"),
+    ({"seed": -1}, "seed must be a non-negative integer, got -1"),
+    ({"seed": "abc"}, "seed must be a non-negative integer, got 'abc'"),
+    ({"seed": 1.5}, "seed"), ({"seed": None}, "seed"), ({"seed": np.int64(-3)}, "seed"),
+    ({"verbose": -1}, "verbose"), ({"verbose": 0.5}, "verbose"),
+    ({"timeout_s": -1}, "timeout_s"), ({"timeout_s": "soon"}, "timeout_s"),
+    ({"timeout_s": float("nan")}, "timeout_s"),
+    ({"timeout_s": 5, "isolate": False}, "timeout_s needs isolate=True"),
+    ({"isolate": "yes"}, "isolate"),
+    ({"method": "nope"}, "unknown method 'nope'"), ({"method": 123}, "unknown method 123"),
+    ({"bogus_option": 1}, "bogus_option"),
     ({"accelerate": "anderson"}, "accelerate"), ({"precision": "half"}, "precision"),
-    ({"engine": "gpu"}, "engine"),
+    ({"engine": "gpu"}, "engine"), ({"engine": None}, "engine"),
 ])
-def test_bad_arguments(kwargs, name):
-    with pytest.raises(ValueError, match=name):
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         cbmm.fit(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), **kwargs)
+
+
+@pytest.mark.parametrize("seed", [0, 2**63, 2**64 + 5, np.int64(7), np.uint64(2**63 + 1)])
+def test_any_non_negative_integer_seed_works(seed):
+    responses = simulate(20, 8, seed=1).responses
+    result = cbmm.fit(responses, seed=seed)
+    assert result.status == "converged" and result.seed == int(seed)
+    assert type(result.seed) is int  # JSON-serialisable
+    start = cbmm.initial_values(20, 8, seed=int(seed))
+    assert result.loss_history[0] == pytest.approx(
+        cbmm.loss(*start, cbmm.as_responses(responses).y), rel=1e-6)
+    assert json.loads(json.dumps(result.summary()))["seed"] == int(seed)
+
+
+def test_numpy_scalars_are_accepted_for_numbers_and_options():
+    responses = simulate(20, 8, seed=1).responses
+    plain = cbmm.fit(responses, method="lbfgsb", sigma=2.0, max_iter=50, maxcor=10)
+    numpy = cbmm.fit(responses, method="lbfgsb", sigma=np.float32(2.0), max_iter=np.int32(50),
+                     maxcor=np.int64(10))
+    np.testing.assert_array_equal(plain.theta, numpy.theta)
+
+
+def test_max_iter_gives_a_convergence_warning():
+    responses = simulate(50, 20, seed=3).responses
+    with pytest.warns(cbmm.ConvergenceWarning, match="max_iter=2"):
+        result = cbmm.fit(responses, max_iter=2)
+    assert result.status == "max_iter" and result.n_iter == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cbmm.ConvergenceWarning)
+        assert cbmm.fit(responses).status == "converged"
+
+
+def test_verbose_logs_every_n_iterations_with_the_fits_own_losses(caplog):
+    responses = simulate(200, 60, seed=5).responses
+    caplog.set_level(logging.INFO, logger="cbmm")
+    result = cbmm.fit(responses, tol=1e-6, verbose=3, precision="float64")
+    lines = [r.getMessage() for r in caplog.records if r.name == "cbmm"]
+    progress = [re.match(r"cbmm: iteration (\d+), loss (\S+), relative change (\S+), "
+                         r"(\S+) s$", m) for m in lines[:-1]]
+    assert all(progress) and len(progress) == result.n_iter // 3
+    history = result.loss_history
+    for match in progress:
+        k, loss, change = int(match.group(1)), float(match.group(2)), float(match.group(3))
+        assert k % 3 == 0
+        assert loss == pytest.approx(history[k], rel=1e-9)
+        assert change == pytest.approx(abs(history[k] - history[k - 1]) / history[k - 1],
+                                       rel=1e-2)
+    assert result.status == "converged"
+    assert lines[-1].startswith(f"cbmm: converged after {result.n_iter} iterations")
+    caplog.clear()
+    cbmm.fit(responses, tol=1e-6)
+    assert not [r for r in caplog.records if r.name == "cbmm"]
+
+
+def test_verbose_without_logging_configured_writes_to_stderr():
+    code = ("import cbmm; from cbmm.simulate import simulate; "
+            "cbmm.fit(simulate(30, 10, seed=1).responses, verbose=1)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert re.search(r"^cbmm: cbmm: iteration 1, loss \S+, relative change nan, \S+ s$",
+                     done.stderr, re.M)
+    assert "converged after" in done.stderr
 
 
 def test_degenerate_items_and_models_are_reported():
@@ -140,6 +222,23 @@ def test_failure_inside_a_method_becomes_failed_result():
     assert np.isnan(np.asarray(result.theta)).all()
 
 
+def test_failure_constructor_labels_and_reason():
+    responses = cbmm.as_responses(pd.DataFrame([[1, 0], [0, 1], [1, 1]], index=list("xyz"),
+                                               columns=["i", "j"]))
+    failed = cbmm.FitResult.failure(RuntimeError("EM\n  diverged"), responses=responses,
+                                    method="mirt", runtime_s=2.5, sigma=2.0, seed=3)
+    assert failed.status == "failed: EM diverged" and failed.failed
+    assert failed.info == {"exception": "RuntimeError"}
+    assert list(failed.theta.index) == list("xyz") and list(failed.b.index) == ["i", "j"]
+    assert np.isnan(failed.theta).all() and math.isnan(failed.loss)
+    assert failed.runtime_s == 2.5 and failed.sigma == 2.0 and failed.seed == 3
+    assert cbmm.FitResult.failure("timeout after 5 s", responses=(4, 2), method="x").status \
+        == "failed: timeout after 5 s"
+    assert cbmm.FitResult.failure(ValueError(), responses=(4, 2), method="x").status \
+        == "failed: ValueError"
+    assert all(np.isnan(v).all() for v in failed.raw_parameters())
+
+
 def test_missing_software_is_reported_by_check_methods():
     def unavailable():
         raise cbmm.MethodUnavailableError("needs frobnicate: pip install frobnicate")
@@ -166,6 +265,23 @@ def test_save_and_load_roundtrip(tmp_path):
     assert loaded.status == result.status and loaded.n_iter == result.n_iter
     assert sorted(p.name for p in (tmp_path / "fit").iterdir()) == [
         "abilities.csv", "fit.json", "items.csv"]
+    assert loaded.info["theta_sd_raw"] == result.info["theta_sd_raw"]
+    for mine, theirs in zip(loaded.raw_parameters(), result.raw_parameters()):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-15)
+
+
+def test_raw_parameters_undo_the_canonical_form():
+    sim = simulate(40, 15, seed=6)
+    result = cbmm.fit(sim.responses, isolate=False)
+    theta, a, b = result.raw_parameters()
+    assert theta.mean() == pytest.approx(result.info["theta_mean_raw"], abs=1e-12)
+    assert theta.std() == pytest.approx(result.info["theta_sd_raw"], rel=1e-12)
+    np.testing.assert_allclose(np.outer(theta, a) + b, result.scores(), rtol=1e-10, atol=1e-10)
+    for mine, theirs in zip(cbmm.canonicalize(theta, a, b), (result.theta, result.a, result.b)):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12)
+    stripped = dataclasses.replace(result, info={})
+    with pytest.raises(ValueError, match="records no raw scale"):
+        stripped.raw_parameters()
 
 
 def test_accelerated_variant_gets_closer_to_the_optimum():

@@ -3,22 +3,23 @@
 >>> import cbmm
 >>> result = cbmm.fit(responses)            # N x J, 1/0/NaN  # doctest: +SKIP
 >>> result.theta, result.a, result.b        # abilities, discriminations, easiness
+>>> cbmm.score(new_responses, result)     # new models, items fixed  # doctest: +SKIP
 """
 
 from . import methods as _methods  # noqa: F401  (registers the methods)
-from .api import DegenerateDataWarning, fit
+from .api import ConvergenceWarning, DegenerateDataWarning, fit
 from .initialization import initial_values
 from .model import loss, loss_and_gradient
-from .registry import (MethodUnavailableError, available_methods, check_methods,
-                       register_method)
+from .registry import MethodUnavailableError, available_methods, check_methods, register_method
 from .responses import ResponseError, Responses, as_responses
 from .result import FitResult, SolverOutput, canonicalize
+from .score import score
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "fit", "FitResult", "SolverOutput", "canonicalize", "check_methods",
+    "fit", "score", "FitResult", "SolverOutput", "canonicalize", "check_methods",
     "available_methods", "register_method", "MethodUnavailableError",
-    "DegenerateDataWarning", "Responses", "ResponseError", "as_responses",
+    "DegenerateDataWarning", "ConvergenceWarning", "Responses", "ResponseError", "as_responses",
     "initial_values", "loss", "loss_and_gradient", "__version__",
 ]

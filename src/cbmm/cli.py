@@ -1,16 +1,21 @@
-"""Command line: ``python -m cbmm fit|simulate|methods|data ...``.
+"""Command line: ``cbmm fit|score|simulate|methods|data ...`` (also ``python -m cbmm``).
 
-``fit`` reads a CSV or Parquet response matrix with
-:func:`cbmm.data.read_table` (first column: model labels, other columns:
-items, values 1/0/empty) and writes ``abilities.csv``,
-``items.csv`` and ``fit.json`` into ``--out``.  Bad input ends with a one-line
-error and exit status 2, and leaves no output behind.
+Every command checks all its arguments, its inputs and its output paths
+before it computes anything, and writes its outputs atomically at the end
+(all or nothing).  Existing outputs are replaced only with ``--force``.
+
+Exit status: 0 success; 1 a fit that ran and failed (its failed result is
+written) or an internal error; 2 bad input.  Errors are one line on stderr,
+never a traceback (``CBMM_DEBUG=1`` shows the traceback of an error).
+Warnings are one line each (``warning: ...``).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import errno
+import math
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -18,76 +23,241 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._atomic import atomic_path
-from .data.cli import register as register_data
+__all__ = ["main", "build_parser", "CliError"]
 
-__all__ = ["main"]
-
+EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+#: errno values of an OSError that mean a bad path given by the user.
+_PATH_ERRORS = {errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
+                errno.EEXIST, errno.EROFS, errno.ENAMETOOLONG, errno.ELOOP}
 
 
 class CliError(Exception):
-    """An error reported as one line on stderr."""
+    """Bad input, reported as one line on stderr with exit status 2."""
 
 
-def _fit_command(args) -> None:
-    import cbmm
-    from .data import DataError, read_table
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors raised as :class:`CliError` (one line, no usage block)."""
 
-    try:
-        table = read_table(args.responses)
-    except DataError as exc:
-        raise CliError(str(exc)) from exc
+    def error(self, message):
+        raise CliError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+# ----------------------------------------------------------------- argument types
+
+def _integer(minimum):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, "
+                                             f"got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def _number(low=None, high=None, *, low_open=True, high_open=True):
+    """A finite float in the interval (or half-open interval) given."""
+    def describe():
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        if high is None:
+            return f"a finite number {'>' if low_open else '>='} {low:g}"
+        return f"a number in {left}{low:g}, {high:g}{right}"
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        ok = math.isfinite(value)
+        ok = ok and (low is None or (value > low if low_open else value >= low))
+        ok = ok and (high is None or (value < high if high_open else value <= high))
+        if not ok:
+            raise argparse.ArgumentTypeError(f"expected {describe()}, got {text!r}")
+        return value
+    return parse
+
+
+def _path(text):
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
+    return Path(text)
+
+
+def _timeout(text):
+    lowered = text.strip().lower()
+    if lowered == "auto":
+        return "auto"
+    if lowered in ("none", "null", "off"):
+        return None
+    return _number(0.0)(text)
+
+
+# --------------------------------------------------------------------- path checks
+
+def _nearest_existing(path: Path) -> Path:
+    probe = path.absolute()
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe
+
+
+def _check_folder_writable(folder: Path, flag: str) -> None:
+    """``folder`` exists and is writable, or can be created (its nearest existing ancestor is)."""
+    probe = _nearest_existing(folder)
+    if not probe.is_dir():
+        raise CliError(f"{flag} {folder}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise CliError(f"{flag} {folder}: cannot write into {probe} (permission denied)")
+
+
+def _check_output_file(path: Path, flag: str, force: bool) -> None:
+    if path.is_dir():
+        raise CliError(f"{flag} {path}: is a folder; expected a file name")
+    if path.exists() and not force:
+        raise CliError(f"{flag} {path}: exists; pass --force to replace it")
+    _check_folder_writable(path.parent, flag)
+
+
+def _check_output_folder(path: Path, names, flag: str, force: bool) -> None:
+    if path.exists() and not path.is_dir():
+        raise CliError(f"{flag} {path}: exists and is not a folder")
+    for name in names:
+        if (path / name).is_dir():
+            raise CliError(f"{flag} {path}: {name} is a folder; cannot write the result there")
+    existing = [name for name in names if (path / name).exists()]
+    if existing and not force:
+        raise CliError(f"{flag} {path}: already holds {', '.join(existing)}; "
+                       "pass --force to replace them")
+    _check_folder_writable(path, flag)
+
+
+def _check_input_file(path: Path, flag: str) -> None:
+    if path.is_dir():
+        raise CliError(f"{flag} {path}: is a folder; expected a file")
+    if not path.exists():
+        raise CliError(f"{flag} {path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise CliError(f"{flag} {path}: cannot be read (permission denied)")
+
+
+def _distinct(*flags_and_paths) -> None:
+    seen = {}
+    for flag, path in flags_and_paths:
+        if path is None:
+            continue
+        key = Path(path).absolute()
+        if key in seen:
+            raise CliError(f"{seen[key]} and {flag} name the same file {path}")
+        seen[key] = flag
+
+
+# ------------------------------------------------------------------------ commands
+
+def _read_responses(args):
+    """The response table of ``--responses`` (checked), as a labelled DataFrame."""
+    from .data import read_table
+
+    _check_input_file(args.responses, "--responses")
+    if args.layout != "auto" or args.coding is not None:
+        raise CliError("--layout and --coding are not available yet (they arrive with the "
+                       "input rework); use a wide 0/1/empty table")
+    return read_table(args.responses)
+
+
+def _method_options(method, pairs) -> dict:
+    """``--option KEY=VALUE`` pairs parsed with the method's declared option types."""
     options = {}
-    for item in args.option or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise CliError(f"--option {item!r}: expected KEY=VALUE")
-        options[key] = _parse_value(value)
-    try:
-        responses = cbmm.as_responses(table, source=str(args.responses))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", cbmm.DegenerateDataWarning)
-            result = cbmm.fit(responses, method=args.method, sigma=args.sigma, tol=args.tol,
-                              max_iter=args.max_iter, seed=args.seed,
-                              init_scale=args.init_scale, **options)
-    except (ValueError, cbmm.MethodUnavailableError) as exc:
-        raise CliError(" ".join(str(exc).split())) from exc
-    for warning in caught:
-        print(f"warning: {warning.message}", file=sys.stderr)
+    for pair in pairs or []:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise CliError(f"--option {pair!r}: expected KEY=VALUE")
+        if key not in method.options:
+            known = ", ".join(sorted(method.options)) or "none"
+            raise CliError(f"--option {key}: method {method.name!r} has no such option; "
+                           f"its options are: {known} (see cbmm methods)")
+        try:
+            options[key] = method.options[key].parse(key, text)
+        except ValueError as exc:
+            raise CliError(f"--option {pair}: {exc}") from None
+    return method.check_options(options)
+
+
+def _fit_command(args) -> int:
+    import cbmm
+
+    from .registry import get_method
+
+    method = get_method(args.method)
+    options = _method_options(method, args.option)
+    if not args.isolate and args.timeout not in ("auto", None):
+        raise CliError("--timeout needs the worker process; drop it or --no-isolate")
+    method.availability()
+    _check_output_folder(args.out, cbmm.FitResult.OUTPUT_FILES, "--out", args.force)
+    table = _read_responses(args)
+    responses = cbmm.as_responses(table, source=str(args.responses))
+    result = cbmm.fit(responses, method=args.method, sigma=args.sigma, tol=args.tol,
+                      max_iter=args.max_iter, seed=args.seed, init_scale=args.init_scale,
+                      timeout_s=args.timeout if args.isolate else None,
+                      isolate=args.isolate, verbose=args.verbose, **options)
     result.save(args.out)
     print(f"{result.method}: {result.status} after {result.n_iter} iterations, "
           f"loss {result.loss:.6g}, {result.runtime_s:.3f} s -> {args.out}")
-    if result.failed:
-        sys.exit(1)
+    return EXIT_FAILED if result.failed else 0
 
 
-def _parse_value(text):
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+def _score_command(args) -> int:
+    import cbmm
+
+    from .io import write_csv
+    from .score import read_items
+
+    if args.items.is_dir():
+        _check_input_file(args.items / "items.csv", "--items")
+    else:
+        _check_input_file(args.items, "--items")
+    _check_output_file(args.out, "--out", args.force)
+    _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
+    read_items(args.items)  # bad items before the responses are read
+    table = _read_responses(args)
+    scores = cbmm.score(table, args.items, sigma=args.sigma, prior=args.prior)
+    write_csv(scores.reset_index(), args.out, float_format="%.17g")
+    counts = scores["status"].value_counts()
+    print(f"scored {len(scores)} model(s) ({', '.join(f'{n} {s}' for s, n in counts.items())}) "
+          f"-> {args.out}")
+    return 0
 
 
-def _simulate_command(args) -> None:
+def _simulate_command(args) -> int:
+    from .io import atomic_paths
     from .simulate import simulate
 
+    _check_output_file(args.out, "--out", args.force)
+    if args.truth is not None:
+        _check_output_file(args.truth, "--truth", args.force)
+        _distinct(("--out", args.out), ("--truth", args.truth))
     sim = simulate(args.n_models, args.n_items, sigma=args.sigma, sparsity=args.sparsity,
                    missing=args.missing, missing_rate=args.missing_rate, seed=args.seed)
-    out = Path(args.out)
     table = pd.DataFrame(sim.responses, index=[f"model_{i}" for i in range(args.n_models)],
                          columns=[f"item_{j}" for j in range(args.n_items)])
-    with atomic_path(out) as tmp:
-        table.to_csv(tmp, index_label="model", float_format="%.0f")
-    if args.truth:
-        truth = Path(args.truth)
-        np.savez(truth, theta=sim.theta, a=sim.a, b=sim.b, sigma=sim.sigma)
+    paths = [args.out] + ([args.truth] if args.truth is not None else [])
+    with atomic_paths(paths) as temporaries:
+        table.to_csv(temporaries[0], index_label="model", float_format="%.0f")
+        if args.truth is not None:
+            with open(temporaries[1], "wb") as handle:  # a handle: savez adds no suffix
+                np.savez(handle, theta=sim.theta, a=sim.a, b=sim.b, sigma=sim.sigma)
     print(f"simulated {args.n_models} x {args.n_items} responses "
-          f"(missing rate {sim.missing_rate:.3f}) -> {out}")
+          f"(missing rate {sim.missing_rate:.3f}) -> {', '.join(map(str, paths))}")
+    return 0
 
 
-def _methods_command(args) -> None:
+def _methods_command(args) -> int:
     import cbmm
+
     from .registry import get_method
 
     for name in cbmm.available_methods():
@@ -98,74 +268,165 @@ def _methods_command(args) -> None:
         except cbmm.MethodUnavailableError as exc:
             state = f"unavailable: {' '.join(str(exc).split())}"
         print(f"{name:8s} {method.label:10s} {state}")
+        if method.description:
+            print(f"    {method.description}")
+        for key, option in method.options.items():
+            print(f"    --option {key}=...  {option.describe()}, default {option.default!r}"
+                  + (f": {option.doc}" if option.doc else ""))
+    return 0
 
+
+# -------------------------------------------------------------------------- parser
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m cbmm",
-        description="Interpretable, scalable 2PL evaluation of LLMs by constrained block MM.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    from . import __version__
+    from .data.cli import register as register_data
+    from .score import PRIORS
+    from .simulate import MISSING_PATTERNS
+
+    parser = _Parser(prog="cbmm", description="Interpretable, scalable 2PL evaluation of LLMs "
+                                              "by constrained block MM.")
+    parser.add_argument("--version", action="version", version=f"cbmm {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add_input(command):
+        command.add_argument("--responses", required=True, type=_path,
+                             help="CSV (first column = model labels, other columns = items; "
+                                  "1 correct, 0 incorrect, empty missing) or Parquet file")
+        command.add_argument("--coding", choices=["binary", "signed"],
+                             help="binary: 1/0/empty; signed: +1/-1/0 (default: inferred "
+                                  "where unambiguous)")
+        command.add_argument("--layout", choices=["auto", "wide", "long"], default="auto",
+                             help="wide: models x items; long: model, item, correct rows "
+                                  "(default: auto)")
 
     fit = sub.add_parser("fit", help="fit a response matrix",
                          description="Fit X = theta a^T + 1 b^T (a >= 0) to a models x items "
                                      "response matrix and write abilities.csv, items.csv and "
-                                     "fit.json.")
-    fit.add_argument("--responses", required=True, type=Path,
-                     help="CSV (first column = model labels, other columns = items; "
-                          "1 correct, 0 incorrect, empty missing) or Parquet file")
+                                     "fit.json into --out.  Exit status 1 when the fit failed "
+                                     "(the failed result is written), 2 on bad input.")
+    add_input(fit)
     fit.add_argument("--method", default="cbmm",
                      help="estimation method: cbmm (default), lbfgsb, manopt, pyirt, mirt "
-                          "(see `python -m cbmm methods`)")
-    fit.add_argument("--out", required=True, type=Path, help="output directory")
-    fit.add_argument("--sigma", type=float, default=1.0,
+                          "(see `cbmm methods`)")
+    fit.add_argument("--out", required=True, type=_path, help="output folder")
+    fit.add_argument("--sigma", type=_number(0.0), default=1.0,
                      help="known temperature of the logistic link (default 1)")
-    fit.add_argument("--tol", type=float, default=1e-4,
+    fit.add_argument("--tol", type=_number(0.0), default=1e-4,
                      help="relative change of the loss at which to stop (default 1e-4)")
-    fit.add_argument("--max-iter", type=int, default=1000,
+    fit.add_argument("--max-iter", type=_integer(1), default=1000,
                      help="maximum iterations / epochs / EM cycles (default 1000)")
-    fit.add_argument("--seed", type=int, default=0, help="seed of the initial values (default 0)")
-    fit.add_argument("--init-scale", type=float, default=1.0,
+    fit.add_argument("--seed", type=_integer(0), default=0,
+                     help="seed of the initial values, any integer >= 0 (default 0)")
+    fit.add_argument("--init-scale", type=_number(0.0), default=1.0,
                      help="variance s^2 of log a and b at the start (default 1)")
     fit.add_argument("--option", action="append", metavar="KEY=VALUE",
-                     help="method option, repeatable; values parsed as JSON where possible, "
-                          "e.g. --option accelerate=squarem --option precision=float64")
+                     help="method option, repeatable, e.g. --option accelerate=squarem "
+                          "(`cbmm methods` lists each method's options and types)")
+    fit.add_argument("--timeout", type=_timeout, default="auto", metavar="SECONDS|auto|none",
+                     help="time limit of the fit; a fit past it is recorded as failed "
+                          "(default auto: ten times the method's expected cost + 60 s)")
+    fit.add_argument("--no-isolate", dest="isolate", action="store_false",
+                     help="run the fit in this process (debugging: no crash isolation, "
+                          "no time limit)")
+    fit.add_argument("--verbose", type=_integer(0), default=0, metavar="N",
+                     help="log progress every N iterations to stderr (default 0: off)")
+    fit.add_argument("--force", action="store_true", help="replace earlier results in --out")
     fit.set_defaults(handler=_fit_command)
+
+    score = sub.add_parser("score", help="abilities of new models against calibrated items",
+                           description="Estimate the abilities of the models in --responses "
+                                       "with the item parameters of an earlier fit held fixed "
+                                       "(see cbmm.score).  Writes a CSV with columns model, "
+                                       "theta, se, n_items, n_correct, status.")
+    add_input(score)
+    score.add_argument("--items", required=True, type=_path,
+                       help="items.csv of an earlier `cbmm fit`, or its output folder")
+    score.add_argument("--out", required=True, type=_path, help="output CSV")
+    score.add_argument("--sigma", type=_number(0.0),
+                       help="temperature (default: the calibration's, from fit.json beside "
+                            "items.csv, else 1)")
+    score.add_argument("--prior", choices=PRIORS, default="none",
+                       help="none: maximum likelihood (all-correct models get +inf); normal: "
+                            "MAP under theta ~ N(0, 1) (default none)")
+    score.add_argument("--force", action="store_true", help="replace an existing --out")
+    score.set_defaults(handler=_score_command)
 
     sim = sub.add_parser("simulate", help="simulate a response matrix (the paper's design)",
                          description="Draw responses from the paper's simulation design and "
                                      "write them as a CSV that `fit` reads.")
-    sim.add_argument("--n-models", type=int, default=1000, help="N (default 1000)")
-    sim.add_argument("--n-items", type=int, default=1000, help="J (default 1000)")
-    sim.add_argument("--sigma", type=float, default=1.0, help="temperature (default 1)")
-    sim.add_argument("--sparsity", type=float, default=0.0,
-                     help="fraction of items with a = 0 (default 0)")
-    sim.add_argument("--missing", choices=["none", "mcar", "mar", "mnar"], default="none",
+    sim.add_argument("--n-models", type=_integer(2), default=1000, help="N (default 1000)")
+    sim.add_argument("--n-items", type=_integer(1), default=1000, help="J (default 1000)")
+    sim.add_argument("--sigma", type=_number(0.0), default=1.0, help="temperature (default 1)")
+    sim.add_argument("--sparsity", type=_number(0.0, 1.0, low_open=False), default=0.0,
+                     help="fraction of items with a = 0, in [0, 1) (default 0)")
+    sim.add_argument("--missing", choices=MISSING_PATTERNS, default="none",
                      help="missingness pattern (default none)")
-    sim.add_argument("--missing-rate", type=float, default=0.0,
-                     help="rho for mcar/mar, column gate rate for mnar (default 0)")
-    sim.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    sim.add_argument("--out", required=True, type=Path, help="output CSV")
-    sim.add_argument("--truth", type=Path, help="optional .npz file for the true parameters")
+    sim.add_argument("--missing-rate", type=_number(0.0, 1.0, low_open=False), default=0.0,
+                     help="rho for mcar/mar, column gate rate for mnar, in [0, 1) (default 0)")
+    sim.add_argument("--seed", type=_integer(0), default=0, help="seed, >= 0 (default 0)")
+    sim.add_argument("--out", required=True, type=_path, help="output CSV")
+    sim.add_argument("--truth", type=_path, help="optional .npz file for the true parameters")
+    sim.add_argument("--force", action="store_true", help="replace existing output files")
     sim.set_defaults(handler=_simulate_command)
 
-    methods = sub.add_parser("methods", help="list estimation methods and whether they run here")
+    methods = sub.add_parser("methods", help="list the methods, their options and whether "
+                                             "they run here")
     methods.set_defaults(handler=_methods_command)
 
     register_data(sub)
     return parser
 
 
+# ---------------------------------------------------------------------------- main
+
+def _one_line(exc) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    print(f"warning: {_one_line(message)}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if hasattr(args, "func"):  # subcommands registered by cbmm.data.cli
-        return args.func(args)
+    """Run the command line; return the exit status (0, 1 or 2; 130 when interrupted)."""
+    from .data.matrix import DataError
+    from .registry import MethodUnavailableError
+
+    debug = os.environ.get("CBMM_DEBUG", "") not in ("", "0")
     try:
-        args.handler(args)
-    except CliError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            args = build_parser().parse_args(argv)
+            handler = getattr(args, "func", None) or args.handler  # data commands set func
+            return handler(args) or 0
+    except (CliError, DataError, MethodUnavailableError, ValueError) as exc:
+        if debug:
+            raise
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return 0
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `cbmm methods | head`
+        sys.stderr.close()
+        return EXIT_FAILED
+    except OSError as exc:
+        if debug:
+            raise
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT if exc.errno in _PATH_ERRORS else EXIT_FAILED
+    except MemoryError:
+        if debug:
+            raise
+        print("error: out of memory", file=sys.stderr)
+        return EXIT_FAILED
+    except Exception as exc:  # a bug of ours: still one line, the type says where to look
+        if debug:
+            raise
+        print(f"internal error: {type(exc).__name__}: {_one_line(exc)} "
+              "(rerun with CBMM_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,18 +28,25 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 __all__ = ["Method", "Option", "MethodUnavailableError", "register_method", "get_method",
-           "available_methods", "check_methods", "method_order"]
+           "available_methods", "check_methods", "method_order", "AUTO_TIMEOUT_BASE_S",
+           "AUTO_TIMEOUT_FACTOR"]
+
+#: ``timeout_s="auto"`` allows ``AUTO_TIMEOUT_BASE_S + AUTO_TIMEOUT_FACTOR x`` the
+#: method's declared cost (see :meth:`Method.default_timeout_s`).
+AUTO_TIMEOUT_BASE_S = 60.0
+AUTO_TIMEOUT_FACTOR = 10.0
 
 
 class MethodUnavailableError(RuntimeError):
     """A method's software is missing; the message says how to install it or drop it."""
 
 
-_KINDS = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}
+_KINDS = {"int": (numbers.Integral,), "float": (numbers.Real,), "str": (str,), "bool": (bool,)}
 
 
 @dataclass(frozen=True)
@@ -81,8 +88,11 @@ class Option:
             if self.nullable:
                 return None
             raise ValueError(f"option {name!r} must be {self.describe()}, got None")
-        if isinstance(value, bool) and self.kind != "bool" or not isinstance(value, _KINDS[self.kind]):
+        if (isinstance(value, bool) and self.kind != "bool"
+                or not isinstance(value, _KINDS[self.kind])):
             raise ValueError(f"option {name!r} must be {self.describe()}, got {value!r}")
+        if self.kind == "int":
+            value = int(value)  # numpy integers too
         if self.kind == "float":
             value = float(value)
             if not math.isfinite(value):
@@ -194,7 +204,8 @@ class Method:
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             known = ", ".join(sorted(self.options)) or "none"
-            raise ValueError(f"method {self.name!r} has no option(s) {', '.join(map(repr, unknown))}; "
+            raise ValueError(f"method {self.name!r} has no option(s) "
+                             f"{', '.join(map(repr, unknown))}; "
                              f"its options are: {known}")
         checked = {name: spec.default for name, spec in self.options.items()}
         for name, value in options.items():
@@ -203,6 +214,20 @@ class Method:
             except ValueError as exc:
                 raise ValueError(f"method {self.name!r}: {exc}") from None
         return checked
+
+    def default_timeout_s(self, n_models: int, n_items: int, max_iter: int = 1000) -> float:
+        """The time limit of ``timeout_s="auto"`` for an ``n_models x n_items`` fit.
+
+        ``AUTO_TIMEOUT_BASE_S + AUTO_TIMEOUT_FACTOR * seconds_per_million_cells
+        * (n_models * n_items / 1e6) * max(1, max_iter / 1000)``: ten times the
+        method's declared single-core cost of a default fit (``max_iter`` 1000),
+        scaled up for a larger ``max_iter``, plus a minute for start-up.  For
+        cBMM (2 s per million cells) that is 80 s at 1000 x 1000 and 2060 s at
+        1e8 cells; for py-irt and mirt (600 s) 6060 s at 1000 x 1000.
+        """
+        cells = float(n_models) * float(n_items) / 1e6
+        return (AUTO_TIMEOUT_BASE_S + AUTO_TIMEOUT_FACTOR * self.seconds_per_million_cells
+                * cells * max(1.0, max_iter / 1000))
 
 
 _METHODS: dict[str, Method] = {}
@@ -223,6 +248,16 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
     """
     if not isinstance(name, str) or not name.isidentifier() or not name.islower():
         raise ValueError(f"method names are lower-case identifiers, got {name!r}")
+    if not callable(solve):
+        raise ValueError(f"method {name!r}: solve must be callable, got {solve!r}")
+    bad = [key for key, spec in (options or {}).items() if not isinstance(spec, Option)]
+    if bad:
+        raise ValueError(f"method {name!r}: options must map names to cbmm.registry.Option, "
+                         f"not {bad[0]!r}: {options[bad[0]]!r}")
+    if not (isinstance(seconds_per_million_cells, (int, float))
+            and math.isfinite(seconds_per_million_cells) and seconds_per_million_cells > 0):
+        raise ValueError(f"method {name!r}: seconds_per_million_cells must be a number > 0, "
+                         f"got {seconds_per_million_cells!r}")
     method = Method(name=name, label=label or name, solve=solve,
                     availability=availability or _always_available, description=description,
                     options=dict(options or {}), color=color, order=order, env=env,
@@ -232,7 +267,10 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
 
 
 def get_method(name: str) -> Method:
+    """The registry entry of ``name``; ``ValueError`` listing the registered names if unknown."""
     try:
+        if not isinstance(name, str):
+            raise KeyError(name)
         return _METHODS[name]
     except KeyError:
         raise ValueError(
@@ -247,10 +285,10 @@ def available_methods() -> list[str]:
 
 def method_order(names) -> list[str]:
     """The distinct registered method names of ``names`` in display order."""
-    names = set(names)
-    unknown = sorted(map(str, names - set(_METHODS)))
+    names = set(map(str, names))
+    unknown = sorted(names - set(_METHODS))
     if unknown:
-        raise ValueError(f"unknown method(s) {', '.join(unknown)}; "
+        raise ValueError(f"unknown method(s) {', '.join(map(repr, unknown))}; "
                          f"registered methods: {', '.join(sorted(_METHODS))}")
     return sorted(names, key=lambda m: (_METHODS[m].order, m))
 

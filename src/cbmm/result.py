@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -11,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._atomic import atomic_path
+from .io import atomic_paths
 
 __all__ = ["SolverOutput", "FitResult", "canonicalize"]
 
@@ -106,6 +105,59 @@ class FitResult:
     degenerate_models: list = field(default_factory=list)
     info: dict = field(default_factory=dict)
 
+    #: The files :meth:`save` writes into its folder.
+    OUTPUT_FILES = ("abilities.csv", "items.csv", "fit.json")
+
+    @classmethod
+    def failure(cls, reason, *, responses, method: str, runtime_s: float = 0.0,
+                n_iter: int = 0, loss_history=(), sigma: float = 1.0, tol: float = 1e-4,
+                max_iter: int = 1000, seed=0, init_scale: float = 1.0,
+                degenerate_items=(), degenerate_models=(), info=None) -> "FitResult":
+        """A failed fit (the paper's "NA"): NaN parameters labelled like the data.
+
+        The one constructor of failed results, used by :func:`cbmm.fit` and
+        the workflow.
+
+        Parameters
+        ----------
+        reason : str or BaseException
+            Why the fit failed; an exception gives its message (or its type
+            name when the message is empty).  Whitespace is collapsed to one
+            line; ``status`` is ``"failed: <reason>"``.
+        responses : cbmm.Responses or tuple of int
+            The data (for the shape and the row/column labels), or ``(N, J)``.
+        method : str
+        runtime_s : float
+            Wall seconds spent before the failure.
+        n_iter, loss_history
+            Progress made before the failure, where known.
+        sigma, tol, max_iter, seed, init_scale
+            The settings of the fit.
+        degenerate_items, degenerate_models, info
+            As for a successful fit; for an exception ``info["exception"]``
+            records its type.
+        """
+        if isinstance(responses, tuple):
+            (n, j), row_labels, col_labels = responses, None, None
+        else:
+            (n, j), row_labels, col_labels = (responses.shape, responses.row_labels,
+                                              responses.col_labels)
+        info = dict(info or {})
+        if isinstance(reason, BaseException):
+            info.setdefault("exception", type(reason).__name__)
+            reason = str(reason) or type(reason).__name__
+        reason = " ".join(str(reason).split()) or "unknown reason"
+        status = reason if reason.startswith("failed") else f"failed: {reason}"
+        return cls(
+            theta=_labelled(np.full(n, np.nan), row_labels, "theta"),
+            a=_labelled(np.full(j, np.nan), col_labels, "a"),
+            b=_labelled(np.full(j, np.nan), col_labels, "b"),
+            loss=math.nan, loss_history=[float(v) for v in loss_history], n_iter=int(n_iter),
+            status=status, runtime_s=float(runtime_s), method=method, sigma=float(sigma),
+            tol=float(tol), max_iter=int(max_iter), seed=seed, init_scale=float(init_scale),
+            degenerate_items=list(degenerate_items), degenerate_models=list(degenerate_models),
+            info=info)
+
     @property
     def failed(self) -> bool:
         return self.status.startswith("failed")
@@ -117,6 +169,43 @@ class FitResult:
     def scores(self) -> np.ndarray:
         """Fitted score matrix ``X = theta a^T + 1 b^T``."""
         return np.outer(np.asarray(self.theta), np.asarray(self.a)) + np.asarray(self.b)[None, :]
+
+    def raw_parameters(self):
+        """The method's estimates before canonicalisation, ``(theta, a, b)``.
+
+        :func:`cbmm.fit` standardises theta (see :func:`canonicalize`) and
+        records the shift and scale it removed in ``info["theta_mean_raw"]``
+        and ``info["theta_sd_raw"]``; this undoes that step:
+        ``theta_raw = sd * theta + mean``, ``a_raw = a / sd``,
+        ``b_raw = b - a_raw * mean`` (``sd = 1`` where theta was constant).
+        The published RMSE(b) compares the raw ``b`` with the true ``b``.
+        Both values travel through :meth:`save` / :meth:`load` (in
+        ``fit.json``).  A failed fit gives NaN.
+
+        Raises
+        ------
+        ValueError
+            If the result records no raw scale (it was not made by
+            :func:`cbmm.fit`).
+        """
+        if self.failed:
+            raw = (np.full(np.size(self.theta), np.nan), np.full(np.size(self.a), np.nan),
+                   np.full(np.size(self.b), np.nan))
+        else:
+            try:
+                mean = float(self.info["theta_mean_raw"])
+                sd = float(self.info["theta_sd_raw"])
+            except (KeyError, TypeError) as exc:
+                raise ValueError("this result records no raw scale (info['theta_mean_raw'], "
+                                 "info['theta_sd_raw']); only results of cbmm.fit do") from exc
+            if not (sd > 0 and math.isfinite(sd)):
+                sd = 1.0  # canonicalize only centred a constant theta
+            theta, a, b = (np.asarray(v, dtype=float) for v in (self.theta, self.a, self.b))
+            a_raw = a / sd
+            raw = (sd * theta + mean, a_raw, b - a_raw * mean)
+        return tuple(_labelled(values, getattr(like, "index", None), name)
+                     for values, like, name in zip(raw, (self.theta, self.a, self.b),
+                                                   ("theta", "a", "b")))
 
     def summary(self) -> dict:
         """JSON-serialisable description of the fit (no parameter vectors)."""
@@ -150,19 +239,18 @@ class FitResult:
     def save(self, out_dir) -> None:
         """Write ``abilities.csv``, ``items.csv`` and ``fit.json`` into ``out_dir``.
 
-        Files are written under temporary names and renamed at the end, so a
-        crash leaves no partial output.
+        Files are written under temporary names and renamed together at the
+        end (:func:`cbmm.io.atomic_paths`), so a crash leaves no partial
+        output; existing files are replaced.
         """
         out = Path(out_dir)
-        staged = {
-            "abilities.csv": self.abilities_frame().to_csv(index=False, float_format="%.17g"),
-            "items.csv": self.items_frame().to_csv(index=False, float_format="%.17g"),
-            "fit.json": json.dumps(self.summary(), indent=2) + "\n",
-        }
-        # every file is renamed into place only once all of them are written
-        with contextlib.ExitStack() as stack:
-            for name, text in staged.items():
-                stack.enter_context(atomic_path(out / name)).write_text(text)
+        staged = dict(zip(self.OUTPUT_FILES, (
+            self.abilities_frame().to_csv(index=False, float_format="%.17g"),
+            self.items_frame().to_csv(index=False, float_format="%.17g"),
+            json.dumps(self.summary(), indent=2) + "\n")))
+        with atomic_paths([out / name for name in staged]) as temporaries:
+            for tmp, text in zip(temporaries, staged.values()):
+                tmp.write_text(text, encoding="utf-8")
 
     @classmethod
     def load(cls, out_dir) -> "FitResult":
@@ -184,6 +272,10 @@ class FitResult:
             degenerate_items=meta["degenerate_items"],
             degenerate_models=meta["degenerate_models"], info=meta["info"],
         )
+
+
+def _labelled(values, labels, name):
+    return values if labels is None else pd.Series(values, index=labels, name=name)
 
 
 def _json_float(v):

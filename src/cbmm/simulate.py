@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import expit
 
-from ._atomic import atomic_path
+from .io import atomic_path
 
 __all__ = ["Simulation", "simulate", "mar_intercept", "MISSING_PATTERNS"]
 

@@ -1,8 +1,7 @@
 """Tables of the paper: rankings, recovery stability, runtime summary, MATH-500 models.
 
 Pure functions from the workflow's aggregated tables (or from fits) to
-:class:`pandas.DataFrame`, plus writers for CSV and LaTeX that write
-atomically (temporary file, then rename).  Input tables may be given as a
+:class:`pandas.DataFrame` and LaTeX text (write them with :mod:`cbmm.io`).  Input tables may be given as a
 DataFrame or as a path to a CSV file; a missing column is reported with the
 file name and the expected columns.
 """
@@ -17,15 +16,15 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
-from ._atomic import atomic_path
+from .registry import get_method, method_order
 
 __all__ = [
-    "read_table", "failed_mask", "write_csv", "write_text",
+    "read_table", "failed_mask",
     "rankings_table",
     "stability_pairs", "stability_table", "stability_latex",
     "runtime_summary", "speedup_table",
     "math500_model_table", "math500_model_latex",
-    "STABILITY_PARAMETERS", "METHOD_ORDER", "METHOD_LABELS", "BASELINES", "SUITE_LABELS",
+    "STABILITY_PARAMETERS", "SUITE_LABELS",
     "method_label", "suite_label", "ordered_methods",
 ]
 
@@ -35,17 +34,8 @@ STABILITY_PARAMETERS = {"theta": r"\hat{\boldsymbol\theta}", "a": r"\hat{\mathbf
 
 
 # -------------------------------------------------------------------------- names
-# Display names shared by the tables and figures (no matplotlib needed here).
-
-#: Method keys in the paper's order (legend and table order).
-METHOD_ORDER = ("mirt", "lbfgsb", "manopt", "cbmm", "pyirt")
-
-#: Display names of the methods.
-METHOD_LABELS = {"mirt": "mirt", "lbfgsb": "L-BFGS-B", "manopt": "Manopt", "cbmm": "cBMM",
-                 "pyirt": "py-irt"}
-
-#: Methods cBMM is compared against when computing speedups.
-BASELINES = tuple(m for m in METHOD_ORDER if m != "cbmm")
+# Method names, labels and order come from the method registry (cbmm.registry);
+# suite names are display facts of the tables and figures.
 
 #: Display names of benchmark suites whose data key is not already the display name.
 SUITE_LABELS = {"MMLU_PRO": "MMLU-Pro", "MMLU-PRO": "MMLU-Pro", "MATH500": "MATH-500",
@@ -53,13 +43,8 @@ SUITE_LABELS = {"MMLU_PRO": "MMLU-Pro", "MMLU-PRO": "MMLU-Pro", "MATH500": "MATH
 
 
 def method_label(method: str) -> str:
-    """Display name of a method key (``"lbfgsb"`` -> ``"L-BFGS-B"``)."""
-    try:
-        return METHOD_LABELS[method]
-    except KeyError:
-        raise ValueError(
-            f"unknown method {method!r}; expected one of {', '.join(METHOD_ORDER)}"
-        ) from None
+    """Display name of a registered method (``"lbfgsb"`` -> ``"L-BFGS-B"``)."""
+    return get_method(method).label
 
 
 def suite_label(dataset: str) -> str:
@@ -68,21 +53,17 @@ def suite_label(dataset: str) -> str:
 
 
 def ordered_methods(methods, source: str = "table") -> list[str]:
-    """The distinct method keys in ``methods``, in :data:`METHOD_ORDER`.
+    """The distinct method names in ``methods``, in the registry's display order.
 
     Raises
     ------
     ValueError
-        If a key is not one of :data:`METHOD_ORDER` (names ``source`` in the message).
+        If a name is not a registered method (names ``source`` in the message).
     """
-    present = set(methods)
-    unknown = sorted(map(str, present - set(METHOD_ORDER)))
-    if unknown:
-        raise ValueError(
-            f"{source}: unknown method(s) {unknown} in column 'method'; "
-            f"expected keys among {', '.join(METHOD_ORDER)}"
-        )
-    return [m for m in METHOD_ORDER if m in present]
+    try:
+        return method_order(methods)
+    except ValueError as exc:
+        raise ValueError(f"{source}: column 'method': {exc}") from None
 
 
 # --------------------------------------------------------------------------- I/O
@@ -127,22 +108,6 @@ def read_table(source, required, name: str | None = None) -> pd.DataFrame:
 def failed_mask(status: pd.Series) -> pd.Series:
     """True where a fit's ``status`` reports a failure (``"failed: <reason>"``)."""
     return status.astype(str).str.startswith("failed")
-
-
-def _atomic_write(path, write) -> Path:
-    with atomic_path(path) as tmp:
-        write(tmp)
-    return Path(path)
-
-
-def write_csv(table: pd.DataFrame, path) -> Path:
-    """Write ``table`` (without its index) to ``path`` atomically."""
-    return _atomic_write(path, lambda tmp: table.to_csv(tmp, index=False))
-
-
-def write_text(text: str, path) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically."""
-    return _atomic_write(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 # ----------------------------------------------------------------------- rankings
@@ -422,7 +387,7 @@ def speedup_table(summary: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for dataset, block in summary.groupby("dataset", sort=False):
         means = block.set_index("method")["mean_s"]
-        baselines = means.reindex([m for m in BASELINES if m in means.index]).dropna()
+        baselines = means.drop("cbmm", errors="ignore").dropna()
         cbmm_mean = means.get("cbmm", math.nan)
         fastest = baselines.idxmin() if len(baselines) else None
         baseline_mean = baselines.min() if len(baselines) else math.nan

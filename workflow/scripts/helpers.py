@@ -1,5 +1,5 @@
 """Small utilities shared by the workflow scripts: logging and atomic writes
-(through :func:`cbmm._atomic.atomic_path`).
+(through :func:`cbmm.io.atomic_path`).
 
 The scripts run under Snakemake's ``script:`` directive; each adds
 ``snakemake.scriptdir`` to ``sys.path`` to import this module.
@@ -15,7 +15,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from cbmm._atomic import atomic_path
+from cbmm.io import atomic_path
 
 __all__ = ["start_log", "write_json", "write_csv", "json_safe"]
 

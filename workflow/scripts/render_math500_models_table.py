@@ -8,7 +8,8 @@ import sys
 sys.path[:0] = [snakemake.scriptdir,  # noqa: F821
                 os.path.join(snakemake.scriptdir, os.pardir, os.pardir, "src")]  # noqa: F821
 
-from cbmm.tables import math500_model_latex, math500_model_table, write_text  # noqa: E402
+from cbmm.io import write_text  # noqa: E402
+from cbmm.tables import math500_model_latex, math500_model_table  # noqa: E402
 
 from helpers import start_log  # noqa: E402
 

@@ -9,7 +9,8 @@ import sys
 sys.path[:0] = [snakemake.scriptdir,  # noqa: F821
                 os.path.join(snakemake.scriptdir, os.pardir, os.pardir, "src")]  # noqa: F821
 
-from cbmm.tables import runtime_summary, speedup_table, write_csv  # noqa: E402
+from cbmm.io import write_csv  # noqa: E402
+from cbmm.tables import runtime_summary, speedup_table  # noqa: E402
 
 from helpers import start_log  # noqa: E402
 

@@ -25,7 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .._atomic import atomic_path
+from ..io import atomic_path
 
 __all__ = [
     "FORMAT",

@@ -22,12 +22,12 @@ from .math500_ability import plot_math500_ability
 from .rankflow import plot_rankflow
 from .runtime import plot_runtime
 from .sensitivity import STUDIES, plot_sensitivity
-from .style import METHOD_COLORS, METHOD_LABELS, METHOD_ORDER, save_figure
+from .style import method_color, method_label, save_figure
 
 __all__ = [
     "FIGURES", "FigureSpec", "plot_runtime", "plot_math500_ability", "plot_item_difficulty",
     "plot_discrimination", "plot_rankflow", "plot_sensitivity", "save_figure",
-    "METHOD_ORDER", "METHOD_LABELS", "METHOD_COLORS", "STUDIES",
+    "method_label", "method_color", "STUDIES",
 ]
 
 

@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator
 
 from ..tables import runtime_summary, speedup_table
-from .style import (FIGURE_WIDTH_IN, METHOD_COLORS, method_label, paper_style, save_figure,
+from .style import (FIGURE_WIDTH_IN, method_color, method_label, paper_style, save_figure,
                     suite_label)
 
 __all__ = ["plot_runtime", "caption"]
@@ -81,7 +81,7 @@ def plot_runtime(runtime, out_paths=()):
             rows = summary[summary["method"] == method].set_index("dataset").reindex(suites)
             xs = positions + dodge * (k - (len(methods) - 1) / 2)
             mean = rows["mean_s"].to_numpy(dtype=float)
-            color = METHOD_COLORS[method]
+            color = method_color(method)
             ax.plot(xs, mean, marker="o", markersize=3.5, linewidth=1.3, color=color,
                     label=method)
             ax.errorbar(xs, mean, yerr=[mean - rows["min_s"], rows["max_s"] - mean], fmt="none",
@@ -104,7 +104,7 @@ def plot_runtime(runtime, out_paths=()):
         ax.set_ylabel("Runtime (s)")
         ax.set_xlabel(f"Benchmark suite (ordered by number of items J; N = "
                       f"{_models_text(summary)})")
-        handles = [Line2D([], [], color=METHOD_COLORS[m], marker="o", markersize=3.5,
+        handles = [Line2D([], [], color=method_color(m), marker="o", markersize=3.5,
                           linewidth=1.3, label=method_label(m)) for m in methods]
         handles.append(plt.Rectangle((0, 0), 1, 1, color=_SPEEDUP_COLOR, alpha=0.6,
                                      label="Speedup of cBMM"))

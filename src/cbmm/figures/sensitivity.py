@@ -28,7 +28,7 @@ from matplotlib.ticker import FuncFormatter
 
 from ..metrics import METRIC_DEFINITIONS
 from ..tables import failed_mask, read_table
-from .style import (FIGURE_WIDTH_IN, METHOD_COLORS, method_legend_handles, ordered_methods,
+from .style import (FIGURE_WIDTH_IN, method_color, method_legend_handles, ordered_methods,
                     paper_style, save_figure)
 
 __all__ = ["STUDIES", "METRIC_LABELS", "METRIC_NAMES", "DEFINITION_LABELS", "DEFINITION_NAMES",
@@ -253,7 +253,7 @@ def _draw_metric(ax, sim, metric, levels, methods, spec, definitions):
     grouped = {key: block for key, block in sim.groupby(["level", "method"])}
     drawn = []
     for k, method in enumerate(methods):
-        color = METHOD_COLORS[method]
+        color = method_color(method)
         positions, data = [], []
         for i, level in enumerate(levels):
             x = i - 0.4 + slot * (k + 0.5)

@@ -1,9 +1,10 @@
 """Shared look of every figure: method names, colours and order, suite names, saving.
 
 Every figure module takes its names and colours from here, so ``cBMM`` is the
-same red and ``mirt`` the same blue in every panel of the paper.  The display
-names and the method order are defined in :mod:`cbmm.tables` (which must not
-need matplotlib) and re-exported here.
+same red and ``mirt`` the same blue in every panel of the paper.  Method
+labels, colours and order are read from the method registry
+(:func:`cbmm.registry.get_method`), so a method added with
+:func:`cbmm.register_method` is drawn with its own label and colour.
 """
 
 from __future__ import annotations
@@ -20,25 +21,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from .._atomic import atomic_path  # noqa: E402
-from ..tables import (BASELINES, METHOD_LABELS, METHOD_ORDER, SUITE_LABELS,  # noqa: E402
-                      method_label, ordered_methods, suite_label)
+from ..io import atomic_path  # noqa: E402
+from ..registry import get_method  # noqa: E402
+from ..tables import SUITE_LABELS, method_label, ordered_methods, suite_label  # noqa: E402
 
 __all__ = [
-    "METHOD_ORDER", "METHOD_LABELS", "METHOD_COLORS", "BASELINES",
     "SUITE_LABELS", "FIGURE_WIDTH_IN", "PNG_DPI",
-    "method_label", "suite_label", "ordered_methods", "paper_style",
+    "method_label", "method_color", "suite_label", "ordered_methods", "paper_style",
     "method_legend_handles", "save_figure", "place_labels",
 ]
 
-#: Colours of the methods (close to the published figures; cBMM red).
-METHOD_COLORS = {
-    "mirt": "#1f6fb4",
-    "lbfgsb": "#9b2ee6",
-    "manopt": "#00897b",
-    "cbmm": "#e8141c",
-    "pyirt": "#8ccbef",
-}
+
+def method_color(method: str) -> str:
+    """Colour of a registered method in every figure (``"cbmm"`` -> cBMM red)."""
+    return get_method(method).color
 
 #: Width of a full-width figure in the paper (inches).
 FIGURE_WIDTH_IN = 7.0
@@ -72,7 +68,7 @@ def paper_style():
 
 def method_legend_handles(methods) -> list[Patch]:
     """Legend entries (hollow boxes as in the boxplots) for ``methods``."""
-    return [Patch(facecolor="white", edgecolor=METHOD_COLORS[m], linewidth=1.5,
+    return [Patch(facecolor="white", edgecolor=method_color(m), linewidth=1.5,
                   label=method_label(m)) for m in methods]
 
 
@@ -95,7 +91,8 @@ def save_figure(fig, out_paths) -> list[Path]:
     for path in map(Path, out_paths):
         suffix = path.suffix.lower()
         if suffix not in (".pdf", ".png", ".svg"):
-            raise ValueError(f"{path}: unsupported figure format {suffix!r} (use .pdf, .png or .svg)")
+            raise ValueError(f"{path}: unsupported figure format {suffix!r} "
+                             "(use .pdf, .png or .svg)")
         metadata = {"CreationDate": None} if suffix == ".pdf" else None
         with atomic_path(path, suffix=suffix) as tmp:
             fig.savefig(tmp, format=suffix[1:], dpi=PNG_DPI, metadata=metadata)

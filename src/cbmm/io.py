@@ -1,0 +1,146 @@
+"""Atomic file output: a reader never sees a half-written file, and files honour the umask.
+
+Every writer of the package and the workflow goes through this module.  A
+file is written to a hidden temporary sibling (``.<name>.<random><suffix>``)
+and renamed onto its target only when the write succeeded; on any error the
+temporary file is removed and the target is left as it was.  Folders that
+had to be created for the output are removed again when the write fails, so
+a failed write leaves nothing behind.
+
+Files are created with mode ``0o666`` filtered by the process umask, like
+``open(path, "w")`` (``tempfile.mkstemp`` would give ``0o600`` whatever the
+umask, which hides results from the rest of a group on a shared cluster).
+
+>>> from cbmm.io import write_text, write_json, write_csv, atomic_path
+>>> write_json({"n": 3}, "out/summary.json")                   # doctest: +SKIP
+>>> with atomic_path("out/figure.pdf", suffix=".pdf") as tmp:   # doctest: +SKIP
+...     fig.savefig(tmp)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from pathlib import Path
+
+__all__ = ["atomic_path", "atomic_paths", "write_text", "write_json", "write_csv"]
+
+
+def _create_parents(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing ancestors; return the created ones, deepest first."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    created = []
+    for path in reversed(missing):
+        try:
+            path.mkdir()
+        except FileExistsError:  # made meanwhile by another process: not ours to remove
+            continue
+        except OSError:
+            _remove_folders(created[::-1])
+            raise
+        created.append(path)
+    return created[::-1]
+
+
+def _remove_folders(folders) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty: someone else wrote there meanwhile
+            return
+
+
+def _temporary_sibling(path: Path, suffix: str) -> Path:
+    # O_EXCL with mode 0o666: the kernel applies the umask, unlike mkstemp's fixed 0o600
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{suffix}")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return tmp
+        except FileExistsError:
+            continue
+
+
+@contextlib.contextmanager
+def atomic_paths(paths, suffixes=None):
+    """Yield temporary siblings of several ``paths``; rename all of them into place on success.
+
+    Nothing is renamed until the body has finished without error, so either
+    every output appears or none does (up to a failure of ``rename`` itself,
+    which only happens when a target became a folder meanwhile).
+
+    Parameters
+    ----------
+    paths : sequence of path-like
+        The final files.
+    suffixes : sequence of str, optional
+        Suffix of each temporary file (default: the target's own suffix), for
+        writers that infer the format from the name (``np.savez``, matplotlib).
+
+    Yields
+    ------
+    list of pathlib.Path
+        The temporary files, in the order of ``paths``.
+    """
+    paths = [Path(p) for p in paths]
+    suffixes = list(suffixes) if suffixes is not None else [p.suffix for p in paths]
+    if len(suffixes) != len(paths):
+        raise ValueError(f"atomic_paths: {len(paths)} paths but {len(suffixes)} suffixes")
+    created: list[Path] = []
+    temporaries: list[Path] = []
+    done = False
+    try:
+        for path in paths:
+            created += _create_parents(path.parent)
+        for path, suffix in zip(paths, suffixes):
+            temporaries.append(_temporary_sibling(path, suffix))
+        yield list(temporaries)
+        for tmp, path in zip(temporaries, paths):
+            os.replace(tmp, path)
+        done = True
+    finally:
+        for tmp in temporaries:
+            tmp.unlink(missing_ok=True)
+        if not done:
+            _remove_folders(created)
+
+
+@contextlib.contextmanager
+def atomic_path(path, suffix: str | None = None):
+    """Yield a temporary sibling of ``path``; rename it onto ``path`` when the body succeeds.
+
+    Missing parent folders are created (and removed again if the write
+    fails).  ``suffix`` (default: ``path``'s own) lets writers that infer the
+    format from the file name see the right extension.
+    """
+    with atomic_paths([path], None if suffix is None else [suffix]) as (tmp,):
+        yield tmp
+
+
+def write_text(text: str, path) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically; return the path."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json(obj, path, *, indent: int = 2) -> Path:
+    """Write ``obj`` as strict JSON (NaN/inf refused) with a final newline, atomically."""
+    return write_text(json.dumps(obj, indent=indent, allow_nan=False) + "\n", path)
+
+
+def write_csv(frame, path, *, index: bool = False, **to_csv) -> Path:
+    """Write a DataFrame to CSV atomically (without its index unless ``index=True``).
+
+    Extra keyword arguments go to :meth:`pandas.DataFrame.to_csv`.
+    """
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=index, **to_csv)
+    return Path(path)

@@ -1,0 +1,350 @@
+"""Abilities of new models against calibrated items, without refitting the items.
+
+Given item parameters ``(a, b)`` from a fit (the calibration), the ability of
+a new model ``i`` solves a one-dimensional convex problem: minimise
+
+    L_i(theta) = sum_{j in O_i} softplus(-y_ij (theta a_j + b_j) / sigma)  [+ theta^2 / 2]
+
+over the items ``O_i`` it answered (``y_ij = +1`` correct, ``-1`` incorrect),
+the bracketed term being the optional N(0, 1) prior (MAP instead of maximum
+likelihood).  ``L_i`` is the paper's loss (3) restricted to row ``i``, so the
+scores are on the scale of the calibration's canonical theta (mean 0, sd 1
+over the calibration models).  :func:`score` solves all models at once by
+Newton's method with step halving (every step lowers every ``L_i``) and
+reports the standard error ``1 / sqrt(L_i''(theta))`` from the observed
+information.
+
+Without the prior the maximum-likelihood estimate is finite exactly when a
+model answered at least one informative item (``a_j > 0``) correctly and one
+wrongly.  Otherwise :func:`score` returns ``theta = +inf`` (all correct),
+``-inf`` (all wrong) or NaN (no informative item answered), with
+``se = inf`` and the status saying so; ``prior="normal"`` gives a finite
+estimate for every model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from .api import DegenerateDataWarning
+from .responses import Responses, as_responses
+from .result import FitResult
+
+__all__ = ["score", "read_items", "PRIORS"]
+
+#: Allowed values of ``prior``.
+PRIORS = ("none", "normal")
+
+_BLOCK_CELLS = 1 << 22  # rows are solved in blocks of about this many cells
+_MAX_STEP = 10.0  # largest Newton step on the theta scale (guards far-off starts)
+
+
+def score(responses, items, *, sigma: float | None = None, prior: str = "none",
+          tol: float = 1e-10, max_iter: int = 100) -> pd.DataFrame:
+    """Estimate the abilities of (new) models with the item parameters held fixed.
+
+    Parameters
+    ----------
+    responses : array-like, pandas.DataFrame or Responses
+        Models x items, coded as for :func:`cbmm.fit` (1/0/NaN, or -1/+1 with
+        0/NaN missing).  A DataFrame's columns are matched with the item ids
+        (compared as strings); an unlabelled array must have one column per
+        item, in the items' order.  Missing entries are allowed, and items of
+        the calibration that the responses lack count as missing.
+    items : FitResult, pandas.DataFrame or path
+        The calibrated items: a :class:`FitResult`, a DataFrame with columns
+        ``a`` and ``b`` (item ids in an ``item`` column or the index), the
+        ``items.csv`` written by :meth:`FitResult.save`, or the folder it was
+        saved in.
+    sigma : float, optional
+        Temperature of the link.  Default: the calibration's (from the
+        FitResult or the ``fit.json`` beside ``items.csv``), else 1.  A value
+        that contradicts the calibration's is an error: it would put the
+        scores on another scale.
+    prior : {"none", "normal"}
+        ``"none"``: maximum likelihood; ``"normal"``: MAP under theta ~ N(0, 1),
+        the calibration's canonical scale.
+    tol : float
+        Newton stops for a model when its step is below ``tol``.
+    max_iter : int
+        Newton iterations at most.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per model (index: the model labels, or 0..N-1), columns
+        ``theta`` (estimate), ``se`` (standard error from the observed
+        information, including the prior's), ``n_items`` (answered items of
+        the calibration), ``n_correct`` and ``status``: ``"converged"``,
+        ``"max_iter"``, ``"all correct"``, ``"all wrong"`` (no finite MLE:
+        theta is +-inf without the prior, the MAP value with it) or
+        ``"no information"`` (no answered item with ``a > 0``: theta NaN, or
+        the prior mean 0 with se 1).
+
+    Raises
+    ------
+    ValueError
+        Bad responses or items (the message names the cell, item or
+        argument), response columns that are not calibrated items, or a
+        ``sigma`` that contradicts the calibration.
+
+    Warns
+    -----
+    DegenerateDataWarning
+        Some models answered every informative item correctly or wrongly.
+    """
+    if prior not in PRIORS:
+        raise ValueError(f"prior must be one of {list(PRIORS)}, got {prior!r}")
+    for name, value in (("tol", tol),):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    table, calibrated_sigma, where = read_items(items)
+    if sigma is None:
+        sigma = 1.0 if calibrated_sigma is None else calibrated_sigma
+    elif isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.floating)) \
+            or not (math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
+    elif calibrated_sigma is not None and not math.isclose(sigma, calibrated_sigma):
+        raise ValueError(f"sigma={sigma:g} contradicts the calibration's sigma="
+                         f"{calibrated_sigma:g} ({where}); the scores would be on another scale")
+
+    y, labels = _aligned_responses(responses, table)
+    a, b = table["a"].to_numpy(float), table["b"].to_numpy(float)
+    theta = np.empty(y.shape[0])
+    se = np.empty(y.shape[0])
+    status = np.empty(y.shape[0], dtype=object)
+    rows = max(1, _BLOCK_CELLS // max(1, y.shape[1]))
+    for lo in range(0, y.shape[0], rows):
+        block = slice(lo, lo + rows)
+        theta[block], se[block], status[block] = _solve_block(
+            y[block], a, b, float(sigma), prior == "normal", tol, int(max_iter))
+    answered = (y != 0).sum(axis=1)
+    correct = (y > 0).sum(axis=1)
+    extreme = np.isin(status, ("all correct", "all wrong"))
+    if extreme.any():
+        names = ", ".join(str(labels[i]) for i in np.flatnonzero(extreme)[:5])
+        more = ", ..." if extreme.sum() > 5 else ""
+        warnings.warn(f"{int(extreme.sum())} model(s) answered every informative item correctly "
+                      f"or every one wrongly ({names}{more})"
+                      + ("; their maximum-likelihood ability is infinite (use prior='normal' "
+                         "for finite MAP estimates)" if prior == "none" else ""),
+                      DegenerateDataWarning, stacklevel=2)
+    return pd.DataFrame({"theta": theta, "se": se, "n_items": answered, "n_correct": correct,
+                         "status": status}, index=pd.Index(labels, name="model"))
+
+
+def read_items(items):
+    """The calibrated items as ``(table, sigma, description)``.
+
+    ``table`` has columns ``a`` and ``b`` indexed by item id; ``sigma`` is
+    the calibration's temperature where it is known (else None).
+    """
+    sigma = None
+    if isinstance(items, FitResult):
+        if items.failed:
+            raise ValueError(f"items: the calibration fit failed ({items.status})")
+        frame = pd.DataFrame({"a": np.asarray(items.a, float), "b": np.asarray(items.b, float)},
+                             index=getattr(items.a, "index", None))
+        sigma, where = items.sigma, "the calibration FitResult"
+    elif isinstance(items, pd.DataFrame):
+        frame, where = items, "items"
+    else:
+        path = Path(items)
+        if path.is_dir():
+            path = path / "items.csv"
+        where = str(path)
+        if not path.is_file():
+            raise ValueError(f"{where}: no such file (expected the items.csv written by "
+                             "FitResult.save, or its folder)")
+        try:
+            frame = pd.read_csv(path, float_precision="round_trip")
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{where}: not a readable CSV table ({exc})") from None
+        sigma = _sigma_beside(path)
+    missing = [c for c in ("a", "b") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{where}: missing column(s) {missing}; expected columns item, a, b")
+    if "item" in frame.columns:
+        frame = frame.set_index("item")
+    table = frame[["a", "b"]]
+    try:
+        table = table.astype(float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: columns a and b must be numbers") from None
+    if table.empty:
+        raise ValueError(f"{where}: no items")
+    ids = table.index.astype(str)
+    if ids.duplicated().any():
+        raise ValueError(f"{where}: item id(s) listed more than once: "
+                         f"{list(ids[ids.duplicated()].unique()[:5])}")
+    bad = ~np.isfinite(table.to_numpy()).all(axis=1) | (table["a"].to_numpy() < 0)
+    if bad.any():
+        first = table[bad].iloc[0]
+        raise ValueError(f"{where}: item {table.index[bad][0]!r} has a={first['a']:g}, "
+                         f"b={first['b']:g}; expected finite values and a >= 0 "
+                         f"({int(bad.sum())} such item(s); a failed calibration?)")
+    table.index = ids
+    return table, sigma, where
+
+
+def _sigma_beside(items_csv: Path):
+    meta = items_csv.with_name("fit.json")
+    if not meta.is_file():
+        return None
+    try:
+        value = json.loads(meta.read_text())["sigma"]
+        return float(value)
+    except (ValueError, KeyError, TypeError):
+        raise ValueError(f"{meta}: not a fit.json with a numeric 'sigma'") from None
+
+
+def _aligned_responses(responses, table):
+    """The int8 +-1/0 matrix with one column per calibrated item, and the row labels."""
+    if isinstance(responses, Responses):
+        labels = responses.row_labels
+        frame = None
+        y = _dense(responses)
+        columns = responses.col_labels
+    else:
+        frame = responses if isinstance(responses, pd.DataFrame) else None
+        if frame is None:
+            values = np.asarray(responses)
+            if values.ndim != 2:
+                raise ValueError(f"responses: expected a 2-D models x items matrix, "
+                                 f"got {values.ndim}-D")
+            frame = pd.DataFrame(values)
+            columns = None
+        else:
+            columns = frame.columns
+        labels = frame.index
+        y = _coded(frame)
+    n_items = len(table)
+    if columns is None:
+        if y.shape[1] != n_items:
+            raise ValueError(f"responses: {y.shape[1]} columns but {n_items} calibrated items; "
+                             "pass a DataFrame whose columns are the item ids")
+        aligned = y
+    else:
+        ids = pd.Index(columns).astype(str)
+        if ids.duplicated().any():
+            raise ValueError(f"responses: item column(s) listed more than once: "
+                             f"{list(ids[ids.duplicated()].unique()[:5])}")
+        position = table.index.get_indexer(ids)
+        unknown = ids[position < 0]
+        if len(unknown):
+            raise ValueError(f"responses: {len(unknown)} item column(s) not among the calibrated "
+                             f"items: {list(unknown[:5])}; drop them, or calibrate them first")
+        aligned = np.zeros((y.shape[0], n_items), dtype=np.int8)
+        aligned[:, position] = y
+    if labels is None:
+        labels = pd.RangeIndex(y.shape[0])
+    return aligned, labels
+
+
+def _dense(responses: Responses) -> np.ndarray:
+    if getattr(responses, "y", None) is not None:
+        return responses.y
+    n, j = responses.shape
+    y = np.zeros((n, j), dtype=np.int8)
+    rows = np.repeat(np.arange(n), np.diff(responses.indptr))
+    y[rows, responses.indices] = responses.values
+    return y
+
+
+def _coded(frame: pd.DataFrame) -> np.ndarray:
+    """Validate and code ``frame`` with :func:`cbmm.as_responses`.
+
+    ``as_responses`` checks what a fit needs: at least two models and no row
+    or column without an observed entry.  A model to score may be alone and
+    may have skipped items, so rows with nothing observed (all NaN) are set
+    aside, and two rows of ``1`` (correct in either coding) are appended
+    before validation and dropped after; the coding, the value checks and
+    their messages stay those of ``as_responses``.
+    """
+    answered = frame.notna().any(axis=1).to_numpy()
+    y = np.zeros(frame.shape, dtype=np.int8)
+    kept = frame[answered]
+    if kept.empty:
+        return y
+    pad = pd.DataFrame({c: [True, True] if pd.api.types.is_bool_dtype(kept[c]) else [1, 1]
+                        for c in kept.columns}, index=["(padding 1)", "(padding 2)"])
+    padded = pd.concat([kept.set_axis(kept.index.astype(object)), pad])
+    padded.columns = frame.columns
+    y[answered] = as_responses(padded).y[:-2]
+    return y
+
+
+def _losses(y, x):
+    return np.where(y != 0, np.logaddexp(0.0, -y * x), 0.0).sum(axis=1)
+
+
+def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
+    """Newton with step halving for every row of ``y`` at once."""
+    n = y.shape[0]
+    yf = y.astype(float)
+    informative = (y != 0) & (a > 0)[None, :]
+    has_correct = (informative & (y > 0)).any(axis=1)
+    has_wrong = (informative & (y < 0)).any(axis=1)
+    status = np.full(n, "converged", dtype=object)
+    status[has_correct & ~has_wrong] = "all correct"
+    status[~has_correct & has_wrong] = "all wrong"
+    status[~has_correct & ~has_wrong] = "no information"
+    theta = np.zeros(n)
+    if map_prior:
+        active = np.ones(n, dtype=bool)
+    else:
+        active = has_correct & has_wrong
+    slope = a / sigma
+
+    def objective(t, rows):
+        value = _losses(yf[rows], (t[:, None] * a + b) / sigma)
+        return value + 0.5 * t * t if map_prior else value
+
+    def derivatives(t, rows):
+        x = (t[:, None] * a + b) / sigma
+        obs = yf[rows] != 0
+        p = expit(x)
+        grad = np.where(obs, -yf[rows] * slope * expit(-yf[rows] * x), 0.0).sum(axis=1)
+        hess = np.where(obs, slope * slope * p * (1.0 - p), 0.0).sum(axis=1)
+        if map_prior:
+            grad, hess = grad + t, hess + 1.0
+        return grad, hess
+
+    todo = np.flatnonzero(active)
+    for _ in range(max_iter):
+        if todo.size == 0:
+            break
+        t = theta[todo]
+        grad, hess = derivatives(t, todo)
+        step = np.clip(-grad / hess, -_MAX_STEP, _MAX_STEP)
+        current = objective(t, todo)
+        for _halving in range(60):
+            trial = t + step
+            worse = objective(trial, todo) > current
+            if not worse.any():
+                break
+            step = np.where(worse, step / 2, step)
+        theta[todo] = t + step
+        todo = todo[np.abs(step) > tol]
+    status[todo] = "max_iter"
+
+    se = np.full(n, np.inf)
+    fitted = np.flatnonzero(active)
+    if fitted.size:
+        _, hess = derivatives(theta[fitted], fitted)
+        se[fitted] = 1.0 / np.sqrt(hess)
+    if not map_prior:
+        theta[status == "all correct"] = np.inf
+        theta[status == "all wrong"] = -np.inf
+        theta[status == "no information"] = np.nan
+    return theta, se, status

@@ -1,0 +1,214 @@
+"""Fit isolation: a method that crashes, hangs, raises or returns garbage becomes a recorded
+failed result in a caller that carries on; warnings and progress logs of the worker reach the
+caller; an isolated fit equals an in-process fit exactly.
+
+The toy methods are registered with the public ``register_method``.  The matrices are small, so
+the engine runs single-threaded (a forked child is safe whatever the parent did).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import signal
+import sys
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cbmm
+from cbmm import registry
+from cbmm.registry import _METHODS
+from cbmm.simulate import simulate
+
+pytestmark = pytest.mark.skipif(not cbmm.api.FORK_AVAILABLE, reason="needs os.fork")
+
+
+@pytest.fixture(scope="module")
+def data():
+    sim = simulate(60, 25, missing="mcar", missing_rate=0.1, seed=11)
+    return pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(60)],
+                        columns=[f"q{j}" for j in range(25)])
+
+
+class ToyWarning(UserWarning):
+    """Raised by a toy method inside the worker."""
+
+
+def _segfault(responses, theta0, a0, b0, **kw):
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _hang(responses, theta0, a0, b0, **kw):
+    time.sleep(120)
+
+
+def _raise(responses, theta0, a0, b0, **kw):
+    raise np.linalg.LinAlgError("singular\n information matrix")
+
+
+def _nan(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0 * np.nan, a0, b0, [1.0], 1, "converged", 0.01)
+
+
+def _none(responses, theta0, a0, b0, **kw):
+    return None
+
+
+def _short(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0[:3], a0, b0, [1.0], 1, "converged", 0.01)
+
+
+def _exit(responses, theta0, a0, b0, **kw):
+    sys.exit(3)
+
+
+def _hard_exit(responses, theta0, a0, b0, **kw):
+    os._exit(4)
+
+
+def _unpicklable(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, a0, b0, [1.0], 0, "converged", 0.0,
+                             info={"handle": lambda: None})
+
+
+def _chatty(responses, theta0, a0, b0, *, progress, **kw):
+    """Two warnings, a log line and three progress calls, then the start as its answer."""
+    warnings.warn("toy warning from the worker", ToyWarning)
+    warnings.warn("toy convergence trouble", cbmm.ConvergenceWarning)
+    logging.getLogger("cbmm.toy").warning("toy log line from pid %d", os.getpid())
+    for k, loss in enumerate((30.0, 20.0, 15.0), start=1):
+        if progress is not None:
+            progress(k, loss)
+    return cbmm.SolverOutput(theta0 * 3 + 2, a0, b0, [40.0, 30.0, 20.0, 15.0], 3,
+                             "converged", 0.0)
+
+
+@pytest.fixture
+def toy():
+    """Register toy methods by name; unregister them afterwards."""
+    added = []
+
+    def register(name, solve, **kw):
+        cbmm.register_method(name, solve, **kw)
+        added.append(name)
+        return name
+
+    yield register
+    for name in added:
+        _METHODS.pop(name, None)
+
+
+@pytest.mark.parametrize("solve,status", [
+    (_segfault, "failed: worker process killed by signal SIGSEGV"),
+    (_raise, "failed: singular information matrix"),
+    (_nan, "failed: non-finite parameters"),
+    (_none, "failed: the solver returned NoneType, not a SolverOutput"),
+    (_short, "failed: the solver returned theta of shape (3,), expected (60,)"),
+    (_exit, "failed: the method called sys.exit(3)"),
+    (_hard_exit, "failed: worker process exited with status 4"),
+    (_unpicklable, "failed: the solver's output could not be sent back"),
+])
+def test_a_broken_method_is_a_recorded_failure(data, toy, solve, status):
+    name = toy("toy_" + solve.__name__.strip("_"), solve)
+    result = cbmm.fit(data, name)
+    assert result.status.startswith(status)
+    assert result.failed and math.isnan(result.loss)
+    assert np.isnan(result.theta.to_numpy()).all() and np.isnan(result.b.to_numpy()).all()
+    assert list(result.theta.index) == list(data.index)
+    assert list(result.a.index) == list(data.columns)
+    # the caller carries on: the next fit in this process works
+    assert cbmm.fit(data).status == "converged"
+
+
+def test_a_hang_stops_at_the_time_limit(data, toy):
+    name = toy("toy_hang", _hang)
+    began = time.perf_counter()
+    result = cbmm.fit(data, name, timeout_s=1.5)
+    wall = time.perf_counter() - began
+    assert result.status == "failed: timeout after 1.5 s"
+    assert 1.5 <= result.runtime_s < 1.5 + 5
+    assert wall < 1.5 + 10
+
+
+def test_auto_time_limit_scales_with_the_declared_cost(data, toy, monkeypatch):
+    spec = cbmm.registry.get_method("cbmm")
+    assert spec.default_timeout_s(1000, 1000) == pytest.approx(60 + 10 * 2.0 * 1.0)
+    assert spec.default_timeout_s(10_000, 10_000) == pytest.approx(60 + 10 * 2.0 * 100)
+    assert spec.default_timeout_s(1000, 1000, max_iter=5000) == pytest.approx(60 + 10 * 2 * 5)
+    # fit uses that limit: without the base minute, a method declaring 20 s per
+    # million cells gets 10 x 20 x (60 x 25) / 1e6 = 0.3 s here
+    monkeypatch.setattr(registry, "AUTO_TIMEOUT_BASE_S", 0.0)
+    name = toy("toy_hang_auto", _hang, seconds_per_million_cells=20.0)
+    result = cbmm.fit(data, name)
+    assert result.status == "failed: timeout after 0.3 s"
+    assert 0.3 <= result.runtime_s < 5
+
+
+def test_isolated_fit_equals_in_process_fit_exactly(data):
+    for options in ({}, {"accelerate": "squarem", "precision": "float64"}):
+        isolated = cbmm.fit(data, seed=4, **options)
+        local = cbmm.fit(data, seed=4, isolate=False, **options)
+        assert isolated.status == local.status == "converged"
+        for name in ("theta", "a", "b"):
+            pd.testing.assert_series_equal(getattr(isolated, name), getattr(local, name),
+                                           check_exact=True)
+        assert isolated.loss == local.loss
+        assert isolated.loss_history == local.loss_history
+        assert isolated.n_iter == local.n_iter
+        timing = {"time_history", "setup_s"}
+        assert {k: v for k, v in isolated.info.items() if k not in timing} == \
+               {k: v for k, v in local.info.items() if k not in timing}
+        assert 0 < isolated.info["stationarity"] < 1
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_worker_warnings_and_logs_reach_the_caller(data, toy, caplog, isolate):
+    name = toy("toy_chatty", _chatty)
+    caplog.set_level(logging.INFO, logger="cbmm")
+    with pytest.warns(ToyWarning, match="toy warning from the worker"), \
+            pytest.warns(cbmm.ConvergenceWarning, match="toy convergence trouble"):
+        result = cbmm.fit(data, name, verbose=1, isolate=isolate,
+                          timeout_s="auto" if isolate else None)
+    assert result.status == "converged"
+    toy_lines = [r for r in caplog.records if r.name == "cbmm.toy"]
+    assert len(toy_lines) == 1 and toy_lines[0].levelno == logging.WARNING
+    pid = int(toy_lines[0].getMessage().rsplit(" ", 1)[1])
+    assert (pid != os.getpid()) is isolate
+    progress = [r.getMessage() for r in caplog.records
+                if re.search(r"iteration \d+, loss", r.getMessage())]
+    assert all(r.name == "cbmm" for r in caplog.records if "iteration" in r.getMessage())
+    assert [int(re.search(r"iteration (\d+)", m).group(1)) for m in progress] == [1, 2, 3]
+    changes = [float(re.search(r"relative change (\S+),", m).group(1)) for m in progress]
+    assert math.isnan(changes[0])
+    assert changes[1:] == pytest.approx([10 / 30, 5 / 20], rel=1e-2)
+
+
+def test_raw_parameters_are_the_methods_own_estimates(data, toy, tmp_path):
+    name = toy("toy_chatty_raw", _chatty)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = cbmm.fit(data, name, seed=2)
+    theta0, a0, b0 = cbmm.initial_values(*data.shape, seed=2)
+    theta, a, b = result.raw_parameters()
+    np.testing.assert_allclose(theta, theta0 * 3 + 2, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(a, a0, rtol=1e-12)
+    np.testing.assert_allclose(b, b0, rtol=1e-12, atol=1e-12)
+    assert list(theta.index) == list(data.index)
+    result.save(tmp_path / "fit")
+    loaded = cbmm.FitResult.load(tmp_path / "fit")
+    for mine, theirs in zip(loaded.raw_parameters(), (theta, a, b)):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12)
+
+
+def test_the_worker_is_gone_after_a_timeout(data, toy):
+    import multiprocessing
+
+    name = toy("toy_hang_gone", _hang)
+    cbmm.fit(data, name, timeout_s=0.5)
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("cbmm-fit")]

@@ -1,0 +1,194 @@
+"""cbmm.score: abilities of new models against fixed items, checked against closed forms,
+finite differences of the loss, and a full refit on simulated data."""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import logit
+
+import cbmm
+from cbmm.simulate import simulate
+
+
+def row_loss(theta, a, b, y_row, sigma, prior=False):
+    """Loss (3) of one model, through the library's own full-matrix loss."""
+    value = cbmm.loss(np.array([theta, 0.0]), a, b, np.vstack([y_row, np.zeros_like(y_row)]),
+                      sigma)
+    return value + (0.5 * theta**2 if prior else 0.0)
+
+
+def test_closed_form_for_identical_items():
+    # k correct out of n items with the same (a, b): Phi((theta a + b) / sigma) = k / n
+    a, b, sigma = 1.7, -0.4, 2.0
+    items = pd.DataFrame({"a": [a] * 10, "b": [b] * 10}, index=[f"i{j}" for j in range(10)])
+    rows = []
+    for k, n in ((3, 10), (7, 8), (1, 2)):
+        row = np.full(10, np.nan)
+        row[:n] = 0.0
+        row[:k] = 1.0
+        rows.append(row)
+    scores = cbmm.score(pd.DataFrame(rows, columns=items.index), items, sigma=sigma)
+    for (k, n), (_, got) in zip(((3, 10), (7, 8), (1, 2)), scores.iterrows()):
+        p = k / n
+        assert got["theta"] == pytest.approx((sigma * logit(p) - b) / a, rel=1e-9)
+        assert got["se"] == pytest.approx(sigma / (a * math.sqrt(n * p * (1 - p))), rel=1e-9)
+        assert (got["n_items"], got["n_correct"], got["status"]) == (n, k, "converged")
+
+
+@pytest.mark.parametrize("prior", ["none", "normal"])
+def test_score_equation_and_information_by_finite_differences(prior):
+    rng = np.random.default_rng(3)
+    n, j, sigma = 12, 40, 0.7
+    a = rng.uniform(0.0, 2.0, j)
+    a[:3] = 0.0  # items that carry no information
+    b = rng.normal(0, 1, j)
+    theta_true = rng.normal(0, 1, n)
+    responses = (rng.random((n, j)) < 1 / (1 + np.exp(-(np.outer(theta_true, a) + b) / sigma)))
+    responses = responses.astype(float)
+    responses[rng.random((n, j)) < 0.3] = np.nan
+    responses[0, 3:6] = [1.0, 0.0, 1.0]  # at least one informative correct and wrong answer
+    responses[0, 6:] = np.nan
+    items = pd.DataFrame({"a": a, "b": b})
+    scores = cbmm.score(responses, items, sigma=sigma, prior=prior)
+    y = cbmm.as_responses(responses).y
+    h = 1e-4
+    for i in range(n):
+        if scores["status"][i] != "converged":
+            continue
+        t = scores["theta"][i]
+        up, mid, down = (row_loss(t + d, a, b, y[i], sigma, prior == "normal") for d in (h, 0, -h))
+        assert (up - down) / (2 * h) == pytest.approx(0.0, abs=1e-6)
+        information = (up - 2 * mid + down) / h**2
+        assert scores["se"][i] == pytest.approx(1 / math.sqrt(information), rel=1e-4)
+    assert (scores["status"] == "converged").sum() >= n - 2
+
+
+def test_scores_match_a_joint_refit():
+    """Calibrate on 800 models, score 200 others: their joint-fit abilities, within their se."""
+    sim = simulate(1000, 200, missing="mcar", missing_rate=0.2, seed=0)
+    frame = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(1000)],
+                         columns=[f"q{j}" for j in range(200)])
+    calibration = cbmm.fit(frame.iloc[:800], tol=1e-8, accelerate="squarem", max_iter=100000)
+    joint = cbmm.fit(frame, tol=1e-8, accelerate="squarem", max_iter=100000)
+    assert calibration.converged and joint.converged
+    scores = cbmm.score(frame.iloc[800:], calibration)
+    assert (scores["status"] == "converged").all()
+    assert list(scores.index) == list(frame.index[800:])
+    joint_theta = joint.theta.iloc[800:]
+    difference = (scores["theta"] - joint_theta).abs()
+    assert np.corrcoef(scores["theta"], joint_theta)[0, 1] > 0.999
+    assert difference.mean() < 0.05 and difference.max() < 0.2
+    assert difference.max() < scores["se"].median()
+    assert np.corrcoef(scores["theta"], sim.theta[800:])[0, 1] > 0.95
+
+
+def test_all_correct_all_wrong_and_unanswered_models():
+    items = pd.DataFrame({"a": [1.0, 0.5, 2.0, 0.0], "b": [0.0, 1.0, -1.0, 0.3]},
+                         index=["w", "x", "y", "z"])
+    responses = pd.DataFrame([[1, 1, np.nan, 0], [0, np.nan, 0, 1], [np.nan, np.nan, np.nan, 1],
+                              [np.nan] * 4, [1, 0, 1, 1]], columns=items.index,
+                             index=["ace", "dud", "only_z", "absent", "mixed"])
+    with pytest.warns(cbmm.DegenerateDataWarning, match="2 model.*ace, dud.*prior='normal'"):
+        mle = cbmm.score(responses, items)
+    assert mle.loc["ace", "theta"] == np.inf and mle.loc["dud", "theta"] == -np.inf
+    assert list(mle["status"]) == ["all correct", "all wrong", "no information",
+                                   "no information", "converged"]
+    assert np.isnan(mle.loc[["only_z", "absent"], "theta"]).all()
+    assert (mle.loc[["ace", "dud", "only_z", "absent"], "se"] == np.inf).all()
+    assert list(mle["n_items"]) == [3, 3, 1, 0, 4] and list(mle["n_correct"]) == [2, 1, 1, 0, 3]
+    with pytest.warns(cbmm.DegenerateDataWarning):
+        posterior = cbmm.score(responses, items, prior="normal")
+    assert np.isfinite(posterior["theta"]).all()
+    assert posterior.loc["ace", "theta"] > 0 > posterior.loc["dud", "theta"]
+    assert list(posterior["status"]) == list(mle["status"])
+    assert posterior.loc["absent", "theta"] == 0.0 and posterior.loc["absent", "se"] == 1.0
+
+
+def test_items_are_matched_by_id_and_one_model_can_be_scored(tmp_path):
+    sim = simulate(300, 30, seed=2)
+    frame = pd.DataFrame(sim.responses, columns=[f"q{j}" for j in range(30)])
+    result = cbmm.fit(frame.iloc[:299], sigma=1.5)
+    full = cbmm.score(frame.iloc[299:], result)
+    shuffled = frame.iloc[299:, ::-1].drop(columns=["q4", "q7"])
+    part = cbmm.score(shuffled, result.items_frame(), sigma=1.5)
+    expected = cbmm.score(frame.iloc[299:].assign(q4=np.nan, q7=np.nan), result)
+    assert part["theta"].iloc[0] == pytest.approx(expected["theta"].iloc[0], rel=1e-10)
+    assert full["theta"].iloc[0] != pytest.approx(part["theta"].iloc[0], rel=1e-6)
+    # a saved fit: items.csv or its folder; sigma comes from fit.json beside it
+    result.save(tmp_path / "fit")
+    for source in (tmp_path / "fit", tmp_path / "fit" / "items.csv"):
+        again = cbmm.score(frame.iloc[299:], source)
+        assert again["theta"].iloc[0] == pytest.approx(full["theta"].iloc[0], rel=1e-10)
+    with pytest.raises(ValueError, match=r"sigma=1 contradicts the calibration's sigma=1.5"):
+        cbmm.score(frame.iloc[299:], tmp_path / "fit", sigma=1.0)
+    # unlabelled arrays: one column per item, in order
+    array = cbmm.score(sim.responses[299:], result)
+    assert array["theta"].iloc[0] == pytest.approx(full["theta"].iloc[0], rel=1e-10)
+
+
+@pytest.mark.parametrize("responses,items,message", [
+    (pd.DataFrame([[1, 0]], columns=["q0", "zz"]), None,
+     r"1 item column\(s\) not among the calibrated items: \['zz'\]"),
+    (pd.DataFrame([[1, 2]], columns=["q0", "q1"]), None, r"value 2 at row 0"),
+    (np.ones((2, 3)), None, "3 columns but 2 calibrated items"),
+    (np.ones(2), None, "2-D"),
+    (pd.DataFrame([[1, 0]], columns=["q0", "q1"]),
+     pd.DataFrame({"a": [1.0, np.nan], "b": [0.0, 0.0]}, index=["q0", "q1"]),
+     r"item 'q1' has a=nan"),
+    (pd.DataFrame([[1, 0]], columns=["q0", "q1"]),
+     pd.DataFrame({"a": [1.0, -1.0], "b": [0.0, 0.0]}, index=["q0", "q1"]), "a >= 0"),
+    (pd.DataFrame([[1, 0]], columns=["q0", "q1"]),
+     pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q0"]), "more than once"),
+    (pd.DataFrame([[1, 0]], columns=["q0", "q1"]), pd.DataFrame({"a": [1.0]}), r"\['b'\]"),
+    (pd.DataFrame([[1, 0]], columns=["q0", "q1"]), "nope/items.csv", "no such file"),
+])
+def test_bad_input_names_the_problem(responses, items, message):
+    if items is None:
+        items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
+    with pytest.raises(ValueError, match=message):
+        cbmm.score(responses, items)
+
+
+@pytest.mark.parametrize("kwargs,name", [({"prior": "flat"}, "prior"), ({"sigma": 0}, "sigma"),
+                                         ({"sigma": "x"}, "sigma"), ({"tol": -1}, "tol"),
+                                         ({"max_iter": 0}, "max_iter")])
+def test_bad_arguments(kwargs, name):
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]})
+    with pytest.raises(ValueError, match=name):
+        cbmm.score(np.array([[1.0, 0.0]]), items, **kwargs)
+
+
+def test_failed_calibration_is_refused():
+    failed = cbmm.FitResult.failure("timeout after 5 s", responses=(3, 2), method="cbmm")
+    with pytest.raises(ValueError, match="the calibration fit failed"):
+        cbmm.score(np.array([[1.0, 0.0]]), failed)
+
+
+def test_score_command(tmp_path):
+    from cbmm.cli import main
+
+    sim = simulate(120, 20, seed=8)
+    frame = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(120)],
+                         columns=[f"q{j}" for j in range(20)])
+    frame.iloc[:100].to_csv(tmp_path / "old.csv")
+    frame.iloc[100:].to_csv(tmp_path / "new.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", "--responses", str(tmp_path / "old.csv"), "--out",
+                     str(tmp_path / "fit")]) == 0
+        args = ["score", "--responses", str(tmp_path / "new.csv"), "--items",
+                str(tmp_path / "fit"), "--out", str(tmp_path / "scores.csv")]
+        assert main(args) == 0
+        assert main(args) == 2  # exists: refused without --force
+        assert main(args + ["--force", "--prior", "normal"]) == 0
+    table = pd.read_csv(tmp_path / "scores.csv")
+    assert list(table.columns) == ["model", "theta", "se", "n_items", "n_correct", "status"]
+    expected = cbmm.score(frame.iloc[100:], cbmm.FitResult.load(tmp_path / "fit"), prior="normal")
+    np.testing.assert_allclose(table["theta"], expected["theta"], rtol=1e-12)
+    assert json.loads((tmp_path / "fit" / "fit.json").read_text())["sigma"] == 1.0

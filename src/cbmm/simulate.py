@@ -21,6 +21,8 @@ so, e.g., the MCAR mask for a seed does not change the responses for that seed.
 from __future__ import annotations
 
 import json
+import math
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -126,10 +128,11 @@ def simulate(n_models: int = 1000, n_items: int = 1000, *, sigma: float = 1.0,
     -------
     Simulation
     """
-    if n_models < 2 or n_items < 1:
-        raise ValueError(f"need n_models >= 2 and n_items >= 1, got {n_models}, {n_items}")
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {sigma}")
+    for name, value, low in (("n_models", n_models, 2), ("n_items", n_items, 1), ("seed", seed, 0)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    if not (isinstance(sigma, numbers.Real) and math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
     if not 0 <= sparsity < 1:
         raise ValueError(f"sparsity must be in [0, 1), got {sparsity}")
     if missing not in MISSING_PATTERNS:

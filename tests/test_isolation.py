@@ -212,3 +212,15 @@ def test_the_worker_is_gone_after_a_timeout(data, toy):
     name = toy("toy_hang_gone", _hang)
     cbmm.fit(data, name, timeout_s=0.5)
     assert not [p for p in multiprocessing.active_children() if p.name.startswith("cbmm-fit")]
+
+
+def test_fork_after_the_caller_used_openmp_threads():
+    """A forked child of a process whose OpenMP pool has threads hangs in libgomp unless the
+    pool is stopped before the fork (torch's OpenMP included); here the caller runs the
+    multi-threaded engine in-process first."""
+    sim = simulate(1000, 600, seed=12)  # above the engine's single-thread threshold
+    local = cbmm.fit(sim.responses, isolate=False)
+    isolated = cbmm.fit(sim.responses, timeout_s=60)
+    assert isolated.status == local.status == "converged"
+    np.testing.assert_array_equal(isolated.theta, local.theta)
+    assert isolated.info["threads"] == local.info["threads"]

@@ -20,7 +20,9 @@ import logging
 import math
 import multiprocessing
 import numbers
+import os
 import pickle
+import re
 import signal
 import sys
 import threading
@@ -397,6 +399,30 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+def _release_openmp_threads() -> None:
+    """Linux: stop the thread pools of the OpenMP runtimes loaded here before a fork.
+
+    A forked child gets only the forking thread.  An OpenMP runtime whose
+    pool the parent had started (libgomp, also inside torch) then waits
+    forever for the missing threads at the child's first parallel region.
+    ``omp_pause_resource_all(omp_pause_hard)`` (OpenMP 5.0) ends the pool;
+    the parent's next parallel region starts a new one.
+    """
+    try:
+        if len(os.listdir("/proc/self/task")) < 2:
+            return  # no thread besides this one: no pool to stop
+        with open("/proc/self/maps") as maps:
+            runtimes = {line.split()[-1] for line in maps
+                        if re.search(r"/lib(gomp|omp|iomp5)[^/]*\.so", line)}
+    except OSError:  # no /proc: not Linux
+        return
+    import ctypes
+
+    for path in sorted(runtimes):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(path).omp_pause_resource_all(2)  # omp_pause_hard
+
+
 def _worker(connection, spec, data, start, settings, options, verbose):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     _die_with_parent()
@@ -423,6 +449,7 @@ def _solve_in_worker(spec, data, start, settings, options, verbose, timeout_s) -
     worker = context.Process(target=_worker, name=f"cbmm-fit-{spec.name}",
                              args=(sender, spec, data, start, settings, options, verbose))
     began = time.perf_counter()
+    _release_openmp_threads()
     worker.start()
     sender.close()
     caught, out = [], None

@@ -312,3 +312,31 @@ def test_version_and_methods_listing():
     assert ("    --option accelerate=...  one of 'none', 'squarem', default 'none': none: "
             "plain Algorithm 1") in done.stdout
     assert "--option maxcor=...  an integer >= 1" in done.stdout
+
+
+def test_coding_and_layout_flags(tmp_path, table, main_in):
+    signed = table.replace({0.0: -1.0}).fillna(0.0)
+    signed.to_csv(tmp_path / "signed.csv")
+    # NaN records kept (not observed): ids appear in the wide order, so the start is the same
+    long = table.stack(future_stack=True).rename("correct").rename_axis(["model", "item"])
+    long = long.reset_index()
+    long.to_csv(tmp_path / "long.csv", index=False)
+    table.to_csv(tmp_path / "wide.csv")
+    assert main_in(["fit", "--responses", "wide.csv", "--out", "wide"], tmp_path)[0] == 0
+    status, _, err = main_in(["fit", "--responses", "signed.csv", "--out", "s1"], tmp_path)
+    assert status == 2 and "coding" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "s1").exists()
+    assert main_in(["fit", "--responses", "signed.csv", "--coding", "signed", "--out", "signed"],
+                   tmp_path)[0] == 0
+    assert main_in(["fit", "--responses", "long.csv", "--layout", "long", "--out", "long"],
+                   tmp_path)[0] == 0
+    expected = pd.read_csv(tmp_path / "wide" / "abilities.csv")
+    for out in ("signed", "long"):
+        got = pd.read_csv(tmp_path / out / "abilities.csv").set_index("model")
+        np.testing.assert_allclose(got.loc[expected["model"], "theta"], expected["theta"],
+                                   rtol=1e-9, atol=1e-12)
+    status, _, err = main_in(["score", "--responses", "long.csv", "--items", "wide",
+                              "--out", "scores.csv"], tmp_path)
+    assert status == 0, err
+    scores = pd.read_csv(tmp_path / "scores.csv").set_index("model")
+    assert set(scores.index) == set(table.index) and (scores["status"] == "converged").all()

@@ -192,3 +192,20 @@ def test_score_command(tmp_path):
     expected = cbmm.score(frame.iloc[100:], cbmm.FitResult.load(tmp_path / "fit"), prior="normal")
     np.testing.assert_allclose(table["theta"], expected["theta"], rtol=1e-12)
     assert json.loads((tmp_path / "fit" / "fit.json").read_text())["sigma"] == 1.0
+
+
+def test_long_tables_and_the_signed_coding_score_alike():
+    sim = simulate(150, 25, missing="mcar", missing_rate=0.2, seed=9)
+    frame = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(150)],
+                         columns=[f"q{j}" for j in range(25)])
+    calibration = cbmm.fit(frame.iloc[:140])
+    wide = cbmm.score(frame.iloc[140:], calibration)
+    long = frame.iloc[140:].stack().rename("correct").rename_axis(["model", "item"])
+    from_long = cbmm.score(long.reset_index(), calibration)
+    pd.testing.assert_frame_equal(from_long.loc[wide.index], wide, check_exact=False,
+                                  rtol=1e-12)
+    signed = frame.iloc[140:].replace({0.0: -1.0}).fillna(0.0)
+    from_signed = cbmm.score(signed, calibration, coding="signed")
+    pd.testing.assert_frame_equal(from_signed, wide, check_exact=False, rtol=1e-12)
+    with pytest.raises(ValueError, match="more than once"):
+        cbmm.score(pd.concat([long.reset_index()] * 2), calibration)

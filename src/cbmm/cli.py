@@ -162,10 +162,7 @@ def _read_responses(args):
     from .data import read_table
 
     _check_input_file(args.responses, "--responses")
-    if args.layout != "auto" or args.coding is not None:
-        raise CliError("--layout and --coding are not available yet (they arrive with the "
-                       "input rework); use a wide 0/1/empty table")
-    return read_table(args.responses)
+    return read_table(args.responses, layout=args.layout)
 
 
 def _method_options(method, pairs) -> dict:
@@ -199,7 +196,8 @@ def _fit_command(args) -> int:
     method.availability()
     _check_output_folder(args.out, cbmm.FitResult.OUTPUT_FILES, "--out", args.force)
     table = _read_responses(args)
-    responses = cbmm.as_responses(table, source=str(args.responses))
+    responses = cbmm.as_responses(table, coding=args.coding, layout=args.layout,
+                                  source=str(args.responses))
     result = cbmm.fit(responses, method=args.method, sigma=args.sigma, tol=args.tol,
                       max_iter=args.max_iter, seed=args.seed, init_scale=args.init_scale,
                       timeout_s=args.timeout if args.isolate else None,
@@ -224,7 +222,8 @@ def _score_command(args) -> int:
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
     read_items(args.items)  # bad items before the responses are read
     table = _read_responses(args)
-    scores = cbmm.score(table, args.items, sigma=args.sigma, prior=args.prior)
+    scores = cbmm.score(table, args.items, sigma=args.sigma, prior=args.prior,
+                        coding=args.coding, layout=args.layout)
     write_csv(scores.reset_index(), args.out, float_format="%.17g")
     counts = scores["status"].value_counts()
     print(f"scored {len(scores)} model(s) ({', '.join(f'{n} {s}' for s, n in counts.items())}) "

@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.special import expit
 
 from .api import DegenerateDataWarning
-from .responses import Responses, as_responses
+from .responses import LONG_COLUMNS, Responses, as_responses
 from .result import FitResult
 
 __all__ = ["score", "read_items", "PRIORS"]
@@ -47,17 +47,20 @@ _MAX_STEP = 10.0  # largest Newton step on the theta scale (guards far-off start
 
 
 def score(responses, items, *, sigma: float | None = None, prior: str = "none",
-          tol: float = 1e-10, max_iter: int = 100) -> pd.DataFrame:
+          coding: str | None = None, layout: str = "auto", tol: float = 1e-10,
+          max_iter: int = 100) -> pd.DataFrame:
     """Estimate the abilities of (new) models with the item parameters held fixed.
 
     Parameters
     ----------
     responses : array-like, pandas.DataFrame or Responses
         Models x items, coded as for :func:`cbmm.fit` (1/0/NaN, or -1/+1 with
-        0/NaN missing).  A DataFrame's columns are matched with the item ids
-        (compared as strings); an unlabelled array must have one column per
-        item, in the items' order.  Missing entries are allowed, and items of
-        the calibration that the responses lack count as missing.
+        0/NaN missing), wide or long (columns ``model``, ``item``,
+        ``correct``).  A DataFrame's columns (long: its item ids) are matched
+        with the calibrated item ids (compared as strings); an unlabelled
+        array must have one column per item, in the items' order.  Missing
+        entries are allowed, and items of the calibration that the responses
+        lack count as missing.
     items : FitResult, pandas.DataFrame or path
         The calibrated items: a :class:`FitResult`, a DataFrame with columns
         ``a`` and ``b`` (item ids in an ``item`` column or the index), the
@@ -71,6 +74,10 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     prior : {"none", "normal"}
         ``"none"``: maximum likelihood; ``"normal"``: MAP under theta ~ N(0, 1),
         the calibration's canonical scale.
+    coding : {None, "binary", "signed"}
+        As for :func:`cbmm.as_responses` (None: inferred where unambiguous).
+    layout : {"auto", "wide", "long"}
+        As for :func:`cbmm.as_responses`.
     tol : float
         Newton stops for a model when its step is below ``tol``.
     max_iter : int
@@ -118,7 +125,9 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         raise ValueError(f"sigma={sigma:g} contradicts the calibration's sigma="
                          f"{calibrated_sigma:g} ({where}); the scores would be on another scale")
 
-    y, labels = _aligned_responses(responses, table)
+    if layout not in ("auto", "wide", "long"):
+        raise ValueError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
+    y, labels = _aligned_responses(responses, table, coding, layout)
     a, b = table["a"].to_numpy(float), table["b"].to_numpy(float)
     theta = np.empty(y.shape[0])
     se = np.empty(y.shape[0])
@@ -208,12 +217,24 @@ def _sigma_beside(items_csv: Path):
         raise ValueError(f"{meta}: not a fit.json with a numeric 'sigma'") from None
 
 
-def _aligned_responses(responses, table):
+def _aligned_responses(responses, table, coding, layout):
     """The int8 +-1/0 matrix with one column per calibrated item, and the row labels."""
+    if isinstance(responses, pd.DataFrame) and (
+            layout == "long" or layout == "auto" and set(LONG_COLUMNS) <= set(responses.columns)):
+        missing = [c for c in LONG_COLUMNS if c not in responses.columns]
+        if missing:
+            raise ValueError(f"responses: a long table needs the columns {list(LONG_COLUMNS)}; "
+                             f"missing {missing}")
+        duplicated = responses.duplicated(["model", "item"])
+        if duplicated.any():
+            first = responses[duplicated].iloc[0]
+            raise ValueError(f"responses: model {first['model']!r} answers item "
+                             f"{first['item']!r} more than once")
+        responses = responses.pivot(index="model", columns="item", values="correct")
     if isinstance(responses, Responses):
         labels = responses.row_labels
         frame = None
-        y = _dense(responses)
+        y = responses.to_dense().y
         columns = responses.col_labels
     else:
         frame = responses if isinstance(responses, pd.DataFrame) else None
@@ -227,7 +248,7 @@ def _aligned_responses(responses, table):
         else:
             columns = frame.columns
         labels = frame.index
-        y = _coded(frame)
+        y = _coded(frame, coding)
     n_items = len(table)
     if columns is None:
         if y.shape[1] != n_items:
@@ -251,27 +272,18 @@ def _aligned_responses(responses, table):
     return aligned, labels
 
 
-def _dense(responses: Responses) -> np.ndarray:
-    if getattr(responses, "y", None) is not None:
-        return responses.y
-    n, j = responses.shape
-    y = np.zeros((n, j), dtype=np.int8)
-    rows = np.repeat(np.arange(n), np.diff(responses.indptr))
-    y[rows, responses.indices] = responses.values
-    return y
-
-
-def _coded(frame: pd.DataFrame) -> np.ndarray:
+def _coded(frame: pd.DataFrame, coding) -> np.ndarray:
     """Validate and code ``frame`` with :func:`cbmm.as_responses`.
 
     ``as_responses`` checks what a fit needs: at least two models and no row
     or column without an observed entry.  A model to score may be alone and
-    may have skipped items, so rows with nothing observed (all NaN) are set
-    aside, and two rows of ``1`` (correct in either coding) are appended
-    before validation and dropped after; the coding, the value checks and
-    their messages stay those of ``as_responses``.
+    may have skipped items, so rows with nothing observed are set aside, and
+    two rows of ``1`` (correct in either coding) are appended before
+    validation and dropped after; the coding, the value checks and their
+    messages stay those of ``as_responses``.
     """
-    answered = frame.notna().any(axis=1).to_numpy()
+    observed = frame.notna() & (frame != 0) if coding == "signed" else frame.notna()
+    answered = observed.any(axis=1).to_numpy()
     y = np.zeros(frame.shape, dtype=np.int8)
     kept = frame[answered]
     if kept.empty:
@@ -280,7 +292,7 @@ def _coded(frame: pd.DataFrame) -> np.ndarray:
                         for c in kept.columns}, index=["(padding 1)", "(padding 2)"])
     padded = pd.concat([kept.set_axis(kept.index.astype(object)), pad])
     padded.columns = frame.columns
-    y[answered] = as_responses(padded).y[:-2]
+    y[answered] = as_responses(padded, coding=coding, storage="dense", layout="wide").y[:-2]
     return y
 
 

@@ -399,6 +399,10 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
+#: Paths of OpenMP runtimes (GNU, LLVM, Intel) in /proc/self/maps.
+_OPENMP_RUNTIME = re.compile(r"/\S*/lib(?:gomp|omp|iomp5)[^/\s]*\.so[^/\s]*$", re.MULTILINE)
+
+
 def _release_openmp_threads() -> None:
     """Linux: stop the thread pools of the OpenMP runtimes loaded here before a fork.
 
@@ -412,8 +416,7 @@ def _release_openmp_threads() -> None:
         if len(os.listdir("/proc/self/task")) < 2:
             return  # no thread besides this one: no pool to stop
         with open("/proc/self/maps") as maps:
-            runtimes = {line.split()[-1] for line in maps
-                        if re.search(r"/lib(gomp|omp|iomp5)[^/]*\.so", line)}
+            runtimes = set(_OPENMP_RUNTIME.findall(maps.read()))
     except OSError:  # no /proc: not Linux
         return
     import ctypes

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .io import write_csv
 from .metrics import METRIC_DEFINITIONS
-from .tables import failed_mask, runtime_summary, speedup_table, write_csv
+from .tables import failed_mask, runtime_summary, speedup_table
 
 __all__ = ["QUANTITIES", "PUBLISHED_COLUMNS", "FIDELITY_COLUMNS", "load_published",
            "fidelity_table", "write_fidelity"]

@@ -17,12 +17,14 @@
  *
  * Responses are int8 in the paper's coding (+1 correct, -1 incorrect, 0
  * missing).  W is stored as float32 (4 bytes per entry) so the theta-step
- * needs no second exp.  Sums are accumulated in double.  Threads: OpenMP,
- * one chunk of rows per thread; the GIL is released while the passes run.
+ * needs no second exp.  Sums are accumulated in double.  Threads: POSIX
+ * threads started per pass, one chunk of rows each (see parallel_chunks);
+ * the GIL is released while the passes run.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -102,6 +104,49 @@ static void select_kernels(void)
 #endif
 }
 
+
+/* ---- Threads -------------------------------------------------------------- */
+
+/* Threads are plain POSIX threads started for one pass and joined before it
+ * returns: no thread, lock or runtime outlives a call, so a process may fork
+ * at any time and its child can run passes of its own (an OpenMP runtime's
+ * idle pool hangs a forked child).  Chunk 0 runs on the calling thread; a
+ * chunk whose thread cannot be started also runs there, after the others. */
+typedef void (*chunk_fn)(void *context, Py_ssize_t chunk);
+
+typedef struct {
+    chunk_fn fn;
+    void *context;
+    Py_ssize_t chunk;
+} ChunkJob;
+
+static void *run_chunk_job(void *arg)
+{
+    ChunkJob *job = arg;
+    job->fn(job->context, job->chunk);
+    return NULL;
+}
+
+#define MAX_THREADS 1024
+
+static void parallel_chunks(Py_ssize_t n_chunks, chunk_fn fn, void *context)
+{
+    pthread_t threads[MAX_THREADS];
+    ChunkJob jobs[MAX_THREADS];
+    int started[MAX_THREADS];
+    for (Py_ssize_t c = 1; c < n_chunks; c++) {
+        jobs[c] = (ChunkJob){fn, context, c};
+        started[c] = pthread_create(&threads[c], NULL, run_chunk_job, &jobs[c]) == 0;
+    }
+    fn(context, 0);
+    for (Py_ssize_t c = 1; c < n_chunks; c++) {
+        if (started[c])
+            pthread_join(threads[c], NULL);
+        else
+            fn(context, c);
+    }
+}
+
 /* ---- Python bindings ------------------------------------------------------ */
 
 typedef struct {
@@ -154,6 +199,38 @@ static void release(Buffer *bufs, int n)
             PyBuffer_Release(&bufs[i].view);
 }
 
+typedef struct {
+    const int8_t *y;
+    Py_ssize_t j, n, per;
+    int single, need_mask;
+    const void *theta, *a, *b;
+    const double *theta64;
+    double inv_sigma;
+    float *w;
+    double *wt, *ws, *cn, *ct, *ctt, *loss;
+} ColumnContext;
+
+static void column_chunk(void *context, Py_ssize_t c)
+{
+    const ColumnContext *x = context;
+    Py_ssize_t r0, r1, j = x->j;
+    chunk_rows(c, x->per, x->n, &r0, &r1);
+    memset(x->wt + c * j, 0, j * sizeof(double));
+    memset(x->ws + c * j, 0, j * sizeof(double));
+    if (x->single)
+        x->loss[c] = column_rows32(x->y, j, r0, r1, x->theta, x->a, x->b, (float)x->inv_sigma,
+                                   x->w, x->wt + c * j, x->ws + c * j);
+    else
+        x->loss[c] = column_rows64(x->y, j, r0, r1, x->theta, x->a, x->b, x->inv_sigma, x->w,
+                                   x->wt + c * j, x->ws + c * j);
+    if (x->need_mask) {
+        memset(x->cn + c * j, 0, j * sizeof(double));
+        memset(x->ct + c * j, 0, j * sizeof(double));
+        memset(x->ctt + c * j, 0, j * sizeof(double));
+        mask_rows(x->y, j, r0, r1, x->theta64, x->cn + c * j, x->ct + c * j, x->ctt + c * j);
+    }
+}
+
 static PyObject *py_column_pass(PyObject *self, PyObject *args)
 {
     PyObject *oy, *otheta, *otheta64, *oa, *ob, *owt, *ows, *on, *ot, *ott, *oloss, *ow;
@@ -164,8 +241,8 @@ static PyObject *py_column_pass(PyObject *self, PyObject *args)
                           &inv_sigma, &n_chunks, &need_mask, &owt, &ows, &on, &ot, &ott, &oloss,
                           &ow))
         return NULL;
-    if (n_chunks < 1) {
-        PyErr_SetString(PyExc_ValueError, "n_chunks must be >= 1");
+    if (n_chunks < 1 || n_chunks > MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError, "n_chunks must be in [1, %d]", MAX_THREADS);
         return NULL;
     }
     Buffer b[12];
@@ -190,33 +267,38 @@ static PyObject *py_column_pass(PyObject *self, PyObject *args)
     double *wt = b[4].view.buf, *ws = b[5].view.buf, *loss = b[9].view.buf;
     double *cn = b[6].view.buf, *ct = b[7].view.buf, *ctt = b[8].view.buf;
     float *w = b[10].view.buf;
-    Py_ssize_t per = (n + n_chunks - 1) / n_chunks;
+    ColumnContext ctx = {y, j, n, (n + n_chunks - 1) / n_chunks, single, need_mask,
+                         b[1].view.buf, b[2].view.buf, b[3].view.buf, b[11].view.buf, inv_sigma,
+                         w, wt, ws, cn, ct, ctt, loss};
     Py_BEGIN_ALLOW_THREADS
-#pragma omp parallel for num_threads(n_chunks) if (n_chunks > 1) schedule(static, 1)
-    for (Py_ssize_t c = 0; c < n_chunks; c++) {
-        Py_ssize_t r0, r1;
-        chunk_rows(c, per, n, &r0, &r1);
-        memset(wt + c * j, 0, j * sizeof(double));
-        memset(ws + c * j, 0, j * sizeof(double));
-        if (single)
-            loss[c] = column_rows32(y, j, r0, r1, b[1].view.buf, b[2].view.buf, b[3].view.buf,
-                                    (float)inv_sigma, w, wt + c * j, ws + c * j);
-        else
-            loss[c] = column_rows64(y, j, r0, r1, b[1].view.buf, b[2].view.buf, b[3].view.buf,
-                                    inv_sigma, w, wt + c * j, ws + c * j);
-        if (need_mask) {
-            memset(cn + c * j, 0, j * sizeof(double));
-            memset(ct + c * j, 0, j * sizeof(double));
-            memset(ctt + c * j, 0, j * sizeof(double));
-            mask_rows(y, j, r0, r1, b[11].view.buf, cn + c * j, ct + c * j, ctt + c * j);
-        }
-    }
+    parallel_chunks(n_chunks, column_chunk, &ctx);
     Py_END_ALLOW_THREADS
     release(b, 12);
     Py_RETURN_NONE;
 fail:
     release(b, 12);
     return NULL;
+}
+
+typedef struct {
+    const int8_t *y;
+    const float *w;
+    Py_ssize_t j, n, per;
+    const double *theta, *a, *b, *a_new, *b_new;
+    double four_sigma;
+    int masked;
+    double aa_full, ba_full, a2_full;
+    double *theta_out;
+} RowContext;
+
+static void row_chunk(void *context, Py_ssize_t c)
+{
+    const RowContext *x = context;
+    Py_ssize_t r0, r1;
+    chunk_rows(c, x->per, x->n, &r0, &r1);
+    if (r0 < r1)
+        theta_rows(x->y, x->w, x->j, r0, r1, x->theta, x->a, x->b, x->a_new, x->b_new,
+                   x->four_sigma, x->masked, x->aa_full, x->ba_full, x->a2_full, x->theta_out);
 }
 
 static PyObject *py_row_pass(PyObject *self, PyObject *args)
@@ -241,22 +323,38 @@ static PyObject *py_row_pass(PyObject *self, PyObject *args)
         release(b, 8);
         return NULL;
     }
-    if (n_threads < 1)
-        n_threads = 1;
-    Py_ssize_t per = (n + n_threads - 1) / n_threads;
-    Py_BEGIN_ALLOW_THREADS
-#pragma omp parallel for num_threads(n_threads) if (n_threads > 1) schedule(static, 1)
-    for (Py_ssize_t c = 0; c < n_threads; c++) {
-        Py_ssize_t r0, r1;
-        chunk_rows(c, per, n, &r0, &r1);
-        if (r0 < r1)
-            theta_rows(b[0].view.buf, b[1].view.buf, j, r0, r1, b[2].view.buf, b[3].view.buf,
-                       b[4].view.buf, b[5].view.buf, b[6].view.buf, four_sigma, masked, aa_full,
-                       ba_full, a2_full, b[7].view.buf);
+    if (n_threads < 1 || n_threads > MAX_THREADS) {
+        release(b, 8);
+        PyErr_Format(PyExc_ValueError, "n_threads must be in [1, %d]", MAX_THREADS);
+        return NULL;
     }
+    RowContext ctx = {b[0].view.buf, b[1].view.buf, j, n, (n + n_threads - 1) / n_threads,
+                      b[2].view.buf, b[3].view.buf, b[4].view.buf, b[5].view.buf, b[6].view.buf,
+                      four_sigma, masked, aa_full, ba_full, a2_full, b[7].view.buf};
+    Py_BEGIN_ALLOW_THREADS
+    parallel_chunks(n_threads, row_chunk, &ctx);
     Py_END_ALLOW_THREADS
     release(b, 8);
     Py_RETURN_NONE;
+}
+
+typedef struct {
+    const int8_t *y;
+    Py_ssize_t j, n, per;
+    const double *theta, *a, *b;
+    double inv_sigma;
+    double *work, *grad_theta, *ga, *gb, *loss;
+} GradientContext;
+
+static void gradient_chunk(void *context, Py_ssize_t c)
+{
+    const GradientContext *x = context;
+    Py_ssize_t r0, r1, j = x->j;
+    chunk_rows(c, x->per, x->n, &r0, &r1);
+    memset(x->ga + c * j, 0, j * sizeof(double));
+    memset(x->gb + c * j, 0, j * sizeof(double));
+    x->loss[c] = gradient_rows(x->y, j, r0, r1, x->theta, x->a, x->b, x->inv_sigma,
+                               x->work + c * j, x->grad_theta, x->ga + c * j, x->gb + c * j);
 }
 
 static PyObject *py_loss_gradient(PyObject *self, PyObject *args)
@@ -267,8 +365,8 @@ static PyObject *py_loss_gradient(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OnnOOOdnOOOOO", &oy, &n, &j, &otheta, &oa, &ob, &inv_sigma,
                           &n_chunks, &owork, &ogt, &oga, &ogb, &oloss))
         return NULL;
-    if (n_chunks < 1) {
-        PyErr_SetString(PyExc_ValueError, "n_chunks must be >= 1");
+    if (n_chunks < 1 || n_chunks > MAX_THREADS) {
+        PyErr_Format(PyExc_ValueError, "n_chunks must be in [1, %d]", MAX_THREADS);
         return NULL;
     }
     Buffer b[9];
@@ -284,20 +382,11 @@ static PyObject *py_loss_gradient(PyObject *self, PyObject *args)
         release(b, 9);
         return NULL;
     }
-    double *work = b[4].view.buf, *ga = b[6].view.buf, *gb = b[7].view.buf;
-    double *loss = b[8].view.buf;
-    Py_ssize_t per = (n + n_chunks - 1) / n_chunks;
+    GradientContext ctx = {b[0].view.buf, j, n, (n + n_chunks - 1) / n_chunks, b[1].view.buf,
+                           b[2].view.buf, b[3].view.buf, inv_sigma, b[4].view.buf, b[5].view.buf,
+                           b[6].view.buf, b[7].view.buf, b[8].view.buf};
     Py_BEGIN_ALLOW_THREADS
-#pragma omp parallel for num_threads(n_chunks) if (n_chunks > 1) schedule(static, 1)
-    for (Py_ssize_t c = 0; c < n_chunks; c++) {
-        Py_ssize_t r0, r1;
-        chunk_rows(c, per, n, &r0, &r1);
-        memset(ga + c * j, 0, j * sizeof(double));
-        memset(gb + c * j, 0, j * sizeof(double));
-        loss[c] = gradient_rows(b[0].view.buf, j, r0, r1, b[1].view.buf, b[2].view.buf,
-                                b[3].view.buf, inv_sigma, work + c * j, b[5].view.buf,
-                                ga + c * j, gb + c * j);
-    }
+    parallel_chunks(n_chunks, gradient_chunk, &ctx);
     Py_END_ALLOW_THREADS
     release(b, 9);
     Py_RETURN_NONE;

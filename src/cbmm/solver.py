@@ -21,7 +21,8 @@ Two engines compute the same iteration:
 
 * ``"numpy"``: the plain reference implementation, float64, row blocks;
 * ``"fused"`` (default): two fused, multi-threaded passes per iteration over
-  the int8 responses (C extension :mod:`cbmm._fused`, OpenMP); the loss is
+  the int8 responses (C extension :mod:`cbmm._fused`, POSIX threads started
+  per pass, so a process may fork at any time); the loss is
   evaluated in the same pass as ``W`` with a vectorisable exp/log1p (no
   per-entry libm calls).
 
@@ -136,7 +137,7 @@ class MMOperator:
     theta-step needs no second exp per entry.
     """
 
-    def __init__(self, y, sigma=1.0, engine="fused", precision="float64"):
+    def __init__(self, y, sigma=1.0, engine="fused", precision="float64", threads=None):
         if engine not in ("fused", "numpy"):
             raise ValueError(f"engine must be 'fused' or 'numpy', got {engine!r}")
         if precision not in ("float64", "float32"):
@@ -152,8 +153,7 @@ class MMOperator:
             from . import _fused
 
             self._fused = _fused
-            parallel = self.y.size >= PARALLEL_MIN_ENTRIES
-            self.n_threads = min(available_cores(), n) if parallel else 1
+            self.n_threads = thread_count(self.y.size, n, threads)
             shape = (self.n_threads, j)
             self._acc_wt = np.empty(shape)
             self._acc_w = np.empty(shape)
@@ -206,16 +206,26 @@ class MMOperator:
 
 def available_cores() -> int:
     """Cores the fused passes may use: the CPUs this process may run on
-    (affinity, e.g. set by SLURM), capped by ``OMP_NUM_THREADS`` when set (the
-    workflow sets it to a job's ``threads``)."""
+    (affinity, e.g. set by SLURM), capped by ``CBMM_NUM_THREADS`` when set, or
+    else by ``OMP_NUM_THREADS`` (the workflow sets it to a job's ``threads``)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if limit.isdigit() and int(limit) > 0:
-        cores = min(cores, int(limit))
+    for name in ("CBMM_NUM_THREADS", "OMP_NUM_THREADS"):
+        limit = os.environ.get(name, "").strip()
+        if limit.isdigit() and int(limit) > 0:
+            return max(1, min(cores, int(limit)))
     return max(1, cores)
+
+
+def thread_count(entries, rows, threads=None):
+    """Threads for a pass over ``entries`` cells in ``rows`` rows: ``threads``
+    when given, else :func:`available_cores` (one below
+    :data:`PARALLEL_MIN_ENTRIES`); never more than ``rows``."""
+    if threads is None:
+        threads = available_cores() if entries >= PARALLEL_MIN_ENTRIES else 1
+    return max(1, min(int(threads), rows))
 
 
 def _relative_change(previous, current):
@@ -230,7 +240,7 @@ FLOAT32_MIN_TOL = 1e-5
 
 def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
                engine="fused", precision="auto", accelerate="none", record_times=True,
-               progress=None):
+               progress=None, threads=None):
     """Run cBMM from ``(theta0, a0, b0)``.
 
     Parameters
@@ -260,6 +270,9 @@ def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
         ``info["time_history"]``.
     progress : callable, optional
         Called as ``progress(iteration, loss)`` after every iteration.
+    threads : int, optional
+        Threads of the fused passes; default :func:`available_cores` (one for
+        matrices below :data:`PARALLEL_MIN_ENTRIES` entries).
 
     Returns
     -------
@@ -271,7 +284,7 @@ def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     if precision == "auto":
         precision = "float32" if tol >= FLOAT32_MIN_TOL else "float64"
     setup_start = time.perf_counter()
-    op = MMOperator(y, sigma=sigma, engine=engine, precision=precision)
+    op = MMOperator(y, sigma=sigma, engine=engine, precision=precision, threads=threads)
     start = time.perf_counter()
     theta = np.array(theta0, dtype=float)
     a = np.maximum(np.array(a0, dtype=float), 0.0)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _fused
-from ..solver import PARALLEL_MIN_ENTRIES, available_cores
+from ..solver import thread_count
 
 __all__ = ["Objective"]
 
@@ -46,8 +46,7 @@ class Objective:
         self.sigma = float(sigma)
         n, j = self.y.shape
         self.shape = (n, j)
-        parallel = self.y.size >= PARALLEL_MIN_ENTRIES
-        self._chunks = min(available_cores(), n) if parallel else 1
+        self._chunks = thread_count(self.y.size, n)
         self._work = np.empty((self._chunks, j))
         self._part_a = np.empty((self._chunks, j))
         self._part_b = np.empty((self._chunks, j))

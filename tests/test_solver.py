@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from cbmm import initial_values, loss, loss_and_gradient
+from cbmm import Responses, initial_values, loss, loss_and_gradient
 from cbmm import _fused
 from cbmm.solver import MMOperator, mm_step_numpy, solve_cbmm
 
@@ -122,21 +122,59 @@ def test_kkt_conditions_at_convergence(engine):
     assert np.any(out.a == 0)  # the constraint is active somewhere
 
 
-@pytest.mark.parametrize("precision,rtol", [("float64", 1e-9), ("float32", 1e-5)])
+def csr(y):
+    """The CSR storage of a dense +-1/0 matrix, built with plain NumPy."""
+    rows, cols = np.nonzero(y)
+    indptr = np.zeros(y.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=y.shape[0]), out=indptr[1:])
+    return Responses(None, indptr=indptr, indices=cols.astype(np.int32),
+                     values=y[rows, cols].astype(np.int8), n_items=y.shape[1])
+
+
+@pytest.mark.parametrize("precision,rtol", [("float64", 1e-12), ("float32", 1e-6)])
 @pytest.mark.parametrize("missing", [0.0, 0.5])
-def test_fused_engine_agrees_with_numpy_reference(precision, rtol, missing):
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_fused_engine_agrees_with_numpy_reference(precision, rtol, missing, storage, threads):
     y = draw(90, 70, seed=8, missing=missing)
     theta, a, b = initial_values(90, 70, seed=4, init_scale=2.0)
     reference = MMOperator(y, engine="numpy")
-    fused = MMOperator(y, engine="fused", precision=precision)
-    for _ in range(5):
-        expected = reference.step(theta, a, b)
-        got = fused.step(theta, a, b)
-        assert got[0] == pytest.approx(expected[0], rel=rtol)
-        for g, e in zip(got[1:], expected[1:]):
-            np.testing.assert_allclose(g, e, rtol=1e-4 if precision == "float32" else 1e-6,
-                                       atol=1e-5 if precision == "float32" else 1e-7)
-        theta, a, b = expected[1:]
+    fused = MMOperator(y if storage == "dense" else csr(y), engine="fused", precision=precision,
+                       threads=threads)
+    assert fused.n_threads == threads
+    assert fused.evaluate(theta, a, b) == pytest.approx(reference.evaluate(theta, a, b), rel=rtol)
+    for _ in range(6):
+        assert fused.update() == pytest.approx(reference.update(), rel=rtol)
+        for got, expected in zip(fused.point, reference.point):
+            np.testing.assert_allclose(got, expected, rtol=1e3 * rtol, atol=1e3 * rtol)
+        fused.evaluate(*reference.point)  # compare single steps from the same point
+    assert fused.precision == precision
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.4])
+def test_loss_and_gradient_of_sparse_storage_equal_the_dense_ones(missing):
+    y = draw(70, 45, seed=14, missing=missing)
+    theta, a, b = initial_values(70, 45, seed=2)
+    dense = loss_and_gradient(theta, a, b, y, 0.8)
+    sparse = loss_and_gradient(theta, a, b, csr(y), 0.8)
+    assert sparse[0] == pytest.approx(dense[0], rel=1e-13)
+    for got, expected in zip(sparse[1:], dense[1:]):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+    # and both equal the plain formula
+    x = np.outer(theta, a) + b
+    z = -y * x / 0.8
+    assert dense[0] == pytest.approx(np.sum(np.logaddexp(0.0, z) * (y != 0)), rel=1e-13)
+
+
+def test_sparse_fit_equals_dense_fit_with_missing_cells():
+    y = draw(300, 120, seed=15, missing=0.9)
+    theta, a, b = initial_values(300, 120, seed=0)
+    dense = solve_cbmm(y, theta, a, b, tol=1e-10, max_iter=300, precision="float64")
+    sparse = solve_cbmm(csr(y), theta, a, b, tol=1e-10, max_iter=300, precision="float64")
+    assert sparse.n_iter == dense.n_iter
+    np.testing.assert_allclose(sparse.loss_history, dense.loss_history, rtol=1e-12)
+    for got, expected in zip((sparse.theta, sparse.a, sparse.b), (dense.theta, dense.a, dense.b)):
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10)
 
 
 @pytest.mark.parametrize("dtype,rtol", [(np.float64, 2e-15), (np.float32, 5e-7)])

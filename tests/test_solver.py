@@ -30,15 +30,21 @@ def paper_full_matrix_step(y, theta, a, b, sigma):
     return theta_new, a_new, b_new
 
 
-@pytest.mark.parametrize("sigma", [1.0, 0.3])
+@pytest.mark.parametrize("sigma", [1.0, 0.3, 1e-50, 1e38])
 def test_masked_updates_equal_paper_formulas_when_fully_observed(sigma):
     y = draw(40, 25, seed=1, sigma=sigma)
     theta, a, b = initial_values(40, 25, seed=3, sigma=sigma)
     expected = paper_full_matrix_step(y, theta, a, b, sigma)
     value, *got = mm_step_numpy(y, theta, a, b, sigma)
     assert value == pytest.approx(loss(theta, a, b, y, sigma), rel=1e-12)
-    for g, e in zip(got, expected):
-        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    scales = (1.0, sigma, sigma)  # a and b carry sigma's scale
+    for g, e, scale in zip(got, expected, scales):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12 * scale)
+    for precision in ("float64", "float32"):  # the fused engine's first iterate
+        fused = solve_cbmm(y, theta, a, b, sigma=sigma, tol=1e-300, max_iter=1,
+                           precision=precision)
+        for g, e, scale in zip((fused.theta, fused.a, fused.b), expected, scales):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5 * scale)
 
 
 def test_masked_a_step_is_the_nnls_minimiser_over_observed_rows():

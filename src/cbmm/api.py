@@ -11,7 +11,7 @@ import pandas as pd
 
 from .initialization import initial_values
 from .model import loss as model_loss
-from .model import stationarity
+from .model import check_sigma, stationarity
 from .registry import get_method
 from .responses import as_responses
 from .result import FitResult, SolverOutput, canonicalize
@@ -76,7 +76,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     cbmm.MethodUnavailableError
         The method's software is not installed (the message says what to run).
     """
-    _check_positive("sigma", sigma)
+    check_sigma(sigma)
     _check_positive("tol", tol)
     _check_positive("init_scale", init_scale)
     if not isinstance(max_iter, (int, np.integer)) or max_iter < 1:

@@ -52,7 +52,7 @@ import time
 import numpy as np
 from scipy.special import expit
 
-from .model import dense_responses, fused_matrix, row_blocks, softplus
+from .model import check_sigma, dense_responses, fused_matrix, row_blocks, softplus
 from .result import SolverOutput
 
 __all__ = ["solve_cbmm", "mm_step_numpy", "MMOperator", "available_cores", "thread_count"]
@@ -340,6 +340,7 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     """
     if accelerate not in (None, "none", "squarem", "auto"):
         raise ValueError(f"accelerate must be 'none', 'squarem' or 'auto', got {accelerate!r}")
+    sigma = check_sigma(sigma)
     if precision == "auto":
         precision = "float32" if tol >= FLOAT32_MIN_TOL else "float64"
     setup_start = time.perf_counter()

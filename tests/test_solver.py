@@ -226,3 +226,36 @@ def test_max_iter_and_history_bookkeeping():
     assert out.n_iter == 7
     assert len(out.loss_history) == 8  # the start and after each iteration
     assert out.loss_history[-1] == pytest.approx(loss(out.theta, out.a, out.b, y), rel=1e-12)
+
+
+def numpy_gradient(theta, a, b, y, sigma):
+    """Loss (3) and its gradient from the plain dense formulas."""
+    x = np.outer(theta, a) + b
+    z = -y * x / sigma
+    g = -(y / sigma) * expit(z)
+    return np.sum(np.logaddexp(0.0, z) * (y != 0)), g @ a, g.T @ theta, g.sum(axis=0)
+
+
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+@pytest.mark.parametrize("sigma", [1.0, 0.25, 1e-30])
+def test_loss_and_stationarity_match_the_dense_formulas(storage, sigma):
+    from cbmm.model import loss_and_stationarity, stationarity
+
+    y = draw(50, 30, seed=16, missing=0.3)
+    start = initial_values(50, 30, seed=1, sigma=sigma)
+    out = solve_cbmm(y, *start, sigma=sigma, tol=1e-6, max_iter=50, precision="float64")
+    a_end = out.a.copy()
+    a_end[:3] = 0.0  # some components on the bound a = 0
+    point = (out.theta, a_end, out.b)
+
+    def norm(theta, a, b):
+        _, g_theta, g_a, g_b = numpy_gradient(theta, a, b, y, sigma)
+        g_a, g_b = g_a * sigma, g_b * sigma  # gradient in (theta, a / sigma, b / sigma)
+        g_a = np.where((a <= 0) & (g_a > 0), 0.0, g_a)
+        return np.sqrt(g_theta @ g_theta + g_a @ g_a + g_b @ g_b)
+
+    responses = y if storage == "dense" else csr(y)
+    value, reached = loss_and_stationarity(*point, start, responses, sigma)
+    assert value == pytest.approx(numpy_gradient(*point, y, sigma)[0], rel=1e-12)
+    assert reached == pytest.approx(norm(*point) / norm(*start), rel=1e-5)
+    assert stationarity(*point, start, responses, sigma) == reached

@@ -74,6 +74,7 @@ typedef struct {
     const void *a_old, *b_old, *a_eval, *b_eval;
     const double *a_new, *pa, *pb, *p2;
     double aa_full, ba_full, a2_full;
+    double *row_sums; /* optional: sum_j w'_ij a_eval_j per row */
 } MMArgs;
 
 /* Arguments of the float64 loss / gradient passes. */
@@ -89,7 +90,7 @@ typedef struct {
     double (*mm32)(const MMArgs *, Py_ssize_t, Py_ssize_t, double *, float *, double *);
     double (*loss)(const LossArgs *, Py_ssize_t, Py_ssize_t);
     double (*gradient)(const LossArgs *, Py_ssize_t, Py_ssize_t, double *, double *, double *);
-    Py_ssize_t (*count)(const Data *, Py_ssize_t, Py_ssize_t, double *);
+    Py_ssize_t (*count)(const Data *, Py_ssize_t, Py_ssize_t, double *, int32_t *);
     void (*elementwise64)(const int8_t *, const double *, double, double *, double *, Py_ssize_t);
     void (*elementwise32)(const int8_t *, const float *, float, float *, float *, Py_ssize_t);
 } Kernels;
@@ -271,7 +272,8 @@ static void gradient_chunk(void *context, Py_ssize_t c)
 static void count_chunk(void *context, Py_ssize_t c)
 {
     Pass *p = context;
-    p->bad[c] = kernels->count(p->d, p->bounds[c], p->bounds[c + 1], p->acc + c * p->width);
+    p->bad[c] = kernels->count(p->d, p->bounds[c], p->bounds[c + 1], p->acc + c * p->width,
+                               (int32_t *)(p->rows + c * p->d->j));
 }
 
 /* ---- Argument checks ------------------------------------------------------ */
@@ -331,7 +333,7 @@ typedef struct {
     Data d;
     Buffer views[3];
     Py_ssize_t n_observed; /* -1 until counted (dense) */
-    int masked;            /* some cell not observed */
+    int masked;            /* some cell may be missing: observed-set statistics needed */
 } MatrixObject;
 
 static void matrix_dealloc(MatrixObject *self)
@@ -457,7 +459,7 @@ static int count_columns(MatrixObject *self, Py_ssize_t threads, double *counts)
         return 0;
     }
     Pass p;
-    if (pass_init(&p, d, threads, d->j, 0) < 0) {
+    if (pass_init(&p, d, threads, d->j, 1) < 0) {
         PyErr_NoMemory();
         return -1;
     }
@@ -495,21 +497,6 @@ static PyObject *matrix_counts(MatrixObject *self, PyObject *args)
         status = count_columns(self, threads, out.view.buf);
     release(&out, 1);
     return status < 0 ? NULL : PyLong_FromSsize_t(self->n_observed);
-}
-
-/* The dense passes need to know whether any cell is missing: count once. */
-static int ensure_counted(MatrixObject *self, Py_ssize_t threads)
-{
-    if (self->n_observed >= 0)
-        return 0;
-    double *counts = malloc(self->d.j * sizeof(double));
-    if (!counts) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    int status = count_columns(self, threads, counts);
-    free(counts);
-    return status;
 }
 
 /* The item arrays of an MM pass in its precision, and the observed-set
@@ -558,11 +545,11 @@ static void *mm_items(const double *a_old, const double *b_old, const double *a_
  * W'^T theta', W'^T 1, and the observed-set sums of theta' and theta'^2. */
 static PyObject *mm_pass(MatrixObject *self, PyObject *otheta, PyObject *oa, PyObject *ob,
                          PyObject *oan, PyObject *obn, PyObject *oout, PyObject *ostats,
-                         int single, Py_ssize_t threads)
+                         int single, Py_ssize_t threads, PyObject *orows)
 {
-    const int update = oan != NULL;
+    const int update = oan != NULL, rows = orows != NULL && orows != Py_None;
     const Py_ssize_t n = self->d.n, j = self->d.j;
-    Buffer b[7];
+    Buffer b[8];
     memset(b, 0, sizeof b);
     if (get_buffer(otheta, &b[0], "theta", "d", 8, n, 0) < 0
         || get_buffer(oa, &b[1], "a", "d", 8, j, 0) < 0
@@ -571,20 +558,22 @@ static PyObject *mm_pass(MatrixObject *self, PyObject *otheta, PyObject *oa, PyO
         || (update
             && (get_buffer(oan, &b[4], "a_new", "d", 8, j, 0) < 0
                 || get_buffer(obn, &b[5], "b_new", "d", 8, j, 0) < 0
-                || get_buffer(oout, &b[6], "theta_out", "d", 8, n, 1) < 0))) {
-        release(b, 7);
+                || get_buffer(oout, &b[6], "theta_out", "d", 8, n, 1) < 0))
+        || (rows && get_buffer(orows, &b[7], "row_sums", "d", 8, n, 1) < 0)) {
+        release(b, 8);
         return NULL;
     }
     const double *a = b[1].view.buf, *bb = b[2].view.buf;
     const double *a_new = update ? b[4].view.buf : a, *b_new = update ? b[5].view.buf : bb;
     MMArgs m = {.d = &self->d, .update = update, .masked = self->masked,
-                .theta = b[0].view.buf, .theta_out = update ? b[6].view.buf : NULL};
+                .theta = b[0].view.buf, .theta_out = update ? b[6].view.buf : NULL,
+                .row_sums = rows ? b[7].view.buf : NULL};
     void *items = mm_items(a, bb, a_new, b_new, a_new, b_new, j, single, &m);
     Pass p;
     const Py_ssize_t width = (self->masked ? 4 : 2) * j;
     if (!items || pass_init(&p, &self->d, threads, width, 1) < 0) {
         free(items);
-        release(b, 7);
+        release(b, 8);
         return PyErr_NoMemory();
     }
     p.args = &m;
@@ -608,20 +597,19 @@ static PyObject *mm_pass(MatrixObject *self, PyObject *otheta, PyObject *oa, PyO
     Py_END_ALLOW_THREADS
     pass_free(&p);
     free(items);
-    release(b, 7);
+    release(b, 8);
     return PyFloat_FromDouble(total);
 }
 
 static PyObject *matrix_evaluate(MatrixObject *self, PyObject *args)
 {
-    PyObject *otheta, *oa, *ob, *ostats;
+    PyObject *otheta, *oa, *ob, *ostats, *orows = NULL;
     int single;
     Py_ssize_t threads;
-    if (!PyArg_ParseTuple(args, "OOOOpn", &otheta, &oa, &ob, &ostats, &single, &threads)
-        || matrix_ready(self) < 0 || check_threads(threads) < 0
-        || ensure_counted(self, threads) < 0)
+    if (!PyArg_ParseTuple(args, "OOOOpn|O", &otheta, &oa, &ob, &ostats, &single, &threads, &orows)
+        || matrix_ready(self) < 0 || check_threads(threads) < 0)
         return NULL;
-    return mm_pass(self, otheta, oa, ob, NULL, NULL, NULL, ostats, single, threads);
+    return mm_pass(self, otheta, oa, ob, NULL, NULL, NULL, ostats, single, threads, orows);
 }
 
 static PyObject *matrix_mm_step(MatrixObject *self, PyObject *args)
@@ -631,10 +619,9 @@ static PyObject *matrix_mm_step(MatrixObject *self, PyObject *args)
     Py_ssize_t threads;
     if (!PyArg_ParseTuple(args, "OOOOOOOpn", &otheta, &oa, &ob, &oan, &obn, &oout, &ostats,
                           &single, &threads)
-        || matrix_ready(self) < 0 || check_threads(threads) < 0
-        || ensure_counted(self, threads) < 0)
+        || matrix_ready(self) < 0 || check_threads(threads) < 0)
         return NULL;
-    return mm_pass(self, otheta, oa, ob, oan, obn, oout, ostats, single, threads);
+    return mm_pass(self, otheta, oa, ob, oan, obn, oout, ostats, single, threads, NULL);
 }
 
 /* Shared by loss and loss_gradient (grad buffers present). */
@@ -723,9 +710,10 @@ static PyMethodDef matrix_methods[] = {
      "counts(out, threads) -> n_observed\n\nObserved cells per column into out (J float64); "
      "dense: rejects values outside {-1, 0, 1}."},
     {"evaluate", (PyCFunction)matrix_evaluate, METH_VARARGS,
-     "evaluate(theta, a, b, stats, single, threads) -> loss\n\nLoss (3) at sigma = 1 and the "
-     "column statistics (4 x J: W^T theta, W^T 1, observed-set sums of theta and theta^2) at "
-     "(theta, a, b); single: float32 per-entry math."},
+     "evaluate(theta, a, b, stats, single, threads[, row_sums]) -> loss\n\nLoss (3) at "
+     "sigma = 1 and the column statistics (4 x J: W^T theta, W^T 1, observed-set sums of theta "
+     "and theta^2) at (theta, a, b); single: float32 per-entry math; row_sums (N), if given, "
+     "receives W a.  (-W a, -W^T theta, -W^T 1) is the gradient of the loss."},
     {"mm_step", (PyCFunction)matrix_mm_step, METH_VARARGS,
      "mm_step(theta, a, b, a_new, b_new, theta_out, stats, single, threads) -> loss\n\n"
      "The theta-step from (theta, a, b) given the new items (a_new, b_new), then the loss and "

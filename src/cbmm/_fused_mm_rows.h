@@ -16,7 +16,8 @@
  *      entries, acc[2] += theta'_i, acc[3] += theta'_i^2 over observed cells.
  * Without m->update, step 1 is skipped (theta'_i = theta_i, and the point is
  * (a_eval, b_eval)).  totals[0], totals[1] receive sum theta'_i and
- * sum theta'_i^2 over the rows.  Returns the loss over the rows.
+ * sum theta'_i^2 over the rows; m->row_sums, when set, sum_j w'_ij a_eval_j.
+ * Returns the loss over the rows.
  */
 static double MM_ROWS(const MMArgs *m, Py_ssize_t r0, Py_ssize_t r1, double *acc, REAL *row,
                       double *totals)
@@ -65,6 +66,12 @@ static double MM_ROWS(const MMArgs *m, Py_ssize_t r0, Py_ssize_t r1, double *acc
                 wt[k] += tn * wk;
                 ws[k] += wk;
             }
+            if (m->row_sums) {
+                double rs = 0.0;
+                _Pragma("omp simd reduction(+ : rs)") for (Py_ssize_t k = 0; k < j; k++)
+                    rs += (double)row[k] * (double)a_eval[k];
+                m->row_sums[i] = rs;
+            }
             if (m->masked) {
                 const double tn2 = tn * tn;
                 _Pragma("omp simd") for (Py_ssize_t k = 0; k < j; k++)
@@ -100,6 +107,12 @@ static double MM_ROWS(const MMArgs *m, Py_ssize_t r0, Py_ssize_t r1, double *acc
                 ENTRY(vals[k], tr * a_eval[c] + b_eval[c], (REAL)1, &w, &softplus);
                 row[k] = w;
                 part += (double)softplus;
+            }
+            if (m->row_sums) {
+                double rs = 0.0;
+                _Pragma("omp simd reduction(+ : rs)") for (int64_t k = 0; k < length; k++)
+                    rs += (double)row[k] * (double)a_eval[cols[k]];
+                m->row_sums[i] = rs;
             }
             const double tn2 = tn * tn;
             for (int64_t k = 0; k < length; k++) { /* scatter: columns are distinct */

@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 
 from .initialization import initial_values
-from .model import loss as model_loss
-from .model import check_sigma, stationarity
+from .model import check_sigma, loss_and_stationarity
 from .registry import get_method
 from .responses import as_responses
 from .result import FitResult, SolverOutput, canonicalize
@@ -116,10 +115,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     else:
         raw_mean, raw_sd = float(theta.mean()), float(theta.std())
         theta, a, b = canonicalize(theta, a, b)
-        final_loss = model_loss(theta, a, b, data.y, sigma)
-        out.info.update(theta_mean_raw=raw_mean, theta_sd_raw=raw_sd,
-                        stationarity=stationarity(theta, a, b, canonicalize(theta0, a0, b0),
-                                                  data.y, sigma))
+        final_loss, reached = loss_and_stationarity(theta, a, b, canonicalize(theta0, a0, b0),
+                                                    data, sigma)
+        out.info.update(theta_mean_raw=raw_mean, theta_sd_raw=raw_sd, stationarity=reached)
     return FitResult(
         theta=_label(theta, data.row_labels, "theta"),
         a=_label(a, data.col_labels, "a"),

@@ -19,7 +19,8 @@ import numpy as np
 from scipy.special import expit
 
 __all__ = ["scores", "probabilities", "softplus", "loss", "loss_and_gradient", "row_blocks",
-           "projected_gradient_norm", "stationarity", "fused_matrix", "dense_responses",
+           "projected_gradient_norm", "stationarity", "loss_and_stationarity", "fused_matrix",
+           "dense_responses",
            "SIGMA_RANGE", "check_sigma"]
 
 #: Temperatures the library fits.  The engines run at sigma = 1 on a / sigma
@@ -145,6 +146,12 @@ def loss_and_gradient(theta, a, b, responses, sigma: float = 1.0):
     return (value, *grads)
 
 
+def _projected_norm(a, g_theta, g_a, g_b) -> float:
+    """Norm of a gradient projected onto the feasible set ``a >= 0``."""
+    g_a = np.where((np.asarray(a) <= 0) & (g_a > 0), 0.0, g_a)
+    return float(np.sqrt(g_theta @ g_theta + g_a @ g_a + g_b @ g_b))
+
+
 def projected_gradient_norm(theta, a, b, responses, sigma: float = 1.0) -> float:
     """Euclidean norm of the projected gradient of loss (3), at sigma = 1 scale.
 
@@ -153,12 +160,44 @@ def projected_gradient_norm(theta, a, b, responses, sigma: float = 1.0) -> float
     data (so the measure does not change with sigma); the projection is onto
     the feasible set ``a >= 0``: a component ``a_j = 0`` whose partial
     derivative is positive (pushing ``a_j`` below zero) counts as zero.  It
-    vanishes exactly at the KKT points of the paper's Theorem 2.
+    vanishes exactly at the KKT points of the paper's Theorem 2.  float64.
     """
     _, g_theta, g_a, g_b = loss_and_gradient(theta, a, b, responses, sigma)
-    g_a, g_b = g_a * sigma, g_b * sigma
-    g_a = np.where((np.asarray(a) <= 0) & (g_a > 0), 0.0, g_a)
-    return float(np.sqrt(g_theta @ g_theta + g_a @ g_a + g_b @ g_b))
+    return _projected_norm(a, g_theta, g_a * sigma, g_b * sigma)
+
+
+def _start_gradient_norm(matrix, theta, a, b, sigma) -> float:
+    """:func:`projected_gradient_norm` from the engine's evaluation pass, in
+    float32 where the magnitudes allow (relative error < 1e-6: ample for a
+    reference point far from stationarity, and half the cost of float64)."""
+    from .solver import _float32_safe
+
+    theta, a1, b1 = _point(theta, np.asarray(a) / sigma, np.asarray(b) / sigma)
+    n, j = matrix.shape
+    stats, w_a = np.empty((4, j)), np.empty(n)
+    matrix.evaluate(theta, a1, b1, stats, _float32_safe(theta, a1, b1), _threads(matrix), w_a)
+    return _projected_norm(a, -w_a, -stats[0], -stats[1])
+
+
+def loss_and_stationarity(theta, a, b, start, responses, sigma: float = 1.0):
+    """Loss (3) at ``(theta, a, b)`` and :func:`stationarity` there, in two passes.
+
+    One float64 loss-and-gradient pass at the point and one evaluation pass
+    at the start: what :func:`cbmm.fit` needs at the end of every fit, at the
+    cost of 1.5 passes of the data.
+
+    Returns
+    -------
+    loss : float
+    stationarity : float
+    """
+    matrix = fused_matrix(responses)
+    value, g_theta, g_a, g_b = loss_and_gradient(theta, a, b, matrix, sigma)
+    current = _projected_norm(a, g_theta, g_a * sigma, g_b * sigma)
+    reference = _start_gradient_norm(matrix, *start, sigma)
+    if reference > 0:
+        return value, current / reference
+    return value, (0.0 if current == 0 else math.inf)
 
 
 def stationarity(theta, a, b, start, responses, sigma: float = 1.0) -> float:
@@ -180,10 +219,7 @@ def stationarity(theta, a, b, start, responses, sigma: float = 1.0) -> float:
     float
         0 at a stationary point; 1 means no progress from the start.  Both
         points should be in the same parametrisation (e.g. both canonical).
+        The norms are those of :func:`projected_gradient_norm` (sigma = 1
+        scale), the point's in float64; see :func:`loss_and_stationarity`.
     """
-    matrix = fused_matrix(responses)
-    reference = projected_gradient_norm(*start, matrix, sigma)
-    current = projected_gradient_norm(theta, a, b, matrix, sigma)
-    if reference > 0:
-        return current / reference
-    return 0.0 if current == 0 else math.inf
+    return loss_and_stationarity(theta, a, b, start, responses, sigma)[1]

@@ -111,3 +111,118 @@ def test_unsafe_float32_magnitudes_switch_the_fit_to_float64():
     assert wild.info["precision"] == "float32->float64"
     assert wild.info["float64_from_iteration"] == 0
     np.testing.assert_allclose(wild.loss_history, exact.loss_history, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# The private C entry points check every argument: errors, never a crash
+# ---------------------------------------------------------------------------
+
+def _csr_parts(y):
+    rows, cols = np.nonzero(y)
+    indptr = np.zeros(y.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=y.shape[0]), out=indptr[1:])
+    return indptr, cols.astype(np.int32), y[rows, cols].astype(np.int8)
+
+
+BAD_STORAGE = [
+    ((), TypeError),
+    ((np.zeros((0, 3), np.int8),), ValueError),
+    ((np.zeros(5, np.int8),), ValueError),
+    ((np.zeros((2, 2), np.int16),), TypeError),
+    ((np.ones((4, 6), np.int8)[:, ::2],), (ValueError, BufferError)),
+    (([[1, -1]],), TypeError),
+    ((np.array([0, 1], np.int32), np.array([0], np.int32), np.array([1], np.int8), 3), TypeError),
+    ((np.array([1, 1], np.int64), np.array([0], np.int32), np.array([1], np.int8), 3), ValueError),
+    ((np.array([0, 2, 1], np.int64), np.array([0], np.int32), np.array([1], np.int8), 3),
+     ValueError),
+    ((np.array([0, 100, 1], np.int64), np.array([0], np.int32), np.array([1], np.int8), 3),
+     ValueError),
+    ((np.array([0, 1], np.int64), np.array([3], np.int32), np.array([1], np.int8), 3), ValueError),
+    ((np.array([0, 1], np.int64), np.array([-1], np.int32), np.array([1], np.int8), 3), ValueError),
+    ((np.array([0, 2], np.int64), np.array([1, 1], np.int32), np.array([1, 1], np.int8), 3),
+     ValueError),
+    ((np.array([0, 1], np.int64), np.array([0], np.int32), np.array([0], np.int8), 3), ValueError),
+    ((np.array([0, 1], np.int64), np.array([0], np.int32), np.array([1, 1], np.int8), 3),
+     ValueError),
+    ((np.array([0, 1], np.int64), np.array([0], np.int32), np.array([1], np.int8), -5),
+     (ValueError, TypeError)),
+    ((np.array([0, 1], np.int64), np.array([0], np.int32), np.array([1], np.int8), 2**40),
+     ValueError),
+    ((np.array([0], np.int64), np.array([], np.int32), np.array([], np.int8), 3), ValueError),
+]
+
+
+@pytest.mark.parametrize("args,error", BAD_STORAGE)
+def test_matrix_rejects_bad_storage(args, error):
+    from cbmm import _fused
+
+    with pytest.raises(error):
+        _fused.Matrix(*args)
+
+
+@pytest.fixture(params=["dense", "sparse"])
+def matrix(request):
+    from cbmm import _fused
+
+    y = np.array([[1, -1, 0], [0, 1, 1], [-1, -1, 1], [1, 0, -1]], np.int8)
+    return _fused.Matrix(y) if request.param == "dense" else _fused.Matrix(*_csr_parts(y), 3)
+
+
+def _calls(n, j):
+    """Each pass with well-formed arguments (n = 4 rows, j = 3 columns)."""
+    theta, a, b = np.zeros(n), np.ones(j), np.zeros(j)
+    return {
+        "loss": (theta, a, b, 1.0, 1),
+        "loss_gradient": (theta, a, b, 1.0, 1, np.empty(n), np.empty(j), np.empty(j)),
+        "curvature": (theta, a, b, 1.0, 1, np.empty(n), np.empty(j), np.empty(j)),
+        "evaluate": (theta, a, b, np.empty((4, j)), True, 1),
+        "mm_step": (theta, a, b, a, b, np.empty(n), np.empty((4, j)), False, 1),
+        "counts": (np.empty(j), 1),
+    }
+
+
+@pytest.mark.parametrize("method", ["loss", "loss_gradient", "curvature", "evaluate", "mm_step",
+                                    "counts"])
+def test_passes_reject_wrong_lengths_types_and_thread_counts(matrix, method):
+    good = _calls(4, 3)[method]
+    getattr(matrix, method)(*good)  # the well-formed call works
+    for position, value in enumerate(good):
+        if isinstance(value, np.ndarray):
+            for bad in (value[:-1].copy(), np.concatenate([value.ravel(), [0.0]]),
+                        value.astype(np.float32), [0.0] * value.size):
+                with pytest.raises((ValueError, TypeError)):
+                    getattr(matrix, method)(*good[:position], bad, *good[position + 1:])
+    threads_at = len(good) - 1 if method in ("evaluate", "mm_step", "counts", "loss") else 4
+    for threads in (0, -3, 10**6):
+        bad = list(good)
+        bad[threads_at] = threads
+        with pytest.raises(ValueError, match="threads"):
+            getattr(matrix, method)(*bad)
+    with pytest.raises(TypeError):
+        getattr(matrix, method)(*good[:-1])
+
+
+def test_outputs_must_be_writable_and_an_uninitialised_matrix_is_refused(matrix):
+    from cbmm import _fused
+
+    frozen = np.empty(4)
+    frozen.flags.writeable = False
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        matrix.loss_gradient(np.zeros(4), np.ones(3), np.zeros(3), 1.0, 1, frozen, np.empty(3),
+                             np.empty(3))
+    blank = _fused.Matrix.__new__(_fused.Matrix)
+    assert blank.stored == 0
+    with pytest.raises(ValueError, match="not initialised"):
+        blank.loss(np.zeros(4), np.ones(3), np.zeros(3), 1.0, 1)
+
+
+def test_dense_values_outside_the_coding_are_refused_and_elementwise_checks_lengths():
+    from cbmm import _fused
+
+    with pytest.raises(ValueError, match="outside"):
+        _fused.Matrix(np.array([[1, 5], [0, -1]], np.int8)).counts(np.empty(2), 1)
+    with pytest.raises(ValueError):
+        _fused.elementwise(np.ones(3, np.int8), np.zeros(4), 1.0, np.empty(4), np.empty(4))
+    with pytest.raises(TypeError):
+        _fused.elementwise(np.ones(3, np.int8), np.zeros(3), 1.0, np.empty(3, np.float32),
+                           np.empty(3))

@@ -90,6 +90,7 @@ typedef struct {
     double (*mm32)(const MMArgs *, Py_ssize_t, Py_ssize_t, double *, float *, double *);
     double (*loss)(const LossArgs *, Py_ssize_t, Py_ssize_t);
     double (*gradient)(const LossArgs *, Py_ssize_t, Py_ssize_t, double *, double *, double *);
+    void (*curvature)(const LossArgs *, Py_ssize_t, Py_ssize_t, double *, double *, double *);
     Py_ssize_t (*count)(const Data *, Py_ssize_t, Py_ssize_t, double *, int32_t *);
     void (*elementwise64)(const int8_t *, const double *, double, double *, double *, Py_ssize_t);
     void (*elementwise32)(const int8_t *, const float *, float, float *, float *, Py_ssize_t);
@@ -269,6 +270,14 @@ static void gradient_chunk(void *context, Py_ssize_t c)
                                    p->rows + c * p->d->j);
 }
 
+static void curvature_chunk(void *context, Py_ssize_t c)
+{
+    Pass *p = context;
+    double *acc = p->acc + c * p->width;
+    kernels->curvature(p->args, p->bounds[c], p->bounds[c + 1], acc, acc + p->d->j,
+                       p->rows + c * p->d->j);
+}
+
 static void count_chunk(void *context, Py_ssize_t c)
 {
     Pass *p = context;
@@ -353,8 +362,9 @@ static int check_csr(const Data *d, Py_ssize_t nnz)
     }
     for (Py_ssize_t i = 0; i < d->n; i++) {
         int64_t start = d->indptr[i], stop = d->indptr[i + 1];
-        if (stop < start) {
-            PyErr_Format(PyExc_ValueError, "indptr decreases at row %zd", i);
+        if (stop < start || stop > nnz) {
+            PyErr_Format(PyExc_ValueError, "indptr must not decrease or exceed %zd (row %zd)", nnz,
+                         i);
             return -1;
         }
         int64_t previous = -1;
@@ -624,10 +634,11 @@ static PyObject *matrix_mm_step(MatrixObject *self, PyObject *args)
     return mm_pass(self, otheta, oa, ob, oan, obn, oout, ostats, single, threads, NULL);
 }
 
-/* Shared by loss and loss_gradient (grad buffers present). */
+/* Shared by loss, loss_gradient and curvature (the last two fill the three
+ * output buffers). */
 static PyObject *loss_pass(MatrixObject *self, PyObject *otheta, PyObject *oa, PyObject *ob,
                            double inv_sigma, Py_ssize_t threads, PyObject *ogt, PyObject *oga,
-                           PyObject *ogb)
+                           PyObject *ogb, chunk_fn kernel)
 {
     const int gradient = ogt != NULL;
     const Py_ssize_t n = self->d.n, j = self->d.j;
@@ -653,7 +664,7 @@ static PyObject *loss_pass(MatrixObject *self, PyObject *otheta, PyObject *oa, P
     p.args = &g;
     double total;
     Py_BEGIN_ALLOW_THREADS
-    parallel_chunks(p.n_chunks, gradient ? gradient_chunk : loss_chunk, &p);
+    parallel_chunks(p.n_chunks, kernel, &p);
     if (gradient) {
         pass_reduce(&p, 0, j, b[4].view.buf);
         pass_reduce(&p, j, j, b[5].view.buf);
@@ -673,7 +684,7 @@ static PyObject *matrix_loss(MatrixObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOdn", &otheta, &oa, &ob, &inv_sigma, &threads)
         || matrix_ready(self) < 0 || check_threads(threads) < 0)
         return NULL;
-    return loss_pass(self, otheta, oa, ob, inv_sigma, threads, NULL, NULL, NULL);
+    return loss_pass(self, otheta, oa, ob, inv_sigma, threads, NULL, NULL, NULL, loss_chunk);
 }
 
 static PyObject *matrix_loss_gradient(MatrixObject *self, PyObject *args)
@@ -685,7 +696,24 @@ static PyObject *matrix_loss_gradient(MatrixObject *self, PyObject *args)
                           &ogb)
         || matrix_ready(self) < 0 || check_threads(threads) < 0)
         return NULL;
-    return loss_pass(self, otheta, oa, ob, inv_sigma, threads, ogt, oga, ogb);
+    return loss_pass(self, otheta, oa, ob, inv_sigma, threads, ogt, oga, ogb, gradient_chunk);
+}
+
+static PyObject *matrix_curvature(MatrixObject *self, PyObject *args)
+{
+    PyObject *otheta, *oa, *ob, *ogt, *oga, *ogb;
+    double inv_sigma;
+    Py_ssize_t threads;
+    if (!PyArg_ParseTuple(args, "OOOdnOOO", &otheta, &oa, &ob, &inv_sigma, &threads, &ogt, &oga,
+                          &ogb)
+        || matrix_ready(self) < 0 || check_threads(threads) < 0)
+        return NULL;
+    PyObject *done = loss_pass(self, otheta, oa, ob, inv_sigma, threads, ogt, oga, ogb,
+                               curvature_chunk);
+    if (!done)
+        return NULL;
+    Py_DECREF(done);
+    Py_RETURN_NONE;
 }
 
 static PyObject *matrix_get_shape(MatrixObject *self, void *closure)
@@ -723,6 +751,10 @@ static PyMethodDef matrix_methods[] = {
     {"loss_gradient", (PyCFunction)matrix_loss_gradient, METH_VARARGS,
      "loss_gradient(theta, a, b, inv_sigma, threads, grad_theta, grad_a, grad_b) -> loss\n\n"
      "Loss (3) and its gradient in float64, one pass."},
+    {"curvature", (PyCFunction)matrix_curvature, METH_VARARGS,
+     "curvature(theta, a, b, inv_sigma, threads, d_theta, d_a, d_b)\n\nDiagonal of the Fisher "
+     "information: sums of a_j^2 q_ij over j, theta_i^2 q_ij and q_ij over i, "
+     "q = Phi (1 - Phi) / sigma^2 on the observed cells."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef matrix_getset[] = {

@@ -204,6 +204,58 @@ static double KERNEL(gradient_rows)(const LossArgs *g, Py_ssize_t r0, Py_ssize_t
     return total;
 }
 
+/* Diagonal of the Fisher information of loss (3) over rows [r0, r1): with
+ * q_ij = Phi(x_ij)(1 - Phi(x_ij)) / sigma^2 on Omega, sum_j a_j^2 q_ij is
+ * written to g->grad_theta[i], sum_i theta_i^2 q_ij and sum_i q_ij are added
+ * into ca, cb; q_row is scratch of J doubles. */
+static void KERNEL(curvature_rows)(const LossArgs *g, Py_ssize_t r0, Py_ssize_t r1, double *ca,
+                                   double *cb, double *q_row)
+{
+    const Data *d = g->d;
+    const double *a = g->a, *b = g->b, inv_sigma = g->inv_sigma;
+    const double inv_sigma2 = inv_sigma * inv_sigma;
+    for (Py_ssize_t i = r0; i < r1; i++) {
+        const double ti = g->theta[i], ti2 = ti * ti;
+        double qa = 0.0;
+        if (d->y) {
+            const int8_t *yi = d->y + i * d->j;
+            _Pragma("omp simd reduction(+ : qa)") for (Py_ssize_t k = 0; k < d->j; k++)
+            {
+                double w, softplus;
+                KERNEL(entry64)(yi[k], ti * a[k] + b[k], inv_sigma, &w, &softplus);
+                const double p = yi[k] * w; /* expit(z) for observed cells, 0 otherwise */
+                const double q = p * (1.0 - p) * inv_sigma2;
+                q_row[k] = q;
+                qa += q * a[k] * a[k];
+            }
+            _Pragma("omp simd") for (Py_ssize_t k = 0; k < d->j; k++)
+            {
+                ca[k] += ti2 * q_row[k];
+                cb[k] += q_row[k];
+            }
+        } else {
+            const int64_t start = d->indptr[i], length = d->indptr[i + 1] - start;
+            const int32_t *cols = d->indices + start;
+            const int8_t *vals = d->values + start;
+            _Pragma("omp simd reduction(+ : qa)") for (int64_t k = 0; k < length; k++)
+            {
+                double w, softplus;
+                const int32_t c = cols[k];
+                KERNEL(entry64)(vals[k], ti * a[c] + b[c], inv_sigma, &w, &softplus);
+                const double p = vals[k] * w;
+                const double q = p * (1.0 - p) * inv_sigma2;
+                q_row[k] = q;
+                qa += q * a[c] * a[c];
+            }
+            for (int64_t k = 0; k < length; k++) { /* scatter: columns are distinct */
+                ca[cols[k]] += ti2 * q_row[k];
+                cb[cols[k]] += q_row[k];
+            }
+        }
+        g->grad_theta[i] = qa;
+    }
+}
+
 /* Observed entries per column over rows [r0, r1) of a dense matrix, added
  * into counts; returns the number of entries outside {-1, 0, 1}.  Counts in
  * int32 (8 lanes) over blocks of rows, in double across blocks. */
@@ -247,5 +299,6 @@ static void KERNEL(elementwise32)(const int8_t *y, const float *x, float inv_sig
 }
 
 static const Kernels KERNEL(kernels) = {
-    KERNEL(mm_rows64), KERNEL(mm_rows32), KERNEL(loss_rows), KERNEL(gradient_rows),
-    KERNEL(count_rows), KERNEL(elementwise64), KERNEL(elementwise32)};
+    KERNEL(mm_rows64),     KERNEL(mm_rows32),     KERNEL(loss_rows),
+    KERNEL(gradient_rows), KERNEL(curvature_rows), KERNEL(count_rows),
+    KERNEL(elementwise64), KERNEL(elementwise32)};

@@ -20,52 +20,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
 import time
 
 import numpy as np
+from _common import machine, peak_rss_mb, simulated_csr
 
 DENSITIES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}, {cores} cores usable, load average {os.getloadavg()[0]:.1f}"
-
-
-def simulated_csr(n, j, density, seed=0):
-    """CSR responses of the paper's 2PL design with each cell observed with
-    probability ``density``, drawn row block by row block (never dense)."""
-    from scipy.special import expit
-
-    from cbmm import Responses
-
-    rng = np.random.default_rng(seed)
-    theta, a, b = rng.standard_normal(n), rng.uniform(0.5, 1.0, j), rng.normal(0.0, 0.5, j)
-    counts = rng.binomial(j, density, size=n)
-    counts = np.maximum(counts, 1)  # every model answers something
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    indices = np.empty(indptr[-1], dtype=np.int32)
-    values = np.empty(indptr[-1], dtype=np.int8)
-    for i in range(n):
-        cols = np.sort(rng.choice(j, size=counts[i], replace=False)).astype(np.int32)
-        p = expit(theta[i] * a[cols] + b[cols])
-        indices[indptr[i]:indptr[i + 1]] = cols
-        values[indptr[i]:indptr[i + 1]] = np.where(rng.random(cols.size) < p, 1, -1)
-    return Responses(None, indptr=indptr, indices=indices, values=values, n_items=j)
 
 
 def _cpu():
@@ -123,7 +86,7 @@ def large_worker(n, j, density):
     responses = simulated_csr(n, j, density, seed=2)
     draw_s = time.perf_counter() - start
     row = {"shape": f"{n}x{j}", "observed": int(responses.indices.size), "draw_s": draw_s,
-           "rss_after_draw_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+           "rss_after_draw_mb": peak_rss_mb()}
     try:
         wall = time.perf_counter()
         result = cbmm.fit(responses, accelerate="none")
@@ -140,7 +103,7 @@ def large_worker(n, j, density):
         row.update(route="solve_cbmm + loss_and_stationarity", wall_s=time.perf_counter() - wall,
                    runtime_s=out.runtime_s, n_iter=out.n_iter, status=out.status,
                    stationarity=reached)
-    row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    row["peak_rss_mb"] = peak_rss_mb()
     print(json.dumps(row))
 
 

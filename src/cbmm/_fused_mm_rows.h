@@ -27,7 +27,9 @@ static double MM_ROWS(const MMArgs *m, Py_ssize_t r0, Py_ssize_t r1, double *acc
     const REAL *a_old = m->a_old, *b_old = m->b_old;
     const REAL *a_eval = m->a_eval, *b_eval = m->b_eval;
     const double *a_new = m->a_new, *pa = m->pa, *pb = m->pb, *p2 = m->p2;
-    double *wt = acc, *ws = acc + j, *ct = acc + 2 * j, *ctt = acc + 3 * j;
+    /* acc holds 4 J-vectors on a matrix that may miss cells, else 2 */
+    double *wt = acc, *ws = acc + j;
+    double *ct = m->masked ? acc + 2 * j : NULL, *ctt = m->masked ? acc + 3 * j : NULL;
     double total = 0.0, sum_t = 0.0, sum_tt = 0.0;
     for (Py_ssize_t i = r0; i < r1; i++) {
         const double ti = m->theta[i];

@@ -19,7 +19,8 @@ import numpy as np
 from scipy.special import expit
 
 __all__ = ["scores", "probabilities", "softplus", "loss", "loss_and_gradient", "row_blocks",
-           "projected_gradient_norm", "stationarity", "loss_and_stationarity", "fused_matrix",
+           "projected_gradient_norm", "canonical_projected_norm", "stationarity",
+           "loss_and_stationarity", "fused_matrix",
            "dense_responses",
            "SIGMA_RANGE", "check_sigma"]
 
@@ -150,6 +151,22 @@ def _projected_norm(a, g_theta, g_a, g_b) -> float:
     """Norm of a gradient projected onto the feasible set ``a >= 0``."""
     g_a = np.where((np.asarray(a) <= 0) & (g_a > 0), 0.0, g_a)
     return float(np.sqrt(g_theta @ g_theta + g_a @ g_a + g_b @ g_b))
+
+
+def canonical_projected_norm(theta, a, g_theta, g_a, g_b) -> float:
+    """:func:`_projected_norm` in the canonical parametrisation, from the raw one.
+
+    ``(theta, a)`` and the gradient ``(g_theta, g_a, g_b)`` are in any
+    parametrisation (sigma = 1 scale); with theta's mean m and sd s, the
+    canonical point (:func:`cbmm.result.canonicalize`) has the same X and the
+    gradient ``(s g_theta, (g_a - m g_b) / s, g_b)``, and ``a s`` for a.
+    """
+    theta = np.asarray(theta)
+    m, s = float(theta.mean()), float(theta.std())
+    if not (s > 0 and math.isfinite(s)):  # canonicalize only centres a constant theta
+        s = 1.0
+    return _projected_norm(np.asarray(a) * s, s * np.asarray(g_theta),
+                           (np.asarray(g_a) - m * np.asarray(g_b)) / s, np.asarray(g_b))
 
 
 def projected_gradient_norm(theta, a, b, responses, sigma: float = 1.0) -> float:

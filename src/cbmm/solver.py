@@ -88,6 +88,35 @@ def _column_stats_numpy(y, theta, a, b):
     return total, w_theta, w_sum, n_obs, theta_sum, theta_sq
 
 
+def _gradient_numpy(y, theta, a, b):
+    """Loss (3) at sigma = 1 and its gradient ``(-W a, -W^T theta, -W^T 1)``."""
+    n, j = y.shape
+    total, g_theta, g_a, g_b = 0.0, np.empty(n), np.zeros(j), np.zeros(j)
+    for rows in row_blocks(n, j):
+        yb = y[rows].astype(np.float64)
+        z = -yb * (np.outer(theta[rows], a) + b)
+        total += float(np.sum(softplus(z) * (yb != 0)))
+        w = yb * expit(z)
+        g_theta[rows] = -(w @ a)
+        g_a -= theta[rows] @ w
+        g_b -= w.sum(axis=0)
+    return total, g_theta, g_a, g_b
+
+
+def _curvature_numpy(y, theta, a, b):
+    """Diagonal of the Fisher information at sigma = 1: with ``q = Phi (1 - Phi)``
+    on the observed cells, ``q a^2`` summed per row, ``q theta^2`` and ``q`` per column."""
+    n, j = y.shape
+    d_theta, d_a, d_b = np.empty(n), np.zeros(j), np.zeros(j)
+    for rows in row_blocks(n, j):
+        p = expit(np.outer(theta[rows], a) + b)
+        q = p * (1.0 - p) * (y[rows] != 0)
+        d_theta[rows] = q @ (a * a)
+        d_a += (theta[rows] ** 2) @ q
+        d_b += q.sum(axis=0)
+    return d_theta, d_a, d_b
+
+
 def _item_update(a, b, w_theta, w_sum, n_obs, theta_sum, theta_sq):
     """a-step then b-step (exact block minimisers over observed models, sigma = 1)."""
     safe_sq = np.where(theta_sq > 0, theta_sq, 1.0)
@@ -172,6 +201,7 @@ class MMOperator:
         if precision not in ("float64", "float32"):
             raise ValueError(f"precision must be 'float64' or 'float32', got {precision!r}")
         self.engine = engine
+        self.responses = responses
         self.single = precision == "float32" and engine == "fused"
         self.switched_to_float64 = None
         self.updates = 0
@@ -188,21 +218,49 @@ class MMOperator:
             self._stats = np.empty((4, self.shape[1]))
         self.point = None
         self.value = None
+        self.gradient = None
 
     @property
     def precision(self):
         return "float32" if self.single else "float64"
 
-    def evaluate(self, theta, a, b) -> float:
-        """Loss (3) at ``(theta, a, b)`` (sigma = 1); makes it the current point."""
+    def evaluate(self, theta, a, b, gradient=False) -> float:
+        """Loss (3) at ``(theta, a, b)`` (sigma = 1); makes it the current point.
+
+        With ``gradient``, the same pass also leaves the loss's gradient there
+        in :attr:`gradient` (``-W a, -W^T theta, -W^T 1``, in the pass's precision).
+        """
         theta, a, b = (np.ascontiguousarray(v, dtype=float) for v in (theta, a, b))
         if self.engine == "numpy":
             self.value, *stats = _column_stats_numpy(self.y, theta, a, b)
+            if gradient:
+                self.gradient = _gradient_numpy(self.y, theta, a, b)[1:]
         else:
-            self.value = self._fused_pass(theta, a, b)
+            w_a = np.empty(theta.size) if gradient else None
+            self.value = self._fused_pass(theta, a, b, row_sums=w_a)
             stats = self._fused_stats()
+            if gradient:
+                self.gradient = (-w_a, -stats[0], -stats[1])
         self.point, self.stats = (theta, a, b), stats
         return self.value
+
+    def loss_gradient(self, theta, a, b):
+        """Loss (3) at sigma = 1 and its gradient, float64, one pass (the point is not kept)."""
+        if self.engine == "numpy":
+            return _gradient_numpy(self.y, theta, a, b)
+        n, j = self.shape
+        grads = np.empty(n), np.empty(j), np.empty(j)
+        value = self.matrix.loss_gradient(theta, a, b, 1.0, self.n_threads, *grads)
+        return (value, *grads)
+
+    def curvature(self, theta, a, b):
+        """Diagonal of the Fisher information at sigma = 1 (see :func:`_curvature_numpy`)."""
+        if self.engine == "numpy":
+            return _curvature_numpy(self.y, theta, a, b)
+        n, j = self.shape
+        out = np.empty(n), np.empty(j), np.empty(j)
+        self.matrix.curvature(theta, a, b, 1.0, self.n_threads, *out)
+        return out
 
     def update(self) -> float:
         """One MM iteration from the current point; returns the loss at the new point."""
@@ -226,13 +284,13 @@ class MMOperator:
     def restore(self, state):
         self.point, self.value, self.stats = state
 
-    def _fused_pass(self, theta, a, b, a_new=None, b_new=None, theta_new=None):
+    def _fused_pass(self, theta, a, b, a_new=None, b_new=None, theta_new=None, row_sums=None):
         if self.single and not _float32_safe(theta, a, b, a_new, b_new):
             self._switch()
         for _ in range(2):
             if a_new is None:
                 value = self.matrix.evaluate(theta, a, b, self._stats, self.single,
-                                             self.n_threads)
+                                             self.n_threads, row_sums)
             else:
                 value = self.matrix.mm_step(theta, a, b, a_new, b_new, theta_new, self._stats,
                                             self.single, self.n_threads)
@@ -341,8 +399,8 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     if accelerate not in (None, "none", "squarem", "auto"):
         raise ValueError(f"accelerate must be 'none', 'squarem' or 'auto', got {accelerate!r}")
     sigma = check_sigma(sigma)
-    if precision == "auto":
-        precision = "float32" if tol >= FLOAT32_MIN_TOL else "float64"
+    if precision == "auto":  # auto's MM phase only warms up its float64 quasi-Newton phase
+        precision = "float32" if tol >= FLOAT32_MIN_TOL or accelerate == "auto" else "float64"
     setup_start = time.perf_counter()
     op = MMOperator(responses, engine=engine, precision=precision, threads=threads)
     start = time.perf_counter()
@@ -395,14 +453,39 @@ def _plain(op, theta, a, b, tol, max_iter, start, progress=None):
 
 
 def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
+    """SQUAREM-accelerated MM (:func:`squarem_cycles`) with the relative-loss rule."""
+    history, times = [], []
+    status = "max_iter"
+    for value in squarem_cycles(op, theta, a, b):
+        history.append(value)
+        times.append(time.perf_counter() - start)
+        if progress is not None and len(history) > 1:
+            progress(op.updates, value)
+        if not np.isfinite(value):
+            status = "failed: non-finite loss"
+            break
+        if len(history) > 1 and _relative_change(history[-2], history[-1]) < tol:
+            status = "converged"
+            break
+        if op.updates >= max_iter:
+            break
+    theta, a, b = op.point
+    return SolverOutput(theta=theta.copy(), a=a.copy(), b=b.copy(), loss_history=history,
+                        n_iter=op.updates, status=status, runtime_s=0.0,
+                        info={"time_history": times, "outer_iterations": len(history) - 1})
+
+
+def squarem_cycles(op, theta, a, b, gradient=False):
     """SQUAREM (scheme S3) with step-length adaptation and a monotone safeguard.
 
-    ``F`` is the MM map.  From ``p0`` with ``p1 = F(p0)`` known: ``p2 = F(p1)``,
-    the extrapolation ``p_ext`` from ``r = p1 - p0`` and ``v = p2 - 2 p1 + p0``,
-    projected onto ``a >= 0``; ``p_ext`` is kept when its loss does not exceed
-    ``loss(p1)``, otherwise the cycle ends at ``p2``.  ``n_iter`` counts the
-    MM maps applied (2 per cycle, plus the first); each cycle also costs one
-    pass that evaluates ``p_ext``.
+    Yields the loss at ``(theta, a, b)`` and then after every cycle; the
+    operator's current point is then the cycle's result.  ``F`` is the MM map.
+    From ``p0``: ``p1 = F(p0)``, ``p2 = F(p1)``, the extrapolation ``p_ext``
+    from ``r = p1 - p0`` and ``v = p2 - 2 p1 + p0``, projected onto ``a >= 0``;
+    ``p_ext`` is kept when its loss does not exceed ``loss(p1)``, otherwise the
+    cycle ends at ``p2``.  A cycle applies 2 MM maps (``op.updates``) and one
+    pass that evaluates ``p_ext``.  ``gradient``: the first pass also leaves the
+    gradient at the start in ``op.gradient``.
     """
     n, j = op.shape
 
@@ -412,14 +495,11 @@ def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
     def unpack(p):
         return p[:n], p[n:n + j], p[n + j:]
 
-    p0 = pack(theta, a, b)
-    value0 = op.evaluate(theta, a, b)
-    history, times = [value0], [time.perf_counter() - start]
+    yield op.evaluate(theta, a, b, gradient=gradient)
+    p0 = pack(*op.point)
     step_max = 1.0
-    status = "max_iter" if np.isfinite(value0) else "failed: non-finite loss"
-    if np.isfinite(value0) and max_iter > 0:
+    while True:
         value1 = op.update()                      # p1 = F(p0)
-    while status == "max_iter" and op.updates < max_iter:
         p1 = pack(*op.point)
         op.update()                               # p2 = F(p1)
         at_p2 = op.state()
@@ -434,26 +514,12 @@ def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
         value_ext = op.evaluate(*unpack(p_ext))
         if np.isfinite(value_ext) and value_ext <= value1:
             # accepted: continue from the extrapolated point
-            p0, value_new = p_ext, value_ext
+            p0, value = p_ext, value_ext
             if alpha == -step_max:
                 step_max *= 4.0
         else:
             # safeguard: fall back to the plain double MM step
             step_max = max(1.0, step_max / 4.0)
             op.restore(at_p2)
-            p0, value_new = p2, at_p2[1]
-        history.append(value_new)
-        times.append(time.perf_counter() - start)
-        if progress is not None:
-            progress(op.updates, value_new)
-        if not np.isfinite(value_new):
-            status = "failed: non-finite loss"
-            break
-        if _relative_change(history[-2], history[-1]) < tol:
-            status = "converged"
-            break
-        value1 = op.update()                      # p1 = F(p0) for the next cycle
-    theta, a, b = unpack(p0)
-    return SolverOutput(theta=theta.copy(), a=a.copy(), b=b.copy(), loss_history=history,
-                        n_iter=op.updates, status=status, runtime_s=0.0,
-                        info={"time_history": times, "outer_iterations": len(history) - 1})
+            p0, value = p2, at_p2[1]
+        yield value

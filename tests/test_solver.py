@@ -259,3 +259,18 @@ def test_loss_and_stationarity_match_the_dense_formulas(storage, sigma):
     assert value == pytest.approx(numpy_gradient(*point, y, sigma)[0], rel=1e-12)
     assert reached == pytest.approx(norm(*point) / norm(*start), rel=1e-5)
     assert stationarity(*point, start, responses, sigma) == reached
+
+
+@pytest.mark.parametrize("accelerate", ["none", "squarem", "auto"])
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_solver_reports_the_start_reference_of_the_stationarity_measure(accelerate, precision):
+    from cbmm.model import projected_gradient_norm
+    from cbmm.result import canonicalize
+
+    y = draw(60, 40, seed=17, missing=0.2)
+    sigma = 0.6
+    start = initial_values(60, 40, seed=3, sigma=sigma)
+    out = solve_cbmm(y, *start, sigma=sigma, tol=1e-3, precision=precision,
+                     accelerate=accelerate)
+    expected = projected_gradient_norm(*canonicalize(*start), y, sigma)  # float64
+    assert out.info["stationarity_reference"] == pytest.approx(expected, rel=1e-6)

@@ -115,8 +115,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     else:
         raw_mean, raw_sd = float(theta.mean()), float(theta.std())
         theta, a, b = canonicalize(theta, a, b)
-        final_loss, reached = loss_and_stationarity(theta, a, b, canonicalize(theta0, a0, b0),
-                                                    data, sigma)
+        final_loss, reached = loss_and_stationarity(
+            theta, a, b, canonicalize(theta0, a0, b0), data, sigma,
+            reference=out.info.get("stationarity_reference"))
         out.info.update(theta_mean_raw=raw_mean, theta_sd_raw=raw_sd, stationarity=reached)
     return FitResult(
         theta=_label(theta, data.row_labels, "theta"),

@@ -145,7 +145,7 @@ def _mm_phase(op, theta, a, b, max_iter, record):
     cycles = squarem_cycles(op, theta, a, b, gradient=True)
     previous = next(cycles)
     record(previous)
-    reference = canonical_projected_norm(*op.point[:2], *op.gradient)
+    reference = canonical_projected_norm(theta, a, *op.gradient)
     if not np.isfinite(previous):
         return "failed: non-finite loss", reference
     previous_gain = None

@@ -196,12 +196,14 @@ def _start_gradient_norm(matrix, theta, a, b, sigma) -> float:
     return _projected_norm(a, -w_a, -stats[0], -stats[1])
 
 
-def loss_and_stationarity(theta, a, b, start, responses, sigma: float = 1.0):
-    """Loss (3) at ``(theta, a, b)`` and :func:`stationarity` there, in two passes.
+def loss_and_stationarity(theta, a, b, start, responses, sigma: float = 1.0, reference=None):
+    """Loss (3) at ``(theta, a, b)`` and :func:`stationarity` there.
 
-    One float64 loss-and-gradient pass at the point and one evaluation pass
-    at the start: what :func:`cbmm.fit` needs at the end of every fit, at the
-    cost of 1.5 passes of the data.
+    One float64 loss-and-gradient pass at the point, and one evaluation pass
+    at the start unless ``reference`` (the start's canonical projected-gradient
+    norm, e.g. ``info["stationarity_reference"]`` of a cBMM fit, which its
+    first pass computes anyway) is given: what :func:`cbmm.fit` needs at the
+    end of every fit, at the cost of one or 1.5 passes over the data.
 
     Returns
     -------
@@ -211,7 +213,8 @@ def loss_and_stationarity(theta, a, b, start, responses, sigma: float = 1.0):
     matrix = fused_matrix(responses)
     value, g_theta, g_a, g_b = loss_and_gradient(theta, a, b, matrix, sigma)
     current = _projected_norm(a, g_theta, g_a * sigma, g_b * sigma)
-    reference = _start_gradient_norm(matrix, *start, sigma)
+    if reference is None:
+        reference = _start_gradient_norm(matrix, *start, sigma)
     if reference > 0:
         return value, current / reference
     return value, (0.0 if current == 0 else math.inf)

@@ -52,7 +52,8 @@ import time
 import numpy as np
 from scipy.special import expit
 
-from .model import check_sigma, dense_responses, fused_matrix, row_blocks, softplus
+from .model import (canonical_projected_norm, check_sigma, dense_responses, fused_matrix,
+                    row_blocks, softplus)
 from .result import SolverOutput
 
 __all__ = ["solve_cbmm", "mm_step_numpy", "MMOperator", "available_cores", "thread_count"]
@@ -395,6 +396,9 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     -------
     SolverOutput
         ``loss_history[k]`` is the loss after k iterations (entry 0: start).
+        ``info["stationarity_reference"]``: the projected-gradient norm at
+        the start in the canonical parametrisation (sigma = 1 scale), from the
+        first pass, for :func:`cbmm.model.loss_and_stationarity`.
     """
     if accelerate not in (None, "none", "squarem", "auto"):
         raise ValueError(f"accelerate must be 'none', 'squarem' or 'auto', got {accelerate!r}")
@@ -417,6 +421,8 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     else:
         out = _plain(op, theta, a, b, tol, max_iter, start, progress)
     out.runtime_s = time.perf_counter() - start
+    if op.gradient is not None:  # from the first pass: the reference of info["stationarity"]
+        out.info["stationarity_reference"] = canonical_projected_norm(theta, a, *op.gradient)
     out.a = out.a * sigma
     out.b = out.b * sigma
     if not record_times:
@@ -430,7 +436,7 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
 
 
 def _plain(op, theta, a, b, tol, max_iter, start, progress=None):
-    value = op.evaluate(theta, a, b)
+    value = op.evaluate(theta, a, b, gradient=True)
     history, times = [value], [time.perf_counter() - start]
     status = "max_iter"
     while True:
@@ -456,7 +462,7 @@ def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
     """SQUAREM-accelerated MM (:func:`squarem_cycles`) with the relative-loss rule."""
     history, times = [], []
     status = "max_iter"
-    for value in squarem_cycles(op, theta, a, b):
+    for value in squarem_cycles(op, theta, a, b, gradient=True):
         history.append(value)
         times.append(time.perf_counter() - start)
         if progress is not None and len(history) > 1:

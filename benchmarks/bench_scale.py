@@ -28,7 +28,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 from _common import machine, peak_rss_mb, simulated_int8
 
 

@@ -15,12 +15,12 @@ import cbmm
 from cbmm.simulate import simulate
 
 CASES = {
-    "full": dict(n_models=150, n_items=80, seed=1),
-    "mcar": dict(n_models=150, n_items=80, missing="mcar", missing_rate=0.5, seed=2),
-    "sparse-low-sigma": dict(n_models=120, n_items=60, sigma=10 ** -0.75, sparsity=0.3,
-                             missing="mcar", missing_rate=0.5, seed=7),
-    "mnar": dict(n_models=120, n_items=60, sigma=10 ** 0.5, missing="mnar", missing_rate=0.3,
-                 seed=8),
+    "full": {"n_models": 150, "n_items": 80, "seed": 1},
+    "mcar": {"n_models": 150, "n_items": 80, "missing": "mcar", "missing_rate": 0.5, "seed": 2},
+    "sparse-low-sigma": {"n_models": 120, "n_items": 60, "sigma": 10 ** -0.75, "sparsity": 0.3,
+                         "missing": "mcar", "missing_rate": 0.5, "seed": 7},
+    "mnar": {"n_models": 120, "n_items": 60, "sigma": 10 ** 0.5, "missing": "mnar",
+             "missing_rate": 0.3, "seed": 8},
 }
 
 
@@ -35,7 +35,7 @@ def _fit(name, **options):
                                       ("mcar", 1e-7), ("sparse-low-sigma", 1e-4),
                                       ("mnar", 1e-4)])
 def test_auto_ends_at_least_as_low_as_plain_and_lbfgsb(name, tol):
-    common = dict(tol=tol, max_iter=5000)
+    common = {"tol": tol, "max_iter": 5000}
     auto = _fit(name, accelerate="auto", **common)
     plain = _fit(name, **common)
     lbfgsb = _fit(name, method="lbfgsb", **common)

@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from cbmm import Responses, initial_values, loss, loss_and_gradient
-from cbmm import _fused
+from cbmm import Responses, _fused, initial_values, loss, loss_and_gradient
 from cbmm.solver import MMOperator, mm_step_numpy, solve_cbmm
 
 
@@ -118,7 +117,7 @@ def test_kkt_conditions_at_convergence(engine):
     out = solve_cbmm(y, theta, a, b, tol=1e-10, max_iter=200000, engine=engine,
                      precision="float64", accelerate="squarem")
     assert out.status == "converged"
-    value, g_theta, g_a, g_b = loss_and_gradient(out.theta, out.a, out.b, y)
+    _, g_theta, g_a, g_b = loss_and_gradient(out.theta, out.a, out.b, y)
     scale = np.abs(y).sum()  # gradient entries are sums of O(1) terms
     assert np.all(out.a >= 0)
     assert np.max(np.abs(g_theta)) < 1e-4 * np.sqrt(scale)

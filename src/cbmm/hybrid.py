@@ -36,7 +36,10 @@ models separated perfectly, parameters running off to infinity) the gradient
 need not vanish along the way (measured on a 120 x 60 MNAR design: 3000
 iterations at stationarity 0.09 while the loss fell by 1e-9 per iteration),
 so stationarity alone would never stop.  On well-posed data (b) usually ends
-the fit first, far tighter than the paper's rule at the same tol.
+the fit first, far tighter than the paper's rule at the same tol.  A
+quasi-Newton run that stalls after making progress is followed by a fresh
+run with the curvature at its end point (drifting parameters make the switch
+point's curvature stale); one that stalls within its first window ends the fit.
 
 Each history entry is the loss after an MM cycle or a quasi-Newton iteration;
 entries of a float32 MM phase carry float32 rounding (about 1e-7 relative).
@@ -52,7 +55,7 @@ import numpy as np
 from .model import canonical_projected_norm
 from .result import SolverOutput
 
-__all__ = ["solve_auto", "SWITCH_RATIO", "MIN_CYCLES", "MAX_MM_MAPS", "WINDOW"]
+__all__ = ["MAX_MM_MAPS", "MIN_CYCLES", "SWITCH_RATIO", "WINDOW", "solve_auto"]
 
 #: The MM phase ends once a cycle gains more than this share of the previous
 #: cycle's gain (its rate has slowed).  Measured on MATH-500, the MNAR design

@@ -18,11 +18,22 @@ import math
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["scores", "probabilities", "softplus", "loss", "loss_and_gradient", "row_blocks",
-           "projected_gradient_norm", "canonical_projected_norm", "stationarity",
-           "loss_and_stationarity", "fused_matrix",
-           "dense_responses",
-           "SIGMA_RANGE", "check_sigma"]
+__all__ = [
+    "SIGMA_RANGE",
+    "canonical_projected_norm",
+    "check_sigma",
+    "dense_responses",
+    "fused_matrix",
+    "loss",
+    "loss_and_gradient",
+    "loss_and_stationarity",
+    "probabilities",
+    "projected_gradient_norm",
+    "row_blocks",
+    "scores",
+    "softplus",
+    "stationarity",
+]
 
 #: Temperatures the library fits.  The engines run at sigma = 1 on a / sigma
 #: and b / sigma, so sigma never reaches their per-entry arithmetic, but the

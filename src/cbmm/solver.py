@@ -52,11 +52,17 @@ import time
 import numpy as np
 from scipy.special import expit
 
-from .model import (canonical_projected_norm, check_sigma, dense_responses, fused_matrix,
-                    row_blocks, softplus)
+from .model import (
+    canonical_projected_norm,
+    check_sigma,
+    dense_responses,
+    fused_matrix,
+    row_blocks,
+    softplus,
+)
 from .result import SolverOutput
 
-__all__ = ["solve_cbmm", "mm_step_numpy", "MMOperator", "available_cores", "thread_count"]
+__all__ = ["MMOperator", "available_cores", "mm_step_numpy", "solve_cbmm", "thread_count"]
 
 
 # ---------------------------------------------------------------------------

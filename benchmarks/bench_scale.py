@@ -11,6 +11,10 @@ Each measurement runs in a fresh process (peak RSS is per process):
 2. **Thread efficiency** (``--threads-shape``, default 2211 x 12032): seconds
    per MM iteration at 1 and at 2 threads (float32 and float64 passes),
    efficiency ``t1 / (2 t2)`` (target >= 0.8); medians of ``--repeats``.
+   Also the process's CPU seconds per iteration at 1 and 2 threads: their
+   ratio is the share of the work that is not overhead of the split (wall
+   efficiency needs two idle cores; on a shared machine it mostly measures
+   the other users).
 3. **1e9 entries** (``--big``, default 20000 x 50000, 2 threads): the int8
    input drawn block by block (1 GB), then the solver (plain cBMM, tol 1e-4),
    the final float64 loss and the stationarity; seconds and peak RSS of the
@@ -71,20 +75,30 @@ def e2e_worker(n, j, repeats):
 
 
 def threads_worker(n, j, repeats):
+    import resource
+
     from cbmm.initialization import initial_values
     from cbmm.solver import solve_cbmm
+
+    def cpu():
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
 
     y = simulated_int8(n, j)
     start = initial_values(n, j)
     out = {}
     for precision in ("float32", "float64"):
         for threads in (1, 2):
-            per = []
+            per, per_cpu = [], []
             for _ in range(repeats):
+                before = cpu()
                 fit = solve_cbmm(y, *start, tol=1e-300, max_iter=10, precision=precision,
                                  threads=threads)
-                per.append(fit.runtime_s / (fit.n_iter + 1))  # n_iter updates + 1 evaluation
+                passes = fit.n_iter + 1  # n_iter updates + 1 evaluation
+                per.append(fit.runtime_s / passes)
+                per_cpu.append((cpu() - before) / passes)
             out[f"{precision}_{threads}"] = statistics.median(per)
+            out[f"{precision}_{threads}_cpu"] = statistics.median(per_cpu)
     print(json.dumps(out))
 
 
@@ -162,9 +176,10 @@ def main(argv=None):
                  env)
         for precision in ("float32", "float64"):
             t1, t2 = r[f"{precision}_1"], r[f"{precision}_2"]
+            c1, c2 = r[f"{precision}_1_cpu"], r[f"{precision}_2_cpu"]
             print(f"threads, {args.threads_shape}, {precision} pass: {t1 * 1e3:.1f} ms per "
                   f"iteration on 1 thread, {t2 * 1e3:.1f} ms on 2; efficiency t1/(2 t2) = "
-                  f"{t1 / (2 * t2):.2f}")
+                  f"{t1 / (2 * t2):.2f}; CPU seconds 1 thread / 2 threads = {c1 / c2:.2f}")
     if args.big:
         big_env = dict(env, CBMM_NUM_THREADS="2")
         r = _run(["--worker", "big", args.big], big_env)

@@ -12,10 +12,10 @@ setup(
         Extension(
             "cbmm._fused",
             sources=["src/cbmm/_fused.c"],
-            depends=["src/cbmm/_fused_kernels.h"],
-            extra_compile_args=["-O3", "-fopenmp", "-fno-math-errno", "-fno-trapping-math",
-                                "-ffp-contract=fast", "-std=c11"],
-            extra_link_args=["-fopenmp"],
+            depends=["src/cbmm/_fused_kernels.h", "src/cbmm/_fused_mm_rows.h"],
+            extra_compile_args=["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math",
+                                "-ffp-contract=fast", "-std=c11", "-pthread"],
+            extra_link_args=["-pthread"],
         ),
         Extension(
             "cbmm._ingest",

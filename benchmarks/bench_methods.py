@@ -1,144 +1,226 @@
-"""Time every method on the same simulated matrices and report cBMM's speedup.
+"""Every method side by side: speed at the paper's rule, time to a tight optimum, memory.
 
-For each size the responses are drawn once (:func:`cbmm.simulate.simulate`,
-the paper's design) and every method is fitted from the same shared start
-(same seed), each in its own process with a wall-clock limit (a cell that
-exceeds it is reported as skipped).  Printed per method: seconds of the fit
-(``runtime_s``; start-up and data conversion excluded), iterations, status,
-final loss (3), and the relative gap to the best final loss of the row.
+For each row (a data set: the real MATH-500 matrix when present, simulated
+matrices, the paper's designs) and each method (cBMM plain Algorithm 1,
+cBMM + SQUAREM, cBMM ``accelerate="auto"``, L-BFGS-B, Manopt) a fresh
+process, single-threaded (one core, BLAS pinned to one thread), runs
 
-Speedup at equal final loss (fastest baseline of the row).  Whichever of
-cBMM and the baseline finished with the lower loss passed the other's final
-loss on its way; its loss history says when.  If the baseline ended lower,
-the speedup is ``t_baseline(loss_cbmm) / runtime_cbmm``; otherwise it is
-``runtime_baseline / t_cbmm(loss_baseline)``.  A method without a loss
-history (mirt) is charged its full runtime.  The plain ratio of runtimes is
-printed as well.
+* the fit at the paper's rule (``tol=1e-4``), ``--repeats`` times: median
+  ``runtime_s`` (the solver), median wall of the whole ``cbmm.fit`` call
+  (validation, start, solver, final loss and stationarity), iterations,
+  status and ``info["stationarity"]``;
+* one tight fit (``tol=1e-12``; iterations capped so that it ends within
+  about ``--budget`` seconds), whose loss and time histories give the
+  seconds until the loss is within eps (1e-4, 1e-6) relative of the best loss
+  any method reached on the row, and the stationarity it ends at;
+* the process's peak RSS.
+
+``--clock cpu`` makes the time histories count the process's CPU seconds
+instead of wall seconds (the fits are single-threaded): on a shared machine
+that removes most of the other users' load from the figures.
+``--input long`` or ``--input csr`` hands each row to ``cbmm.fit`` as a
+long-format table (model, item, correct; missing cells absent) or as CSR
+``Responses`` instead of a dense matrix.
 
 Usage::
 
-    python benchmarks/bench_methods.py --sizes 1000x1000,2211x541,2211x5761 \
-        --methods cbmm,lbfgsb,manopt,pyirt,mirt --seed 0 --timeout 600
+    python benchmarks/bench_methods.py [--rows issue|leaderboard|paper|NAME,...]
+        [--methods cbmm,squarem,auto,lbfgsb,manopt] [--repeats 3] [--budget 60]
+        [--clock wall|cpu] [--input dense|long|csr]
+
+Row names: ``math500``, ``simNxJ``, ``design:N:J:log10sigma:sparsity:missing:rate:seed``.
 """
 
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
+import json
+import math
+import os
+import statistics
+import subprocess
 import sys
+import time
+import warnings
 
 import numpy as np
+from _common import (
+    ISSUE_ROWS,
+    LEADERBOARD_ROWS,
+    PAPER_ROWS,
+    load_row,
+    machine,
+    peak_rss_mb,
+    time_to_target,
+    use_cpu_clock,
+)
 
-DEFAULT_SIZES = "1000x1000,2211x541,2211x5761"
-DEFAULT_METHODS = "cbmm,lbfgsb,manopt,pyirt,mirt"
+METHODS = {  # label -> (cbmm.fit method, options)
+    "cbmm": ("cbmm", {}),
+    "squarem": ("cbmm", {"accelerate": "squarem"}),
+    "auto": ("cbmm", {"accelerate": "auto"}),
+    "lbfgsb": ("lbfgsb", {}),
+    "manopt": ("manopt", {}),
+}
+ROW_SETS = {"issue": ISSUE_ROWS, "leaderboard": LEADERBOARD_ROWS, "paper": PAPER_ROWS}
+TIGHT_TOL = 1e-12
 
 
-def parse_sizes(text):
-    """``"1000x1000,2211x541"`` -> ``[(1000, 1000), (2211, 541)]``."""
-    sizes = []
-    for part in text.split(","):
-        try:
-            n, j = (int(v) for v in part.lower().split("x"))
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"size {part!r} is not of the form NxJ") from None
-        sizes.append((n, j))
-    return sizes
-
-
-def _fit_in_child(conn, responses, method, sigma, seed):
-    import warnings
-
+def as_input(responses, kind):
+    """The row's responses in the requested input form."""
     import cbmm
-    from cbmm.simulate import simulate
 
-    warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)
-    # load JIT caches / start R on a tiny problem first (not part of the reported time)
-    cbmm.fit(simulate(20, 10, seed=1).responses, method, sigma=sigma, max_iter=2)
-    result = cbmm.fit(responses, method, sigma=sigma, seed=seed)
-    conn.send({"runtime_s": result.runtime_s, "n_iter": result.n_iter,
-               "status": result.status, "loss": result.loss,
-               "loss_history": list(result.loss_history),
-               "time_history": list(result.info.get("time_history", []))})
-    conn.close()
+    if kind == "dense":
+        return responses
+    data = cbmm.as_responses(responses)
+    y = data.y
+    rows, cols = np.nonzero(y)
+    if kind == "csr":
+        indptr = np.zeros(y.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=y.shape[0]), out=indptr[1:])
+        return cbmm.Responses(None, indptr=indptr, indices=cols.astype(np.int32),
+                              values=y[rows, cols].astype(np.int8), n_items=y.shape[1])
+    import pandas as pd
 
-
-def fit_with_timeout(responses, method, sigma, seed, timeout):
-    """Run one fit in a child process; ``None`` if it exceeds ``timeout`` seconds."""
-    ctx = mp.get_context("spawn")  # torch, OpenMP threads and embedded R are not fork-safe
-    parent, child = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_fit_in_child, args=(child, responses, method, sigma, seed))
-    process.start()
-    child.close()
-    if not parent.poll(timeout):
-        process.terminate()
-        process.join()
-        return None
-    row = parent.recv()
-    process.join()
-    return row
+    return pd.DataFrame({"model": rows, "item": cols, "correct": (y[rows, cols] > 0).astype(int)})
 
 
-def time_to_reach(row, target):
-    """Seconds a fit needed to first reach a loss <= ``target`` (its runtime if unknown)."""
-    for loss, seconds in zip(row["loss_history"], row["time_history"], strict=True):
-        if loss <= target:
-            return seconds
-    return row["runtime_s"]
+def worker(row, label, repeats, budget, clock, input_kind):
+    """Runs in a fresh process: prints one JSON line."""
+    import cbmm
+
+    warnings.simplefilter("ignore")
+    if clock == "cpu":
+        use_cpu_clock()
+    responses, sigma, title = load_row(row)
+    responses = as_input(responses, input_kind)
+    method, options = METHODS[label]
+    warm_up = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [0, 0, 1]], dtype=float)
+    cbmm.fit(warm_up, method, max_iter=2)  # imports and kernels loaded before timing
+    paper = []
+    for _ in range(repeats):
+        wall = time.perf_counter()
+        result = cbmm.fit(responses, method, sigma=sigma, tol=1e-4, **options)
+        paper.append((time.perf_counter() - wall, result))
+    walls = [w for w, _ in paper]
+    median = sorted(paper, key=lambda p: p[1].runtime_s)[len(paper) // 2][1]
+    row_out = {"row": row, "title": title, "method": label, "status": median.status, "n_iter": median.n_iter,
+               "runtime_s": median.runtime_s, "wall_s": statistics.median(walls),
+               "loss": median.loss, "stationarity": median.info.get("stationarity")}
+    # tight fit, its iterations capped to end within about `budget` seconds
+    per_iteration = median.runtime_s / max(median.n_iter, 1)
+    cap = int(min(200000, max(1000, budget / max(per_iteration, 1e-6))))
+    tight = cbmm.fit(responses, method, sigma=sigma, tol=TIGHT_TOL, max_iter=cap, **options)
+    row_out.update(tight_loss=tight.loss, tight_status=tight.status, tight_iter=tight.n_iter,
+                   tight_runtime_s=tight.runtime_s,
+                   tight_stationarity=tight.info.get("stationarity"),
+                   history=[float(v) for v in tight.loss_history],
+                   times=list(tight.info.get("time_history", [])),
+                   paper_history=[float(v) for v in median.loss_history],
+                   paper_times=list(median.info.get("time_history", [])),
+                   peak_rss_mb=peak_rss_mb())
+    print(json.dumps(row_out))
 
 
-def equal_loss_speedup(reference, baseline):
-    """cBMM's speedup over ``baseline`` at the larger of the two final losses."""
-    if baseline["loss"] <= reference["loss"]:
-        return time_to_reach(baseline, reference["loss"]) / reference["runtime_s"]
-    return baseline["runtime_s"] / time_to_reach(reference, baseline["loss"])
+def run_row(row, methods, args):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               CBMM_NUM_THREADS="1")
+    results = {}
+    for label in methods:
+        cmd = [sys.executable, __file__, "--worker", row, label, "--repeats", str(args.repeats),
+               "--budget", str(args.budget), "--clock", args.clock, "--input", args.input]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode or not lines:
+            results[label] = {"error": (done.stderr.strip().splitlines() or ["?"])[-1][:150]}
+        else:
+            results[label] = json.loads(lines[-1])
+    return results
+
+
+def print_row(row, results):
+    titles = [r["title"] for r in results.values() if "title" in r]
+    title = titles[0] if titles else row
+    finite = [r[k] for r in results.values() if "error" not in r
+              for k in ("loss", "tight_loss") if r.get(k) is not None and math.isfinite(r[k])]
+    best = min(finite) if finite else math.nan
+    print(f"\n{title}   (best loss {best:.6f})")
+    print(f"{'method':>8} {'paper s':>8} {'iters':>6} {'fit wall':>8} {'->1e-4 s':>9} "
+          f"{'->1e-6 s':>9} {'stat@1e-4':>9} {'stat tight':>10} {'peak MB':>8}  status")
+    reached = {}
+    for label, r in results.items():
+        if "error" in r:
+            print(f"{label:>8}  error: {r['error']}")
+            continue
+        t4 = _first(r, best * (1 + 1e-4))
+        t6 = _first(r, best * (1 + 1e-6))
+        reached[label] = t6
+        print(f"{label:>8} {r['runtime_s']:8.3f} {r['n_iter']:6d} {r['wall_s']:8.3f} "
+              f"{t4:9.3f} {t6:9.3f} {_fmt(r['stationarity']):>9} "
+              f"{_fmt(r['tight_stationarity']):>10} {r['peak_rss_mb']:8.0f}  {r['status'][:24]}")
+    if "auto" in reached:
+        rivals = {k: v for k, v in reached.items() if k in ("cbmm", "squarem", "lbfgsb")}
+        finite_rivals = [v for v in rivals.values() if math.isfinite(v)]
+        if not finite_rivals:
+            print(f"{'':>8} auto reaches 1e-6 in {reached['auto']:.3f} s; plain, SQUAREM and "
+                  "L-BFGS-B never do within the budget")
+        else:
+            fastest = min(finite_rivals)
+            verdict = "meets" if reached["auto"] <= fastest else "misses"
+            lbfgsb = rivals.get("lbfgsb", math.nan)
+            print(f"{'':>8} auto reaches 1e-6 in {reached['auto']:.3f} s; fastest of "
+                  f"plain/SQUAREM/L-BFGS-B {fastest:.3f} s ({verdict}); "
+                  f"L-BFGS-B / auto = {lbfgsb / reached['auto']:.2f}")
+    sys.stdout.flush()
+
+
+def _first(r, target):
+    """Earliest time to ``target`` in the paper-rule or the tight run."""
+    return min(time_to_target(r["paper_history"], r["paper_times"], target),
+               time_to_target(r["history"], r["times"], target), key=_nan_last)
+
+
+def _nan_last(value):
+    return math.inf if math.isnan(value) else value
+
+
+def _fmt(value):
+    return "-" if value is None or not math.isfinite(value) else f"{value:.1e}"
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=parse_sizes, default=parse_sizes(DEFAULT_SIZES),
-                        help=f"comma-separated NxJ (default {DEFAULT_SIZES})")
-    parser.add_argument("--methods", default=DEFAULT_METHODS,
-                        help=f"comma-separated methods (default {DEFAULT_METHODS})")
-    parser.add_argument("--seed", type=int, default=0, help="data and start seed")
-    parser.add_argument("--sigma", type=float, default=1.0, help="temperature")
-    parser.add_argument("--timeout", type=float, default=600.0,
-                        help="seconds per fit before the cell is skipped (default 600)")
+    parser.add_argument("--rows", default="issue",
+                        help="issue, leaderboard, paper, or comma-separated row names")
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help=f"comma-separated subset of {', '.join(METHODS)}")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="paper-rule fits per method; medians are reported")
+    parser.add_argument("--budget", type=float, default=60.0,
+                        help="about how many seconds a tight fit may run")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--input", choices=("dense", "long", "csr"), default="dense")
+    parser.add_argument("--json", help="also write every measurement to this JSON Lines file")
+    parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-
-    import cbmm
-    from cbmm.simulate import simulate
-
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    cbmm.check_methods(methods)
-
-    print(f"{'N x J':>11} {'method':>7} {'seconds':>9} {'iters':>6} {'status':>10} "
-          f"{'final loss':>14} {'rel. gap':>9}")
-    for n, j in args.sizes:
-        data = simulate(n, j, sigma=args.sigma, seed=args.seed).responses
-        rows = {}
-        for method in methods:
-            rows[method] = fit_with_timeout(data, method, args.sigma, args.seed, args.timeout)
-        finite = [r["loss"] for r in rows.values() if r and np.isfinite(r["loss"])]
-        best = min(finite) if finite else np.nan
-        for method, row in rows.items():
-            if row is None:
-                print(f"{n:>5} x {j:<5} {method:>7}   skipped: exceeded {args.timeout:.0f} s")
-                continue
-            status = row["status"] if len(row["status"]) <= 10 else "failed"
-            print(f"{n:>5} x {j:<5} {method:>7} {row['runtime_s']:9.3f} {row['n_iter']:6d} "
-                  f"{status:>10} {row['loss']:14.2f} {(row['loss'] - best) / best:9.1e}")
-            if status != row["status"]:
-                print(f"{'':>21} {row['status']}")
-        reference = rows.get("cbmm")
-        baselines = {m: r for m, r in rows.items()
-                     if m != "cbmm" and r is not None and not r["status"].startswith("failed")}
-        if reference and baselines:
-            fastest = min(baselines, key=lambda m: baselines[m]["runtime_s"])
-            row = baselines[fastest]
-            print(f"{'':>11} speedup of cbmm over the fastest baseline ({fastest}): "
-                  f"{row['runtime_s'] / reference['runtime_s']:.1f}x by runtime, "
-                  f"{equal_loss_speedup(reference, row):.1f}x at equal final loss")
-        sys.stdout.flush()
+    if args.worker:
+        worker(*args.worker, args.repeats, args.budget, args.clock, args.input)
+        return
+    rows = ROW_SETS.get(args.rows, tuple(r for r in args.rows.split(",") if r))
+    methods = [m for m in args.methods.split(",") if m]
+    print(machine())
+    print(f"one core per fit; clock: {args.clock}; input: {args.input}; paper rule tol 1e-4 "
+          f"(median of {args.repeats}); tight fits tol {TIGHT_TOL:g}; eps relative to the best "
+          "loss of the row; stat = info['stationarity']")
+    for row in rows:
+        if row == "math500" and load_row(row)[0] is None:
+            print("\nMATH-500: file not found, row skipped")
+            continue
+        results = run_row(row, methods, args)
+        print_row(row, results)
+        if args.json:
+            with open(args.json, "a") as handle:
+                handle.writelines(json.dumps(r) + "\n" for r in results.values())
 
 
 if __name__ == "__main__":

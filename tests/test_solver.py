@@ -5,8 +5,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from cbmm import initial_values, loss, loss_and_gradient
-from cbmm import _fused
+from cbmm import Responses, _fused, initial_values, loss, loss_and_gradient
 from cbmm.solver import MMOperator, mm_step_numpy, solve_cbmm
 
 
@@ -30,15 +29,21 @@ def paper_full_matrix_step(y, theta, a, b, sigma):
     return theta_new, a_new, b_new
 
 
-@pytest.mark.parametrize("sigma", [1.0, 0.3])
+@pytest.mark.parametrize("sigma", [1.0, 0.3, 1e-50, 1e38])
 def test_masked_updates_equal_paper_formulas_when_fully_observed(sigma):
     y = draw(40, 25, seed=1, sigma=sigma)
     theta, a, b = initial_values(40, 25, seed=3, sigma=sigma)
     expected = paper_full_matrix_step(y, theta, a, b, sigma)
     value, *got = mm_step_numpy(y, theta, a, b, sigma)
     assert value == pytest.approx(loss(theta, a, b, y, sigma), rel=1e-12)
-    for g, e in zip(got, expected):
-        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12)
+    scales = (1.0, sigma, sigma)  # a and b carry sigma's scale
+    for g, e, scale in zip(got, expected, scales):
+        np.testing.assert_allclose(g, e, rtol=1e-10, atol=1e-12 * scale)
+    for precision in ("float64", "float32"):  # the fused engine's first iterate
+        fused = solve_cbmm(y, theta, a, b, sigma=sigma, tol=1e-300, max_iter=1,
+                           precision=precision)
+        for g, e, scale in zip((fused.theta, fused.a, fused.b), expected, scales):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5 * scale)
 
 
 def test_masked_a_step_is_the_nnls_minimiser_over_observed_rows():
@@ -112,7 +117,7 @@ def test_kkt_conditions_at_convergence(engine):
     out = solve_cbmm(y, theta, a, b, tol=1e-10, max_iter=200000, engine=engine,
                      precision="float64", accelerate="squarem")
     assert out.status == "converged"
-    value, g_theta, g_a, g_b = loss_and_gradient(out.theta, out.a, out.b, y)
+    _, g_theta, g_a, g_b = loss_and_gradient(out.theta, out.a, out.b, y)
     scale = np.abs(y).sum()  # gradient entries are sums of O(1) terms
     assert np.all(out.a >= 0)
     assert np.max(np.abs(g_theta)) < 1e-4 * np.sqrt(scale)
@@ -122,21 +127,59 @@ def test_kkt_conditions_at_convergence(engine):
     assert np.any(out.a == 0)  # the constraint is active somewhere
 
 
-@pytest.mark.parametrize("precision,rtol", [("float64", 1e-9), ("float32", 1e-5)])
+def csr(y):
+    """The CSR storage of a dense +-1/0 matrix, built with plain NumPy."""
+    rows, cols = np.nonzero(y)
+    indptr = np.zeros(y.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=y.shape[0]), out=indptr[1:])
+    return Responses(None, indptr=indptr, indices=cols.astype(np.int32),
+                     values=y[rows, cols].astype(np.int8), n_items=y.shape[1])
+
+
+@pytest.mark.parametrize("precision,rtol", [("float64", 1e-12), ("float32", 1e-6)])
 @pytest.mark.parametrize("missing", [0.0, 0.5])
-def test_fused_engine_agrees_with_numpy_reference(precision, rtol, missing):
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_fused_engine_agrees_with_numpy_reference(precision, rtol, missing, storage, threads):
     y = draw(90, 70, seed=8, missing=missing)
     theta, a, b = initial_values(90, 70, seed=4, init_scale=2.0)
     reference = MMOperator(y, engine="numpy")
-    fused = MMOperator(y, engine="fused", precision=precision)
-    for _ in range(5):
-        expected = reference.step(theta, a, b)
-        got = fused.step(theta, a, b)
-        assert got[0] == pytest.approx(expected[0], rel=rtol)
-        for g, e in zip(got[1:], expected[1:]):
-            np.testing.assert_allclose(g, e, rtol=1e-4 if precision == "float32" else 1e-6,
-                                       atol=1e-5 if precision == "float32" else 1e-7)
-        theta, a, b = expected[1:]
+    fused = MMOperator(y if storage == "dense" else csr(y), engine="fused", precision=precision,
+                       threads=threads)
+    assert fused.n_threads == threads
+    assert fused.evaluate(theta, a, b) == pytest.approx(reference.evaluate(theta, a, b), rel=rtol)
+    for _ in range(6):
+        assert fused.update() == pytest.approx(reference.update(), rel=rtol)
+        for got, expected in zip(fused.point, reference.point):
+            np.testing.assert_allclose(got, expected, rtol=1e3 * rtol, atol=1e3 * rtol)
+        fused.evaluate(*reference.point)  # compare single steps from the same point
+    assert fused.precision == precision
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.4])
+def test_loss_and_gradient_of_sparse_storage_equal_the_dense_ones(missing):
+    y = draw(70, 45, seed=14, missing=missing)
+    theta, a, b = initial_values(70, 45, seed=2)
+    dense = loss_and_gradient(theta, a, b, y, 0.8)
+    sparse = loss_and_gradient(theta, a, b, csr(y), 0.8)
+    assert sparse[0] == pytest.approx(dense[0], rel=1e-13)
+    for got, expected in zip(sparse[1:], dense[1:]):
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+    # and both equal the plain formula
+    x = np.outer(theta, a) + b
+    z = -y * x / 0.8
+    assert dense[0] == pytest.approx(np.sum(np.logaddexp(0.0, z) * (y != 0)), rel=1e-13)
+
+
+def test_sparse_fit_equals_dense_fit_with_missing_cells():
+    y = draw(300, 120, seed=15, missing=0.9)
+    theta, a, b = initial_values(300, 120, seed=0)
+    dense = solve_cbmm(y, theta, a, b, tol=1e-10, max_iter=300, precision="float64")
+    sparse = solve_cbmm(csr(y), theta, a, b, tol=1e-10, max_iter=300, precision="float64")
+    assert sparse.n_iter == dense.n_iter
+    np.testing.assert_allclose(sparse.loss_history, dense.loss_history, rtol=1e-12)
+    for got, expected in zip((sparse.theta, sparse.a, sparse.b), (dense.theta, dense.a, dense.b)):
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-10)
 
 
 @pytest.mark.parametrize("dtype,rtol", [(np.float64, 2e-15), (np.float32, 5e-7)])
@@ -182,3 +225,51 @@ def test_max_iter_and_history_bookkeeping():
     assert out.n_iter == 7
     assert len(out.loss_history) == 8  # the start and after each iteration
     assert out.loss_history[-1] == pytest.approx(loss(out.theta, out.a, out.b, y), rel=1e-12)
+
+
+def numpy_gradient(theta, a, b, y, sigma):
+    """Loss (3) and its gradient from the plain dense formulas."""
+    x = np.outer(theta, a) + b
+    z = -y * x / sigma
+    g = -(y / sigma) * expit(z)
+    return np.sum(np.logaddexp(0.0, z) * (y != 0)), g @ a, g.T @ theta, g.sum(axis=0)
+
+
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+@pytest.mark.parametrize("sigma", [1.0, 0.25, 1e-30])
+def test_loss_and_stationarity_match_the_dense_formulas(storage, sigma):
+    from cbmm.model import loss_and_stationarity, stationarity
+
+    y = draw(50, 30, seed=16, missing=0.3)
+    start = initial_values(50, 30, seed=1, sigma=sigma)
+    out = solve_cbmm(y, *start, sigma=sigma, tol=1e-6, max_iter=50, precision="float64")
+    a_end = out.a.copy()
+    a_end[:3] = 0.0  # some components on the bound a = 0
+    point = (out.theta, a_end, out.b)
+
+    def norm(theta, a, b):
+        _, g_theta, g_a, g_b = numpy_gradient(theta, a, b, y, sigma)
+        g_a, g_b = g_a * sigma, g_b * sigma  # gradient in (theta, a / sigma, b / sigma)
+        g_a = np.where((a <= 0) & (g_a > 0), 0.0, g_a)
+        return np.sqrt(g_theta @ g_theta + g_a @ g_a + g_b @ g_b)
+
+    responses = y if storage == "dense" else csr(y)
+    value, reached = loss_and_stationarity(*point, start, responses, sigma)
+    assert value == pytest.approx(numpy_gradient(*point, y, sigma)[0], rel=1e-12)
+    assert reached == pytest.approx(norm(*point) / norm(*start), rel=1e-5)
+    assert stationarity(*point, start, responses, sigma) == reached
+
+
+@pytest.mark.parametrize("accelerate", ["none", "squarem", "auto"])
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_solver_reports_the_start_reference_of_the_stationarity_measure(accelerate, precision):
+    from cbmm.model import projected_gradient_norm
+    from cbmm.result import canonicalize
+
+    y = draw(60, 40, seed=17, missing=0.2)
+    sigma = 0.6
+    start = initial_values(60, 40, seed=3, sigma=sigma)
+    out = solve_cbmm(y, *start, sigma=sigma, tol=1e-3, precision=precision,
+                     accelerate=accelerate)
+    expected = projected_gradient_norm(*canonicalize(*start), y, sigma)  # float64
+    assert out.info["stationarity_reference"] == pytest.approx(expected, rel=1e-6)

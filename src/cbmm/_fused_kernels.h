@@ -1,7 +1,9 @@
 /*
  * Kernels of cbmm._fused, included twice by _fused.c: once compiled for
  * AVX2 + FMA and once for the baseline target, with KERNEL(name) giving each
- * copy its own names.  See _fused.c for what they compute.
+ * copy its own names.  See _fused.c for what they compute.  Every kernel
+ * works on the rows [r0, r1) of one Data matrix (dense or CSR) and is called
+ * by one thread with its own accumulators.
  */
 static inline double KERNEL(estrin16)(double x, const double *c)
 {
@@ -20,20 +22,37 @@ static inline float KERNEL(estrin8)(float x, const float *c)
            + ((c[4] + c[5] * x) + (c[6] + c[7] * x) * x2) * x4;
 }
 
-/* w = y expit(z) and softplus(z) for z = -y x inv_sigma (double). */
-static inline void KERNEL(entry64)(int8_t y, double x, double inv_sigma, double *w, double *softplus)
+/* e = exp(-t) for 0 <= t <= T_MAX (double). */
+static inline double KERNEL(exp_neg64)(double t)
 {
-    double yk = (double)y;
-    double z = -yk * x * inv_sigma;
-    double t = fabs(z);
-    t = t < T_MAX ? t : T_MAX;
     double kf = floor(t * 1.4426950408889634 + 0.5);
     double r = -(t - kf * 6.93147180369123816490e-01 - kf * 1.90821492927058770002e-10);
     /* via int32: AVX2 has no double -> int64 vector conversion */
     int64_t bits = (int64_t)(1023 - (int32_t)kf) << 52;
     double scale;
     memcpy(&scale, &bits, sizeof scale);
-    double e = KERNEL(estrin16)(r, EXP64) * scale;
+    return KERNEL(estrin16)(r, EXP64) * scale;
+}
+
+static inline float KERNEL(exp_neg32)(float t)
+{
+    float kf = floorf(t * 1.44269504f + 0.5f);
+    float r = -(t - kf * 0.693145751953125f - kf * 1.428606765330187045e-06f);
+    int32_t bits = (int32_t)(127 - (int32_t)kf) << 23;
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return KERNEL(estrin8)(r, EXP32) * scale;
+}
+
+/* w = y expit(z) and softplus(z) for z = -y x inv_sigma (double).  A missing
+ * entry (y = 0) gives w = 0; callers mask its softplus. */
+static inline void KERNEL(entry64)(int8_t y, double x, double inv_sigma, double *w, double *softplus)
+{
+    double yk = (double)y;
+    double z = -yk * x * inv_sigma;
+    double t = fabs(z);
+    t = t < T_MAX ? t : T_MAX; /* also maps NaN to T_MAX: no undefined conversion */
+    double e = KERNEL(exp_neg64)(t);
     double d = 1.0 / ((1.0 + e) * (2.0 + e)); /* one division: 1/(1+e) and e/(2+e) */
     double inv = (2.0 + e) * d;
     double s = e * (1.0 + e) * d;
@@ -41,19 +60,13 @@ static inline void KERNEL(entry64)(int8_t y, double x, double inv_sigma, double 
     *softplus = (z > 0.0 ? z : 0.0) + 2.0 * s * KERNEL(estrin16)(s * s, LOG64);
 }
 
-/* The same in single precision. */
 static inline void KERNEL(entry32)(int8_t y, float x, float inv_sigma, float *w, float *softplus)
 {
     float yk = (float)y;
     float z = -yk * x * inv_sigma;
     float t = fabsf(z);
     t = t < (float)T_MAX ? t : (float)T_MAX;
-    float kf = floorf(t * 1.44269504f + 0.5f);
-    float r = -(t - kf * 0.693145751953125f - kf * 1.428606765330187045e-06f);
-    int32_t bits = (int32_t)(127 - (int32_t)kf) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    float e = KERNEL(estrin8)(r, EXP32) * scale;
+    float e = KERNEL(exp_neg32)(t);
     float d = 1.0f / ((1.0f + e) * (2.0f + e));
     float inv = (2.0f + e) * d;
     float s = e * (1.0f + e) * d;
@@ -61,88 +74,214 @@ static inline void KERNEL(entry32)(int8_t y, float x, float inv_sigma, float *w,
     *softplus = (z > 0.0f ? z : 0.0f) + 2.0f * s * KERNEL(estrin8)(s * s, LOG32);
 }
 
-/* Column pass over rows [r0, r1): returns the loss over those rows, writes W
- * and adds W^T theta and W^T 1 into wt, ws.  Two simple loops per row so
- * each vectorises on its own. */
-#undef DEFINE_COLUMN_ROWS
-#define DEFINE_COLUMN_ROWS(NAME, T, ENTRY)                                                    \
-    static double NAME(const int8_t *y, Py_ssize_t j, Py_ssize_t r0,             \
-                                    Py_ssize_t r1, const T *theta, const T *a, const T *b,    \
-                                    T inv_sigma, float *w_store, double *wt, double *ws)      \
-    {                                                                                         \
-        double total = 0.0;                                                                   \
-        for (Py_ssize_t i = r0; i < r1; i++) {                                                \
-            const int8_t *row = y + i * j;                                                    \
-            float *out = w_store + i * j;                                                     \
-            const T ti = theta[i];                                                            \
-            double part = 0.0;                                                                \
-            _Pragma("omp simd reduction(+ : part)") for (Py_ssize_t k = 0; k < j; k++)        \
-            {                                                                                 \
-                T w, softplus;                                                                \
-                ENTRY(row[k], ti * a[k] + b[k], inv_sigma, &w, &softplus);                    \
-                out[k] = (float)w;                                                            \
-                part += row[k] != 0 ? (double)softplus : 0.0;                                 \
-            }                                                                                 \
-            total += part;                                                                    \
-            const double t64 = (double)ti;                                                    \
-            _Pragma("omp simd") for (Py_ssize_t k = 0; k < j; k++)                            \
-            {                                                                                 \
-                double wk = (double)out[k];                                                   \
-                wt[k] += t64 * wk;                                                            \
-                ws[k] += wk;                                                                  \
-            }                                                                                 \
-        }                                                                                     \
-        return total;                                                                         \
-    }
-
-DEFINE_COLUMN_ROWS(KERNEL(column_rows64), double, KERNEL(entry64))
-DEFINE_COLUMN_ROWS(KERNEL(column_rows32), float, KERNEL(entry32))
-
-/* Observed-set column statistics n_j, sum theta_i, sum theta_i^2 over rows [r0, r1). */
-static void KERNEL(mask_rows)(const int8_t *y, Py_ssize_t j, Py_ssize_t r0, Py_ssize_t r1,
-                                   const double *theta, double *cn, double *ct, double *ctt)
+/* w = y expit(-y x) alone (sigma = 1): the theta-step needs no loss term. */
+static inline double KERNEL(expit64)(int8_t y, double x)
 {
-    for (Py_ssize_t i = r0; i < r1; i++) {
-        const int8_t *row = y + i * j;
-        const double ti = theta[i];
-        _Pragma("omp simd") for (Py_ssize_t k = 0; k < j; k++)
-        {
-            double m = row[k] != 0 ? 1.0 : 0.0;
-            cn[k] += m;
-            ct[k] += m * ti;
-            ctt[k] += m * ti * ti;
-        }
-    }
+    double yk = (double)y;
+    double z = -yk * x;
+    double t = fabs(z);
+    t = t < T_MAX ? t : T_MAX;
+    double e = KERNEL(exp_neg64)(t);
+    return yk * (z >= 0.0 ? 1.0 : e) / (1.0 + e);
 }
 
-/* theta-step for rows [r0, r1). */
-static void KERNEL(theta_rows)(const int8_t *y, const float *w_store, Py_ssize_t j,
-                                    Py_ssize_t r0, Py_ssize_t r1, const double *theta,
-                                    const double *a, const double *b, const double *a_new,
-                                    const double *b_new, double four_sigma, int masked,
-                                    double aa_full, double ba_full, double a2_full,
-                                    double *theta_out)
+static inline float KERNEL(expit32)(int8_t y, float x)
 {
+    float yk = (float)y;
+    float z = -yk * x;
+    float t = fabsf(z);
+    t = t < (float)T_MAX ? t : (float)T_MAX;
+    float e = KERNEL(exp_neg32)(t);
+    return yk * (z >= 0.0f ? 1.0f : e) / (1.0f + e);
+}
+
+/* The MM pass in both precisions (see _fused_mm_rows.h). */
+#define REAL double
+#define MM_ROWS KERNEL(mm_rows64)
+#define ENTRY KERNEL(entry64)
+#define EXPIT KERNEL(expit64)
+#include "_fused_mm_rows.h"
+#undef REAL
+#undef MM_ROWS
+#undef ENTRY
+#undef EXPIT
+
+#define REAL float
+#define MM_ROWS KERNEL(mm_rows32)
+#define ENTRY KERNEL(entry32)
+#define EXPIT KERNEL(expit32)
+#include "_fused_mm_rows.h"
+#undef REAL
+#undef MM_ROWS
+#undef ENTRY
+#undef EXPIT
+
+/* Loss (3) over rows [r0, r1) in double precision. */
+static double KERNEL(loss_rows)(const LossArgs *g, Py_ssize_t r0, Py_ssize_t r1)
+{
+    const Data *d = g->d;
+    const double *a = g->a, *b = g->b, inv_sigma = g->inv_sigma;
+    double total = 0.0;
     for (Py_ssize_t i = r0; i < r1; i++) {
-        const float *w = w_store + i * j;
-        double wa = 0.0, aa = aa_full, ba = ba_full, a2 = a2_full;
-        _Pragma("omp simd reduction(+ : wa)") for (Py_ssize_t k = 0; k < j; k++)
-            wa += (double)w[k] * a_new[k];
-        if (masked) {
-            const int8_t *row = y + i * j;
-            aa = ba = a2 = 0.0;
-            _Pragma("omp simd reduction(+ : aa, ba, a2)") for (Py_ssize_t k = 0; k < j; k++)
+        const double ti = g->theta[i];
+        double part = 0.0;
+        if (d->y) {
+            const int8_t *yi = d->y + i * d->j;
+            _Pragma("omp simd reduction(+ : part)") for (Py_ssize_t k = 0; k < d->j; k++)
             {
-                double m = row[k] != 0 ? a_new[k] : 0.0;
-                aa += m * a[k];
-                ba += m * (b[k] - b_new[k]);
-                a2 += m * a_new[k];
+                double w, softplus;
+                KERNEL(entry64)(yi[k], ti * a[k] + b[k], inv_sigma, &w, &softplus);
+                part += yi[k] != 0 ? softplus : 0.0;
+            }
+        } else {
+            const int64_t start = d->indptr[i], length = d->indptr[i + 1] - start;
+            const int32_t *cols = d->indices + start;
+            const int8_t *vals = d->values + start;
+            _Pragma("omp simd reduction(+ : part)") for (int64_t k = 0; k < length; k++)
+            {
+                double w, softplus;
+                const int32_t c = cols[k];
+                KERNEL(entry64)(vals[k], ti * a[c] + b[c], inv_sigma, &w, &softplus);
+                part += softplus;
             }
         }
-        theta_out[i] = a2 > 0.0 ? (theta[i] * aa + ba + four_sigma * wa) / a2 : theta[i];
+        total += part;
+    }
+    return total;
+}
+
+/* Loss (3) and its gradient over rows [r0, r1) (double precision; the
+ * gradient methods need accurate line searches).  With
+ * G_ij = -(y_ij / sigma) expit(z_ij): grad_theta_i = sum_j G_ij a_j is written,
+ * G^T theta and G^T 1 are added into ga, gb; g_row is scratch of J doubles. */
+static double KERNEL(gradient_rows)(const LossArgs *g, Py_ssize_t r0, Py_ssize_t r1, double *ga,
+                                    double *gb, double *g_row)
+{
+    const Data *d = g->d;
+    const double *a = g->a, *b = g->b, inv_sigma = g->inv_sigma;
+    double total = 0.0;
+    for (Py_ssize_t i = r0; i < r1; i++) {
+        const double ti = g->theta[i];
+        double part = 0.0, gt = 0.0;
+        if (d->y) {
+            const int8_t *yi = d->y + i * d->j;
+            _Pragma("omp simd reduction(+ : part, gt)") for (Py_ssize_t k = 0; k < d->j; k++)
+            {
+                double w, softplus;
+                KERNEL(entry64)(yi[k], ti * a[k] + b[k], inv_sigma, &w, &softplus);
+                double gk = -w * inv_sigma;
+                g_row[k] = gk;
+                gt += gk * a[k];
+                part += yi[k] != 0 ? softplus : 0.0;
+            }
+            _Pragma("omp simd") for (Py_ssize_t k = 0; k < d->j; k++)
+            {
+                ga[k] += ti * g_row[k];
+                gb[k] += g_row[k];
+            }
+        } else {
+            const int64_t start = d->indptr[i], length = d->indptr[i + 1] - start;
+            const int32_t *cols = d->indices + start;
+            const int8_t *vals = d->values + start;
+            _Pragma("omp simd reduction(+ : part, gt)") for (int64_t k = 0; k < length; k++)
+            {
+                double w, softplus;
+                const int32_t c = cols[k];
+                KERNEL(entry64)(vals[k], ti * a[c] + b[c], inv_sigma, &w, &softplus);
+                double gk = -w * inv_sigma;
+                g_row[k] = gk;
+                gt += gk * a[c];
+                part += softplus;
+            }
+            for (int64_t k = 0; k < length; k++) { /* scatter: columns are distinct */
+                ga[cols[k]] += ti * g_row[k];
+                gb[cols[k]] += g_row[k];
+            }
+        }
+        g->grad_theta[i] = gt;
+        total += part;
+    }
+    return total;
+}
+
+/* Diagonal of the Fisher information of loss (3) over rows [r0, r1): with
+ * q_ij = Phi(x_ij)(1 - Phi(x_ij)) / sigma^2 on Omega, sum_j a_j^2 q_ij is
+ * written to g->grad_theta[i], sum_i theta_i^2 q_ij and sum_i q_ij are added
+ * into ca, cb; q_row is scratch of J doubles. */
+static void KERNEL(curvature_rows)(const LossArgs *g, Py_ssize_t r0, Py_ssize_t r1, double *ca,
+                                   double *cb, double *q_row)
+{
+    const Data *d = g->d;
+    const double *a = g->a, *b = g->b, inv_sigma = g->inv_sigma;
+    const double inv_sigma2 = inv_sigma * inv_sigma;
+    for (Py_ssize_t i = r0; i < r1; i++) {
+        const double ti = g->theta[i], ti2 = ti * ti;
+        double qa = 0.0;
+        if (d->y) {
+            const int8_t *yi = d->y + i * d->j;
+            _Pragma("omp simd reduction(+ : qa)") for (Py_ssize_t k = 0; k < d->j; k++)
+            {
+                double w, softplus;
+                KERNEL(entry64)(yi[k], ti * a[k] + b[k], inv_sigma, &w, &softplus);
+                const double p = yi[k] * w; /* expit(z) for observed cells, 0 otherwise */
+                const double q = p * (1.0 - p) * inv_sigma2;
+                q_row[k] = q;
+                qa += q * a[k] * a[k];
+            }
+            _Pragma("omp simd") for (Py_ssize_t k = 0; k < d->j; k++)
+            {
+                ca[k] += ti2 * q_row[k];
+                cb[k] += q_row[k];
+            }
+        } else {
+            const int64_t start = d->indptr[i], length = d->indptr[i + 1] - start;
+            const int32_t *cols = d->indices + start;
+            const int8_t *vals = d->values + start;
+            _Pragma("omp simd reduction(+ : qa)") for (int64_t k = 0; k < length; k++)
+            {
+                double w, softplus;
+                const int32_t c = cols[k];
+                KERNEL(entry64)(vals[k], ti * a[c] + b[c], inv_sigma, &w, &softplus);
+                const double p = vals[k] * w;
+                const double q = p * (1.0 - p) * inv_sigma2;
+                q_row[k] = q;
+                qa += q * a[c] * a[c];
+            }
+            for (int64_t k = 0; k < length; k++) { /* scatter: columns are distinct */
+                ca[cols[k]] += ti2 * q_row[k];
+                cb[cols[k]] += q_row[k];
+            }
+        }
+        g->grad_theta[i] = qa;
     }
 }
 
+/* Observed entries per column over rows [r0, r1) of a dense matrix, added
+ * into counts; returns the number of entries outside {-1, 0, 1}.  Counts in
+ * int32 (8 lanes) over blocks of rows, in double across blocks. */
+static Py_ssize_t KERNEL(count_rows)(const Data *d, Py_ssize_t r0, Py_ssize_t r1, double *counts,
+                                     int32_t *block)
+{
+    const Py_ssize_t j = d->j, block_rows = 1 << 20;
+    Py_ssize_t bad = 0;
+    for (Py_ssize_t b0 = r0; b0 < r1; b0 += block_rows) {
+        const Py_ssize_t b1 = b0 + block_rows < r1 ? b0 + block_rows : r1;
+        memset(block, 0, j * sizeof(int32_t));
+        for (Py_ssize_t i = b0; i < b1; i++) {
+            const int8_t *yi = d->y + i * j;
+            int32_t row_bad = 0;
+            _Pragma("omp simd reduction(+ : row_bad)") for (Py_ssize_t k = 0; k < j; k++)
+            {
+                block[k] += yi[k] != 0;
+                row_bad += (uint8_t)(yi[k] + 1) > 2;
+            }
+            bad += row_bad;
+        }
+        for (Py_ssize_t k = 0; k < j; k++)
+            counts[k] += block[k];
+    }
+    return bad;
+}
 
 /* The per-entry math over 1-D arrays (for the tests). */
 static void KERNEL(elementwise64)(const int8_t *y, const double *x, double inv_sigma, double *w,
@@ -159,36 +298,7 @@ static void KERNEL(elementwise32)(const int8_t *y, const float *x, float inv_sig
         KERNEL(entry32)(y[k], x[k], inv_sigma, w + k, softplus + k);
 }
 
-/* Loss (3) and its gradient over rows [r0, r1) (double precision; the
- * gradient baselines need accurate line searches).  With
- * G_ij = -(y_ij / sigma) expit(z_ij): grad_theta_i = sum_j G_ij a_j is written,
- * G^T theta and G^T 1 are added into ga, gb; g_row is a J-vector of scratch. */
-static double KERNEL(gradient_rows)(const int8_t *y, Py_ssize_t j, Py_ssize_t r0, Py_ssize_t r1,
-                                    const double *theta, const double *a, const double *b,
-                                    double inv_sigma, double *g_row, double *grad_theta,
-                                    double *ga, double *gb)
-{
-    double total = 0.0;
-    for (Py_ssize_t i = r0; i < r1; i++) {
-        const int8_t *row = y + i * j;
-        const double ti = theta[i];
-        double part = 0.0, gt = 0.0;
-        _Pragma("omp simd reduction(+ : part, gt)") for (Py_ssize_t k = 0; k < j; k++)
-        {
-            double w, softplus;
-            KERNEL(entry64)(row[k], ti * a[k] + b[k], inv_sigma, &w, &softplus);
-            double g = -w * inv_sigma;
-            g_row[k] = g;
-            gt += g * a[k];
-            part += row[k] != 0 ? softplus : 0.0;
-        }
-        grad_theta[i] = gt;
-        total += part;
-        _Pragma("omp simd") for (Py_ssize_t k = 0; k < j; k++)
-        {
-            ga[k] += ti * g_row[k];
-            gb[k] += g_row[k];
-        }
-    }
-    return total;
-}
+static const Kernels KERNEL(kernels) = {
+    KERNEL(mm_rows64),     KERNEL(mm_rows32),     KERNEL(loss_rows),
+    KERNEL(gradient_rows), KERNEL(curvature_rows), KERNEL(count_rows),
+    KERNEL(elementwise64), KERNEL(elementwise32)};

@@ -33,8 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .initialization import initial_values
-from .model import loss as model_loss
-from .model import stationarity
+from .model import check_sigma, loss_and_stationarity
 from .registry import get_method
 from .responses import as_responses
 from .result import FitResult, SolverOutput, canonicalize
@@ -161,7 +160,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     ConvergenceWarning
         The fit stopped at ``max_iter``.
     """
-    sigma = _number("sigma", sigma)
+    sigma = check_sigma(_number("sigma", sigma))
     tol = _number("tol", tol)
     init_scale = _number("init_scale", init_scale)
     max_iter = _integer("max_iter", max_iter, minimum=1)
@@ -228,13 +227,13 @@ def _finish(out, data, start, method, settings, init_scale, bad_items, bad_model
                                  info=out.info, **common)
     raw_mean, raw_sd = float(theta.mean()), float(theta.std())
     theta, a, b = canonicalize(theta, a, b)
-    info = dict(out.info, theta_mean_raw=raw_mean, theta_sd_raw=raw_sd,
-                stationarity=stationarity(theta, a, b, canonicalize(*start), data.y,
-                                          settings["sigma"]))
+    final_loss, reached = loss_and_stationarity(
+        theta, a, b, canonicalize(*start), data, settings["sigma"],
+        reference=out.info.get("stationarity_reference"))
+    info = dict(out.info, theta_mean_raw=raw_mean, theta_sd_raw=raw_sd, stationarity=reached)
     return FitResult(
         theta=_label(theta, data.row_labels, "theta"), a=_label(a, data.col_labels, "a"),
-        b=_label(b, data.col_labels, "b"), loss=model_loss(theta, a, b, data.y,
-                                                           settings["sigma"]),
+        b=_label(b, data.col_labels, "b"), loss=final_loss,
         loss_history=list(map(float, out.loss_history)), n_iter=int(out.n_iter),
         status=status, runtime_s=float(out.runtime_s), info=info, **common)
 

@@ -3,10 +3,12 @@
 ``Phi(x) = 1 / (1 + exp(-x / sigma))`` is the probability of a correct answer.
 The loss is the paper's equation (3), the binary cross-entropy over the
 observed entries Omega; in the +-1 coding each observed term equals
-``softplus(-y_ij x_ij / sigma)``.  Everything here is float64 NumPy, evaluated
-in row blocks so that no N x J float64 temporary larger than ``block`` rows
-exists; every baseline uses these functions so that all methods optimise the
-same objective.
+``softplus(-y_ij x_ij / sigma)``.  :func:`loss`, :func:`loss_and_gradient` and
+:func:`stationarity` evaluate it in float64 with one multi-threaded C pass over
+the responses (:mod:`cbmm._fused`, dense or CSR storage, no N x J
+temporaries); every method is judged by these functions, so all optimise the
+same objective.  The NumPy reference of the same sums is
+``cbmm.solver._column_stats_numpy`` (the tests compare the two).
 """
 
 from __future__ import annotations
@@ -16,8 +18,83 @@ import math
 import numpy as np
 from scipy.special import expit
 
-__all__ = ["scores", "probabilities", "softplus", "loss", "loss_and_gradient", "row_blocks",
-           "projected_gradient_norm", "stationarity"]
+__all__ = [
+    "SIGMA_RANGE",
+    "canonical_projected_norm",
+    "check_sigma",
+    "dense_responses",
+    "fused_matrix",
+    "loss",
+    "loss_and_gradient",
+    "loss_and_stationarity",
+    "probabilities",
+    "projected_gradient_norm",
+    "row_blocks",
+    "scores",
+    "softplus",
+    "stationarity",
+]
+
+#: Temperatures the library fits.  The engines run at sigma = 1 on a / sigma
+#: and b / sigma, so sigma never reaches their per-entry arithmetic, but the
+#: parameters a, b ~ sigma x (logits) and the loss's 1 / sigma must stay
+#: normal float64 numbers; measured: fits agree from 1e-300 to 1e307, and
+#: break at 1e-308 (1 / sigma overflows) and 1e308.
+SIGMA_RANGE = (1e-300, 1e300)
+
+
+def check_sigma(sigma) -> float:
+    """``sigma`` as a float; ``ValueError`` unless it is a number in :data:`SIGMA_RANGE`."""
+    low, high = SIGMA_RANGE
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) \
+            or not low <= sigma <= high:
+        raise ValueError(f"sigma must be a number in [{low:g}, {high:g}], got {sigma!r}")
+    return float(sigma)
+
+
+def fused_matrix(responses):
+    """The C engine's view of a response matrix, checked once.
+
+    Parameters
+    ----------
+    responses : Responses, ndarray of int8 (N, J) or cbmm._fused.Matrix
+        Dense (``y``) or sparse (CSR) responses in the +-1/0 coding.
+
+    Returns
+    -------
+    cbmm._fused.Matrix
+    """
+    from . import _fused
+
+    if isinstance(responses, _fused.Matrix):
+        return responses
+    if getattr(responses, "storage", None) == "sparse":
+        return _fused.Matrix(responses.indptr, responses.indices, responses.values,
+                             int(responses.n_items))
+    y = responses.y if hasattr(responses, "storage") else responses
+    if not (isinstance(y, np.ndarray) and y.dtype == np.int8 and y.ndim == 2):
+        raise TypeError("responses must be a cbmm.Responses or a 2-D int8 array in the +-1/0 "
+                        f"coding, got {type(y).__name__}"
+                        + (f" of dtype {y.dtype}" if isinstance(y, np.ndarray) else ""))
+    return _fused.Matrix(np.ascontiguousarray(y))
+
+
+def dense_responses(responses) -> np.ndarray:
+    """The int8 N x J matrix of a Responses (a sparse one is expanded) or an int8 array."""
+    if getattr(responses, "storage", None) == "sparse":
+        n = responses.indptr.size - 1
+        y = np.zeros((n, int(responses.n_items)), dtype=np.int8)
+        rows = np.repeat(np.arange(n), np.diff(responses.indptr))
+        y[rows, responses.indices] = responses.values
+        return y
+    y = responses.y if hasattr(responses, "storage") else responses
+    return np.asarray(y, dtype=np.int8)
+
+
+def _threads(matrix) -> int:
+    from .solver import thread_count
+
+    return thread_count(matrix.stored, matrix.shape[0])
 
 
 def row_blocks(n_rows: int, n_cols: int, target_cells: int = 1 << 20):
@@ -42,28 +119,28 @@ def softplus(z):
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
-def loss(theta, a, b, y, sigma: float = 1.0) -> float:
-    """Binary cross-entropy (3) over observed entries.
+def loss(theta, a, b, responses, sigma: float = 1.0) -> float:
+    """Binary cross-entropy (3) over observed entries, in float64.
 
     Parameters
     ----------
     theta : ndarray (N,)
     a, b : ndarray (J,)
-    y : ndarray of int8 (N, J)
-        Responses in the +-1/0 coding (0 = missing).
+    responses : Responses or ndarray of int8 (N, J)
+        Responses in the +-1/0 coding (0 = missing), dense or sparse.
     sigma : float
         Temperature.
     """
-    total = 0.0
-    for rows in row_blocks(*y.shape):
-        yb = y[rows]
-        x = np.outer(theta[rows], a) + b
-        total += float(np.sum(softplus(-yb * x / sigma) * (yb != 0)))
-    return total
+    matrix = fused_matrix(responses)
+    return matrix.loss(*_point(theta, a, b), 1.0 / sigma, _threads(matrix))
 
 
-def loss_and_gradient(theta, a, b, y, sigma: float = 1.0):
-    """Loss (3) and its gradient with respect to (theta, a, b).
+def _point(theta, a, b):
+    return tuple(np.ascontiguousarray(v, dtype=float) for v in (theta, a, b))
+
+
+def loss_and_gradient(theta, a, b, responses, sigma: float = 1.0):
+    """Loss (3) and its gradient with respect to (theta, a, b), in float64.
 
     With ``G_ij = dl/dx_ij = -(y_ij / sigma) Phi(-y_ij x_ij)`` on Omega (0
     elsewhere) the gradients are ``G a``, ``G^T theta`` and ``G^T 1``.
@@ -74,35 +151,87 @@ def loss_and_gradient(theta, a, b, y, sigma: float = 1.0):
     grad_theta : ndarray (N,)
     grad_a, grad_b : ndarray (J,)
     """
-    n, j = y.shape
-    total = 0.0
-    grad_theta = np.empty(n)
-    grad_a = np.zeros(j)
-    grad_b = np.zeros(j)
-    for rows in row_blocks(n, j):
-        yb = y[rows].astype(np.float64)
-        z = -yb * (np.outer(theta[rows], a) + b) / sigma
-        total += float(np.sum(softplus(z) * (yb != 0)))
-        g = -(yb / sigma) * expit(z)  # zero where y == 0
-        grad_theta[rows] = g @ a
-        grad_a += theta[rows] @ g
-        grad_b += g.sum(axis=0)
-    return total, grad_theta, grad_a, grad_b
+    matrix = fused_matrix(responses)
+    n, j = matrix.shape
+    grads = np.empty(n), np.empty(j), np.empty(j)
+    value = matrix.loss_gradient(*_point(theta, a, b), 1.0 / sigma, _threads(matrix), *grads)
+    return (value, *grads)
 
 
-def projected_gradient_norm(theta, a, b, y, sigma: float = 1.0) -> float:
-    """Euclidean norm of the projected gradient of loss (3) over ``(theta, a, b)``.
-
-    The projection is onto the feasible set ``a >= 0``: a component ``a_j = 0``
-    whose partial derivative is positive (pushing ``a_j`` below zero) counts
-    as zero.  It vanishes exactly at the KKT points of the paper's Theorem 2.
-    """
-    _, g_theta, g_a, g_b = loss_and_gradient(theta, a, b, y, sigma)
+def _projected_norm(a, g_theta, g_a, g_b) -> float:
+    """Norm of a gradient projected onto the feasible set ``a >= 0``."""
     g_a = np.where((np.asarray(a) <= 0) & (g_a > 0), 0.0, g_a)
     return float(np.sqrt(g_theta @ g_theta + g_a @ g_a + g_b @ g_b))
 
 
-def stationarity(theta, a, b, start, y, sigma: float = 1.0) -> float:
+def canonical_projected_norm(theta, a, g_theta, g_a, g_b) -> float:
+    """:func:`_projected_norm` in the canonical parametrisation, from the raw one.
+
+    ``(theta, a)`` and the gradient ``(g_theta, g_a, g_b)`` are in any
+    parametrisation (sigma = 1 scale); with theta's mean m and sd s, the
+    canonical point (:func:`cbmm.result.canonicalize`) has the same X and the
+    gradient ``(s g_theta, (g_a - m g_b) / s, g_b)``, and ``a s`` for a.
+    """
+    theta = np.asarray(theta)
+    m, s = float(theta.mean()), float(theta.std())
+    if not (s > 0 and math.isfinite(s)):  # canonicalize only centres a constant theta
+        s = 1.0
+    return _projected_norm(np.asarray(a) * s, s * np.asarray(g_theta),
+                           (np.asarray(g_a) - m * np.asarray(g_b)) / s, np.asarray(g_b))
+
+
+def projected_gradient_norm(theta, a, b, responses, sigma: float = 1.0) -> float:
+    """Euclidean norm of the projected gradient of loss (3), at sigma = 1 scale.
+
+    The gradient is taken with respect to ``(theta, a / sigma, b / sigma)``,
+    the parametrisation in which the loss depends on sigma only through the
+    data (so the measure does not change with sigma); the projection is onto
+    the feasible set ``a >= 0``: a component ``a_j = 0`` whose partial
+    derivative is positive (pushing ``a_j`` below zero) counts as zero.  It
+    vanishes exactly at the KKT points of the paper's Theorem 2.  float64.
+    """
+    _, g_theta, g_a, g_b = loss_and_gradient(theta, a, b, responses, sigma)
+    return _projected_norm(a, g_theta, g_a * sigma, g_b * sigma)
+
+
+def _start_gradient_norm(matrix, theta, a, b, sigma) -> float:
+    """:func:`projected_gradient_norm` from the engine's evaluation pass, in
+    float32 where the magnitudes allow (relative error < 1e-6: ample for a
+    reference point far from stationarity, and half the cost of float64)."""
+    from .solver import _float32_safe
+
+    theta, a1, b1 = _point(theta, np.asarray(a) / sigma, np.asarray(b) / sigma)
+    n, j = matrix.shape
+    stats, w_a = np.empty((4, j)), np.empty(n)
+    matrix.evaluate(theta, a1, b1, stats, _float32_safe(theta, a1, b1), _threads(matrix), w_a)
+    return _projected_norm(a, -w_a, -stats[0], -stats[1])
+
+
+def loss_and_stationarity(theta, a, b, start, responses, sigma: float = 1.0, reference=None):
+    """Loss (3) at ``(theta, a, b)`` and :func:`stationarity` there.
+
+    One float64 loss-and-gradient pass at the point, and one evaluation pass
+    at the start unless ``reference`` (the start's canonical projected-gradient
+    norm, e.g. ``info["stationarity_reference"]`` of a cBMM fit, which its
+    first pass computes anyway) is given: what :func:`cbmm.fit` needs at the
+    end of every fit, at the cost of one or 1.5 passes over the data.
+
+    Returns
+    -------
+    loss : float
+    stationarity : float
+    """
+    matrix = fused_matrix(responses)
+    value, g_theta, g_a, g_b = loss_and_gradient(theta, a, b, matrix, sigma)
+    current = _projected_norm(a, g_theta, g_a * sigma, g_b * sigma)
+    if reference is None:
+        reference = _start_gradient_norm(matrix, *start, sigma)
+    if reference > 0:
+        return value, current / reference
+    return value, (0.0 if current == 0 else math.inf)
+
+
+def stationarity(theta, a, b, start, responses, sigma: float = 1.0) -> float:
     """Scale-free stationarity: projected-gradient norm at ``(theta, a, b)`` over the start's.
 
     Parameters
@@ -111,8 +240,8 @@ def stationarity(theta, a, b, start, y, sigma: float = 1.0) -> float:
         The point to assess.
     start : tuple of ndarray
         ``(theta0, a0, b0)``, the reference point (the fit's start).
-    y : ndarray of int8 (N, J)
-        Responses in the +-1/0 coding.
+    responses : Responses or ndarray of int8 (N, J)
+        Responses in the +-1/0 coding, dense or sparse.
     sigma : float
         Temperature.
 
@@ -121,9 +250,7 @@ def stationarity(theta, a, b, start, y, sigma: float = 1.0) -> float:
     float
         0 at a stationary point; 1 means no progress from the start.  Both
         points should be in the same parametrisation (e.g. both canonical).
+        The norms are those of :func:`projected_gradient_norm` (sigma = 1
+        scale), the point's in float64; see :func:`loss_and_stationarity`.
     """
-    reference = projected_gradient_norm(*start, y, sigma)
-    current = projected_gradient_norm(theta, a, b, y, sigma)
-    if reference > 0:
-        return current / reference
-    return 0.0 if current == 0 else math.inf
+    return loss_and_stationarity(theta, a, b, start, responses, sigma)[1]

@@ -13,22 +13,35 @@ exactly, one block at a time:
   ``theta_i <- sum_j (Y~_ij - b_j) a_j / sum_j a_j^2``.
 
 Writing ``W = Y o Phi(-Y o X~)`` (zero off Omega) so that ``Y~ = X~ + 4 sigma W``,
-every step needs only the column sums ``W^T theta``, ``W^T 1`` and the row sums
-``W a``, i.e. O(|Omega|) work and no N x J float64 temporaries.  The stopping
-rule is the paper's: relative change of the loss between iterations < tol.
+the a- and b-steps need only the column statistics ``W^T theta``, ``W^T 1``
+and, with missing cells, ``n_j``, ``sum theta_i`` and ``sum theta_i^2`` over
+each column's observed rows: O(J) work once those are known.  The theta-step
+needs the row sums ``W a_new`` at the old point.  The stopping rule is the
+paper's: relative change of the loss between iterations < tol.
+
+**Scale.** cBMM is exactly equivariant under ``(theta, a, b, sigma) ->
+(theta, a / sigma, b / sigma, 1)`` (same iterates, same loss), so every engine
+runs on ``(theta, a / sigma, b / sigma)`` at sigma = 1 and scales back at the
+end: no sigma can overflow or underflow the per-entry arithmetic.
 
 Two engines compute the same iteration:
 
-* ``"numpy"``: the plain reference implementation, float64, row blocks;
-* ``"fused"`` (default): two fused, multi-threaded passes per iteration over
-  the int8 responses (C extension :mod:`cbmm._fused`, OpenMP); the loss is
-  evaluated in the same pass as ``W`` with a vectorisable exp/log1p (no
-  per-entry libm calls).
+* ``"numpy"``: the plain reference implementation (the specification),
+  float64, dense row blocks (a sparse matrix is densified for it);
+* ``"fused"`` (default): one multi-threaded pass per iteration over the int8
+  responses, dense or CSR (C extension :mod:`cbmm._fused`, POSIX threads
+  started per pass, so a process may fork at any time).  With the column
+  statistics at the current point the a- and b-steps are O(J); then each row
+  recomputes its ``w_ij`` at the old point (one exp per cell) for its
+  theta-step and evaluates the new point (a second exp): the loss and the next
+  column statistics come out of the same pass.  No N x J buffer exists.
 
 ``accelerate="squarem"`` wraps the MM map in SQUAREM extrapolation
 (Varadhan & Roland, 2008) with projection onto ``a >= 0`` and a monotonicity
 safeguard (an extrapolated point is kept only if its loss does not exceed that
 of the plain MM step), which reaches the optimum in far fewer sweeps.
+``accelerate="auto"`` runs MM until its rate slows and then a projected
+quasi-Newton phase on the same objective (:mod:`cbmm.hybrid`).
 """
 
 from __future__ import annotations
@@ -39,18 +52,27 @@ import time
 import numpy as np
 from scipy.special import expit
 
-from .model import row_blocks, softplus
+from .model import (
+    canonical_projected_norm,
+    check_sigma,
+    dense_responses,
+    fused_matrix,
+    row_blocks,
+    softplus,
+)
 from .result import SolverOutput
 
-__all__ = ["solve_cbmm", "mm_step_numpy", "MMOperator"]
+__all__ = ["MMOperator", "available_cores", "mm_step_numpy", "solve_cbmm", "thread_count"]
 
 
 # ---------------------------------------------------------------------------
-# Reference engine (plain NumPy)
+# Reference engine (plain NumPy, sigma = 1)
 # ---------------------------------------------------------------------------
 
-def _column_stats_numpy(y, theta, a, b, sigma):
-    """Loss at (theta, a, b) and the column statistics of one MM iteration."""
+def _column_stats_numpy(y, theta, a, b):
+    """Loss at (theta, a, b) (sigma = 1) and the column statistics of one MM iteration:
+    ``W^T theta``, ``W^T 1``, ``n_j``, ``sum theta_i`` and ``sum theta_i^2`` over
+    each column's observed rows."""
     n, j = y.shape
     total = 0.0
     w_theta = np.zeros(j)
@@ -61,7 +83,7 @@ def _column_stats_numpy(y, theta, a, b, sigma):
     for rows in row_blocks(n, j):
         yb = y[rows].astype(np.float64)
         mask = yb != 0
-        z = -yb * (np.outer(theta[rows], a) + b) / sigma
+        z = -yb * (np.outer(theta[rows], a) + b)
         total += float(np.sum(softplus(z) * mask))
         w = yb * expit(z)
         t = theta[rows]
@@ -73,18 +95,64 @@ def _column_stats_numpy(y, theta, a, b, sigma):
     return total, w_theta, w_sum, n_obs, theta_sum, theta_sq
 
 
-def _item_update(a, b, w_theta, w_sum, n_obs, theta_sum, theta_sq, sigma):
-    """a-step then b-step (exact block minimisers over observed models)."""
-    c = 4.0 * sigma
+def _gradient_numpy(y, theta, a, b):
+    """Loss (3) at sigma = 1 and its gradient ``(-W a, -W^T theta, -W^T 1)``."""
+    n, j = y.shape
+    total, g_theta, g_a, g_b = 0.0, np.empty(n), np.zeros(j), np.zeros(j)
+    for rows in row_blocks(n, j):
+        yb = y[rows].astype(np.float64)
+        z = -yb * (np.outer(theta[rows], a) + b)
+        total += float(np.sum(softplus(z) * (yb != 0)))
+        w = yb * expit(z)
+        g_theta[rows] = -(w @ a)
+        g_a -= theta[rows] @ w
+        g_b -= w.sum(axis=0)
+    return total, g_theta, g_a, g_b
+
+
+def _curvature_numpy(y, theta, a, b):
+    """Diagonal of the Fisher information at sigma = 1: with ``q = Phi (1 - Phi)``
+    on the observed cells, ``q a^2`` summed per row, ``q theta^2`` and ``q`` per column."""
+    n, j = y.shape
+    d_theta, d_a, d_b = np.empty(n), np.zeros(j), np.zeros(j)
+    for rows in row_blocks(n, j):
+        p = expit(np.outer(theta[rows], a) + b)
+        q = p * (1.0 - p) * (y[rows] != 0)
+        d_theta[rows] = q @ (a * a)
+        d_a += (theta[rows] ** 2) @ q
+        d_b += q.sum(axis=0)
+    return d_theta, d_a, d_b
+
+
+def _item_update(a, b, w_theta, w_sum, n_obs, theta_sum, theta_sq):
+    """a-step then b-step (exact block minimisers over observed models, sigma = 1)."""
     safe_sq = np.where(theta_sq > 0, theta_sq, 1.0)
-    a_new = np.where(theta_sq > 0, np.maximum(0.0, a + c * w_theta / safe_sq), a)
+    a_new = np.where(theta_sq > 0, np.maximum(0.0, a + 4.0 * w_theta / safe_sq), a)
     safe_n = np.maximum(n_obs, 1.0)
-    b_new = b + ((a - a_new) * theta_sum + c * w_sum) / safe_n
+    b_new = b + ((a - a_new) * theta_sum + 4.0 * w_sum) / safe_n
     return a_new, b_new
 
 
+def _theta_update_numpy(y, theta, a, b, a_new, b_new):
+    """theta-step given the new items (sigma = 1)."""
+    n, j = y.shape
+    theta_new = np.empty(n)
+    for rows in row_blocks(n, j):
+        yb = y[rows].astype(np.float64)
+        mask = yb != 0
+        w = yb * expit(-yb * (np.outer(theta[rows], a) + b))
+        # sum_j (Y~_ij - b_new_j) a_new_j with Y~ = theta_i a_j + b_j + 4 W_ij
+        numer = (theta[rows] * (mask @ (a * a_new)) + mask @ ((b - b_new) * a_new)
+                 + 4.0 * (w @ a_new))
+        denom = mask @ (a_new * a_new)
+        theta_new[rows] = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0),
+                                   theta[rows])
+    return theta_new
+
+
 def mm_step_numpy(y, theta, a, b, sigma=1.0):
-    """One cBMM iteration, plain NumPy reference.
+    """One cBMM iteration, plain NumPy reference, at any ``sigma`` (computed at
+    sigma = 1 on ``a / sigma``, ``b / sigma``).
 
     Returns
     -------
@@ -93,129 +161,190 @@ def mm_step_numpy(y, theta, a, b, sigma=1.0):
     theta, a, b : ndarray
         Parameters after the a-, b- and theta-steps.
     """
-    total, *stats = _column_stats_numpy(y, theta, a, b, sigma)
-    return (total, *_update_numpy(y, theta, a, b, stats, sigma))
-
-
-def _update_numpy(y, theta, a, b, stats, sigma):
-    a_new, b_new = _item_update(a, b, *stats, sigma)
-    c = 4.0 * sigma
-    n, j = y.shape
-    theta_new = np.empty(n)
-    for rows in row_blocks(n, j):
-        yb = y[rows].astype(np.float64)
-        mask = yb != 0
-        z = -yb * (np.outer(theta[rows], a) + b) / sigma
-        w = yb * expit(z)
-        # sum_j (Y~_ij - b_new_j) a_new_j with Y~ = theta_i a_j + b_j + 4 sigma W_ij
-        numer = (theta[rows] * (mask @ (a * a_new)) + mask @ ((b - b_new) * a_new)
-                 + c * (w @ a_new))
-        denom = mask @ (a_new * a_new)
-        theta_new[rows] = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0),
-                                   theta[rows])
-    return theta_new, a_new, b_new
+    a, b = np.asarray(a) / sigma, np.asarray(b) / sigma
+    total, *stats = _column_stats_numpy(y, theta, a, b)
+    a_new, b_new = _item_update(a, b, *stats)
+    theta_new = _theta_update_numpy(y, theta, a, b, a_new, b_new)
+    return total, theta_new, a_new * sigma, b_new * sigma
 
 
 # ---------------------------------------------------------------------------
-# Fused engine (C extension)
+# The MM map on either engine
 # ---------------------------------------------------------------------------
 
-#: Below this many entries the fused passes run on one thread: for small
-#: matrices starting the thread team costs more than it saves.
-PARALLEL_MIN_ENTRIES = 1 << 19
+#: Below this many stored cells the fused passes run on one thread: starting
+#: a thread costs about 20-60 us, more than it saves on a smaller pass.
+PARALLEL_MIN_ENTRIES = 1 << 18
+
+#: Largest |theta|, |a|, |b| (at sigma = 1) a float32 pass accepts: products
+#: stay below 1e36, inside float32's range (3.4e38).
+FLOAT32_LIMIT = 1e18
 
 
 class MMOperator:
-    """The cBMM map, split into its two passes over the responses.
+    """The cBMM map at sigma = 1 on one response matrix.
 
-    :meth:`evaluate` returns the loss at ``(theta, a, b)`` and prepares the
-    iteration from there; :meth:`update` then applies the a-, b- and
-    theta-steps.  Splitting lets the solver skip the second pass once the
-    stopping rule fires.  Work buffers are allocated once; the fused engine
-    keeps ``W`` as float32 (4 bytes per entry, 106 MB for 2211 x 12032) so the
-    theta-step needs no second exp per entry.
+    :meth:`evaluate` computes the loss and the column statistics at a point;
+    :meth:`update` applies one MM iteration from the current point and returns
+    the loss at the new one (one pass over the responses on the fused engine).
+
+    Parameters
+    ----------
+    responses : Responses or ndarray of int8 (N, J)
+        Dense (``y``) or sparse (CSR) responses in the +-1/0 coding.
+    engine : {"fused", "numpy"}
+    precision : {"float64", "float32"}
+        Per-entry arithmetic of the fused engine.  A float32 pass whose
+        inputs exceed :data:`FLOAT32_LIMIT` or whose loss is not finite is
+        redone in float64, and the operator stays in float64
+        (``switched_to_float64`` records the update count).
+    threads : int, optional
+        Threads of the fused passes (see :func:`thread_count`).
     """
 
-    def __init__(self, y, sigma=1.0, engine="fused", precision="float64"):
+    def __init__(self, responses, engine="fused", precision="float64", threads=None):
         if engine not in ("fused", "numpy"):
             raise ValueError(f"engine must be 'fused' or 'numpy', got {engine!r}")
         if precision not in ("float64", "float32"):
             raise ValueError(f"precision must be 'float64' or 'float32', got {precision!r}")
-        self.y = np.ascontiguousarray(y, dtype=np.int8)
-        self.sigma = float(sigma)
         self.engine = engine
-        self.precision = precision
-        n, j = self.y.shape
-        self.fully_observed = bool(np.count_nonzero(self.y) == self.y.size)
-        self._point = None
-        if engine == "fused":
-            from . import _fused
-
-            self._fused = _fused
-            parallel = self.y.size >= PARALLEL_MIN_ENTRIES
-            self.n_threads = min(available_cores(), n) if parallel else 1
-            shape = (self.n_threads, j)
-            self._acc_wt = np.empty(shape)
-            self._acc_w = np.empty(shape)
-            stats_shape = (1, 1) if self.fully_observed else shape
-            self._acc_n = np.empty(stats_shape)
-            self._acc_t = np.empty(stats_shape)
-            self._acc_tt = np.empty(stats_shape)
-            self._loss_parts = np.empty(self.n_threads)
-            self._w = np.empty((n, j), dtype=np.float32)
-
-    def evaluate(self, theta, a, b) -> float:
-        """Loss (3) at ``(theta, a, b)``; remembers the point for :meth:`update`."""
-        if self.engine == "numpy":
-            stats = _column_stats_numpy(self.y, theta, a, b, self.sigma)
-            self._point = (theta, a, b, stats[1:])
-            return stats[0]
-        n, j = self.y.shape
-        ft = self.precision
-        self._fused.column_pass(self.y, n, j, theta.astype(ft), theta, a.astype(ft),
-                                b.astype(ft), 1.0 / self.sigma, self.n_threads,
-                                not self.fully_observed, self._acc_wt, self._acc_w, self._acc_n,
-                                self._acc_t, self._acc_tt, self._loss_parts, self._w)
-        if self.fully_observed:
-            stats = (self._acc_wt.sum(axis=0), self._acc_w.sum(axis=0), np.full(j, float(n)),
-                     np.full(j, theta.sum()), np.full(j, theta @ theta))
+        self.responses = responses
+        self.single = precision == "float32" and engine == "fused"
+        self.switched_to_float64 = None
+        self.updates = 0
+        if engine == "numpy":
+            self.y = dense_responses(responses)
+            self.shape = self.y.shape
+            self.n_threads = 1
         else:
-            stats = (self._acc_wt.sum(axis=0), self._acc_w.sum(axis=0), self._acc_n.sum(axis=0),
-                     self._acc_t.sum(axis=0), self._acc_tt.sum(axis=0))
-        self._point = (theta, a, b, stats)
-        return float(self._loss_parts.sum())
+            self.matrix = fused_matrix(responses)
+            self.shape = self.matrix.shape
+            self.n_threads = thread_count(self.matrix.stored, self.shape[0], threads)
+            self.counts = np.empty(self.shape[1])
+            self.matrix.counts(self.counts, self.n_threads)
+            self._stats = np.empty((4, self.shape[1]))
+        self.point = None
+        self.value = None
+        self.gradient = None
 
-    def update(self):
-        """a-, b- and theta-steps from the point of the last :meth:`evaluate`."""
-        theta, a, b, stats = self._point
+    @property
+    def precision(self):
+        return "float32" if self.single else "float64"
+
+    def evaluate(self, theta, a, b, gradient=False) -> float:
+        """Loss (3) at ``(theta, a, b)`` (sigma = 1); makes it the current point.
+
+        With ``gradient``, the same pass also leaves the loss's gradient there
+        in :attr:`gradient` (``-W a, -W^T theta, -W^T 1``, in the pass's precision).
+        """
+        theta, a, b = (np.ascontiguousarray(v, dtype=float) for v in (theta, a, b))
         if self.engine == "numpy":
-            return _update_numpy(self.y, theta, a, b, stats, self.sigma)
-        a_new, b_new = _item_update(a, b, *stats, self.sigma)
-        theta_new = np.empty_like(theta)
-        n, j = self.y.shape
-        self._fused.row_pass(self.y, n, j, self._w, theta, a, b, a_new, b_new, 4.0 * self.sigma,
-                             not self.fully_observed, float(a @ a_new), float((b - b_new) @ a_new),
-                             float(a_new @ a_new), theta_new, self.n_threads)
-        return theta_new, a_new, b_new
+            self.value, *stats = _column_stats_numpy(self.y, theta, a, b)
+            if gradient:
+                self.gradient = _gradient_numpy(self.y, theta, a, b)[1:]
+        else:
+            w_a = np.empty(theta.size) if gradient else None
+            self.value = self._fused_pass(theta, a, b, row_sums=w_a)
+            stats = self._fused_stats()
+            if gradient:
+                self.gradient = (-w_a, -stats[0], -stats[1])
+        self.point, self.stats = (theta, a, b), stats
+        return self.value
 
-    def step(self, theta, a, b):
-        """One MM iteration; returns ``(loss at input, theta, a, b)``."""
-        value = self.evaluate(theta, a, b)
-        return (value, *self.update())
+    def loss_gradient(self, theta, a, b):
+        """Loss (3) at sigma = 1 and its gradient, float64, one pass (the point is not kept)."""
+        if self.engine == "numpy":
+            return _gradient_numpy(self.y, theta, a, b)
+        n, j = self.shape
+        grads = np.empty(n), np.empty(j), np.empty(j)
+        value = self.matrix.loss_gradient(theta, a, b, 1.0, self.n_threads, *grads)
+        return (value, *grads)
+
+    def curvature(self, theta, a, b):
+        """Diagonal of the Fisher information at sigma = 1 (see :func:`_curvature_numpy`)."""
+        if self.engine == "numpy":
+            return _curvature_numpy(self.y, theta, a, b)
+        n, j = self.shape
+        out = np.empty(n), np.empty(j), np.empty(j)
+        self.matrix.curvature(theta, a, b, 1.0, self.n_threads, *out)
+        return out
+
+    def update(self) -> float:
+        """One MM iteration from the current point; returns the loss at the new point."""
+        theta, a, b = self.point
+        a_new, b_new = _item_update(a, b, *self.stats)
+        if self.engine == "numpy":
+            theta_new = _theta_update_numpy(self.y, theta, a, b, a_new, b_new)
+            self.value, *stats = _column_stats_numpy(self.y, theta_new, a_new, b_new)
+        else:
+            theta_new = np.empty_like(theta)
+            self.value = self._fused_pass(theta, a, b, a_new, b_new, theta_new)
+            stats = self._fused_stats()
+        self.point, self.stats = (theta_new, a_new, b_new), stats
+        self.updates += 1
+        return self.value
+
+    def state(self):
+        """The current point, its loss and statistics (for :meth:`restore`)."""
+        return self.point, self.value, self.stats
+
+    def restore(self, state):
+        self.point, self.value, self.stats = state
+
+    def _fused_pass(self, theta, a, b, a_new=None, b_new=None, theta_new=None, row_sums=None):
+        if self.single and not _float32_safe(theta, a, b, a_new, b_new):
+            self._switch()
+        for _ in range(2):
+            if a_new is None:
+                value = self.matrix.evaluate(theta, a, b, self._stats, self.single,
+                                             self.n_threads, row_sums)
+            else:
+                value = self.matrix.mm_step(theta, a, b, a_new, b_new, theta_new, self._stats,
+                                            self.single, self.n_threads)
+            if not self.single or (np.isfinite(value) and _float32_safe(theta_new)):
+                return value
+            self._switch()
+        return value
+
+    def _switch(self):
+        self.single = False
+        self.switched_to_float64 = self.updates
+
+    def _fused_stats(self):
+        s = self._stats
+        return s[0].copy(), s[1].copy(), self.counts, s[2].copy(), s[3].copy()
+
+
+def _float32_safe(*arrays):
+    """Whether every given array is finite with magnitudes <= :data:`FLOAT32_LIMIT`."""
+    for values in arrays:
+        if values is not None and values.size and not np.max(np.abs(values)) <= FLOAT32_LIMIT:
+            return False
+    return True
 
 
 def available_cores() -> int:
     """Cores the fused passes may use: the CPUs this process may run on
-    (affinity, e.g. set by SLURM), capped by ``OMP_NUM_THREADS`` when set (the
-    workflow sets it to a job's ``threads``)."""
+    (affinity, e.g. set by SLURM), capped by ``CBMM_NUM_THREADS`` when set, or
+    else by ``OMP_NUM_THREADS`` (the workflow sets it to a job's ``threads``)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
-    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if limit.isdigit() and int(limit) > 0:
-        cores = min(cores, int(limit))
+    for name in ("CBMM_NUM_THREADS", "OMP_NUM_THREADS"):
+        limit = os.environ.get(name, "").strip()
+        if limit.isdigit() and int(limit) > 0:
+            return max(1, min(cores, int(limit)))
     return max(1, cores)
+
+
+def thread_count(entries, rows, threads=None):
+    """Threads for a pass over ``entries`` cells in ``rows`` rows: ``threads``
+    when given, else :func:`available_cores` (one below
+    :data:`PARALLEL_MIN_ENTRIES`); never more than ``rows``."""
+    if threads is None:
+        threads = available_cores() if entries >= PARALLEL_MIN_ENTRIES else 1
+    return max(1, min(int(threads), rows))
 
 
 def _relative_change(previous, current):
@@ -228,94 +357,149 @@ def _relative_change(previous, current):
 FLOAT32_MIN_TOL = 1e-5
 
 
-def solve_cbmm(y, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
+def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
                engine="fused", precision="auto", accelerate="none", record_times=True,
-               progress=None):
+               progress=None, threads=None):
     """Run cBMM from ``(theta0, a0, b0)``.
 
     Parameters
     ----------
-    y : ndarray of int8 (N, J)
-        Responses in the +-1/0 coding.
+    responses : Responses or ndarray of int8 (N, J)
+        Responses in the +-1/0 coding, dense or sparse (CSR).
     theta0, a0, b0 : ndarray
         Starting point (``a0 >= 0``).
     sigma : float
-        Temperature.
+        Temperature.  Every engine runs at sigma = 1 on ``a / sigma`` and
+        ``b / sigma`` (cBMM is equivariant under that) and scales back.
     tol : float
-        Stop when the relative change of the loss between iterations is < tol.
+        Stop when the relative change of the loss between iterations is < tol
+        (``accelerate="auto"``: see :func:`cbmm.hybrid.solve_auto`).
     max_iter : int
         Maximum number of MM iterations (MM maps evaluated, also with SQUAREM).
     engine : {"fused", "numpy"}
         Fused kernels or the plain NumPy reference.
     precision : {"auto", "float64", "float32"}
-        Arithmetic of the fused engine's per-entry work (exp, log1p, W).
+        Arithmetic of the fused engine's per-entry work (exp, log1p).
         Parameters and all sums stay float64.  ``"auto"``: float32 when
-        ``tol >= 1e-5`` (about 3x faster; its loss evaluations are accurate
-        to ~1e-7 relative), float64 otherwise.  The loss reported by
-        :func:`cbmm.fit` is always recomputed in float64.
-    accelerate : {"none", "squarem"}
-        Plain Algorithm 1 (default) or SQUAREM-accelerated MM.
+        ``tol >= 1e-5`` (about 2x faster; its loss evaluations are accurate
+        to ~1e-7 relative), float64 otherwise.  A float32 pass whose inputs
+        leave float32's safe range is redone in float64 and the fit continues
+        in float64 (``info["precision"]`` then reads ``"float32->float64"``).
+        The loss reported by :func:`cbmm.fit` is always computed in float64.
+    accelerate : {"none", "squarem", "auto"}
+        Plain Algorithm 1 (default), SQUAREM-accelerated MM, or MM followed by
+        a projected quasi-Newton phase (:mod:`cbmm.hybrid`).
     record_times : bool
         Store the elapsed seconds at each loss evaluation in
         ``info["time_history"]``.
     progress : callable, optional
         Called as ``progress(iteration, loss)`` after every iteration.
+    threads : int, optional
+        Threads of the fused passes; default :func:`available_cores` (one for
+        matrices below :data:`PARALLEL_MIN_ENTRIES` stored cells).
 
     Returns
     -------
     SolverOutput
         ``loss_history[k]`` is the loss after k iterations (entry 0: start).
+        ``info["stationarity_reference"]``: the projected-gradient norm at
+        the start in the canonical parametrisation (sigma = 1 scale), from the
+        first pass, for :func:`cbmm.model.loss_and_stationarity`.
     """
-    if accelerate not in (None, "none", "squarem"):
-        raise ValueError(f"accelerate must be 'none' or 'squarem', got {accelerate!r}")
-    if precision == "auto":
-        precision = "float32" if tol >= FLOAT32_MIN_TOL else "float64"
+    if accelerate not in (None, "none", "squarem", "auto"):
+        raise ValueError(f"accelerate must be 'none', 'squarem' or 'auto', got {accelerate!r}")
+    sigma = check_sigma(sigma)
+    if precision == "auto":  # auto's MM phase only warms up its float64 quasi-Newton phase
+        precision = "float32" if tol >= FLOAT32_MIN_TOL or accelerate == "auto" else "float64"
     setup_start = time.perf_counter()
-    op = MMOperator(y, sigma=sigma, engine=engine, precision=precision)
+    op = MMOperator(responses, engine=engine, precision=precision, threads=threads)
     start = time.perf_counter()
     theta = np.array(theta0, dtype=float)
-    a = np.maximum(np.array(a0, dtype=float), 0.0)
-    b = np.array(b0, dtype=float)
+    a = np.maximum(np.array(a0, dtype=float), 0.0) / sigma
+    b = np.array(b0, dtype=float) / sigma
     if accelerate == "squarem":
         out = _squarem(op, theta, a, b, tol, max_iter, start, progress)
+    elif accelerate == "auto":
+        from .hybrid import solve_auto
+
+        out = solve_auto(op, theta, a, b, tol=tol, max_iter=max_iter, start=start,
+                         progress=progress)
     else:
         out = _plain(op, theta, a, b, tol, max_iter, start, progress)
     out.runtime_s = time.perf_counter() - start
+    if op.gradient is not None:  # from the first pass: the reference of info["stationarity"]
+        out.info["stationarity_reference"] = canonical_projected_norm(theta, a, *op.gradient)
+    out.a = out.a * sigma
+    out.b = out.b * sigma
     if not record_times:
         out.info.pop("time_history", None)
+    used = precision if op.switched_to_float64 is None else "float32->float64"
     out.info.update(setup_s=start - setup_start, engine=engine, accelerate=accelerate or "none",
-                    threads=getattr(op, "n_threads", 1),
-                    precision=precision if engine == "fused" else "float64")
+                    threads=op.n_threads, precision=used if engine == "fused" else "float64")
+    if op.switched_to_float64 is not None:
+        out.info["float64_from_iteration"] = op.switched_to_float64
     return out
 
 
 def _plain(op, theta, a, b, tol, max_iter, start, progress=None):
-    history, times = [], []
+    value = op.evaluate(theta, a, b, gradient=True)
+    history, times = [value], [time.perf_counter() - start]
     status = "max_iter"
-    n_iter = 0
     while True:
-        value = op.evaluate(theta, a, b)
-        history.append(value)
-        times.append(time.perf_counter() - start)
-        if progress is not None and n_iter:
-            progress(n_iter, value)
         if not np.isfinite(value):
             status = "failed: non-finite loss"
             break
         if len(history) > 1 and _relative_change(history[-2], history[-1]) < tol:
             status = "converged"
             break
-        if n_iter >= max_iter:
+        if op.updates >= max_iter:
             break
-        theta, a, b = op.update()
-        n_iter += 1
-    return SolverOutput(theta=theta, a=a, b=b, loss_history=history, n_iter=n_iter,
+        value = op.update()
+        history.append(value)
+        times.append(time.perf_counter() - start)
+        if progress is not None:
+            progress(op.updates, value)
+    theta, a, b = op.point
+    return SolverOutput(theta=theta, a=a, b=b, loss_history=history, n_iter=op.updates,
                         status=status, runtime_s=0.0, info={"time_history": times})
 
 
 def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
-    """SQUAREM (scheme S3) with step-length adaptation and a monotone safeguard."""
-    n, j = op.y.shape
+    """SQUAREM-accelerated MM (:func:`squarem_cycles`) with the relative-loss rule."""
+    history, times = [], []
+    status = "max_iter"
+    for value in squarem_cycles(op, theta, a, b, gradient=True):
+        history.append(value)
+        times.append(time.perf_counter() - start)
+        if progress is not None and len(history) > 1:
+            progress(op.updates, value)
+        if not np.isfinite(value):
+            status = "failed: non-finite loss"
+            break
+        if len(history) > 1 and _relative_change(history[-2], history[-1]) < tol:
+            status = "converged"
+            break
+        if op.updates >= max_iter:
+            break
+    theta, a, b = op.point
+    return SolverOutput(theta=theta.copy(), a=a.copy(), b=b.copy(), loss_history=history,
+                        n_iter=op.updates, status=status, runtime_s=0.0,
+                        info={"time_history": times, "outer_iterations": len(history) - 1})
+
+
+def squarem_cycles(op, theta, a, b, gradient=False):
+    """SQUAREM (scheme S3) with step-length adaptation and a monotone safeguard.
+
+    Yields the loss at ``(theta, a, b)`` and then after every cycle; the
+    operator's current point is then the cycle's result.  ``F`` is the MM map.
+    From ``p0``: ``p1 = F(p0)``, ``p2 = F(p1)``, the extrapolation ``p_ext``
+    from ``r = p1 - p0`` and ``v = p2 - 2 p1 + p0``, projected onto ``a >= 0``;
+    ``p_ext`` is kept when its loss does not exceed ``loss(p1)``, otherwise the
+    cycle ends at ``p2``.  A cycle applies 2 MM maps (``op.updates``) and one
+    pass that evaluates ``p_ext``.  ``gradient``: the first pass also leaves the
+    gradient at the start in ``op.gradient``.
+    """
+    n, j = op.shape
 
     def pack(t, aa, bb):
         return np.concatenate([t, aa, bb])
@@ -323,20 +507,15 @@ def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
     def unpack(p):
         return p[:n], p[n:n + j], p[n + j:]
 
-    p0 = pack(theta, a, b)
-    history, times = [], []
-    evaluations = 0
+    yield op.evaluate(theta, a, b, gradient=gradient)
+    p0 = pack(*op.point)
     step_max = 1.0
-    status = "max_iter"
-    value0, *f1 = op.step(*unpack(p0))
-    evaluations += 1
-    history.append(value0)
-    times.append(time.perf_counter() - start)
-    while evaluations < max_iter:
-        p1 = pack(*f1)
-        value1, *f2 = op.step(*unpack(p1))
-        evaluations += 1
-        p2 = pack(*f2)
+    while True:
+        value1 = op.update()                      # p1 = F(p0)
+        p1 = pack(*op.point)
+        op.update()                               # p2 = F(p1)
+        at_p2 = op.state()
+        p2 = pack(*op.point)
         r = p1 - p0
         v = p2 - 2.0 * p1 + p0
         rn, vn = np.linalg.norm(r), np.linalg.norm(v)
@@ -344,30 +523,15 @@ def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
         alpha = max(min(alpha, -1.0), -step_max)
         p_ext = p0 - 2.0 * alpha * r + alpha * alpha * v
         p_ext[n:n + j] = np.maximum(p_ext[n:n + j], 0.0)
-        value_ext, *f_ext = op.step(*unpack(p_ext))
-        evaluations += 1
+        value_ext = op.evaluate(*unpack(p_ext))
         if np.isfinite(value_ext) and value_ext <= value1:
             # accepted: continue from the extrapolated point
-            p0, value_new, f1 = p_ext, value_ext, f_ext
+            p0, value = p_ext, value_ext
             if alpha == -step_max:
                 step_max *= 4.0
         else:
             # safeguard: fall back to the plain double MM step
             step_max = max(1.0, step_max / 4.0)
-            value_new, *f1 = op.step(*unpack(p2))
-            evaluations += 1
-            p0 = p2
-        history.append(value_new)
-        times.append(time.perf_counter() - start)
-        if progress is not None:
-            progress(evaluations, value_new)
-        if not np.isfinite(value_new):
-            status = "failed: non-finite loss"
-            break
-        if _relative_change(history[-2], history[-1]) < tol:
-            status = "converged"
-            break
-    theta, a, b = unpack(p0)
-    return SolverOutput(theta=theta.copy(), a=a.copy(), b=b.copy(), loss_history=history,
-                        n_iter=evaluations, status=status, runtime_s=0.0,
-                        info={"time_history": times, "outer_iterations": len(history) - 1})
+            op.restore(at_p2)
+            p0, value = p2, at_p2[1]
+        yield value

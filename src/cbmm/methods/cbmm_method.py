@@ -11,8 +11,9 @@ OPTIONS = {
     "precision": Option("str", "auto", choices=("auto", "float64", "float32"),
                         doc="per-entry arithmetic of the fused engine; auto: float32 when "
                             "tol >= 1e-5"),
-    "accelerate": Option("str", "none", choices=("none", "squarem"),
-                         doc="none: plain Algorithm 1 (the paper); squarem: SQUAREM-accelerated MM"),
+    "accelerate": Option("str", "none", choices=("none", "squarem", "auto"),
+                         doc="none: plain Algorithm 1 (the paper); squarem: SQUAREM-accelerated "
+                             "MM; auto: MM, then projected quasi-Newton (tight optimum fast)"),
 }
 
 
@@ -20,7 +21,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
           engine="fused", precision="auto", accelerate="none"):
     """cBMM solver (see :func:`cbmm.solver.solve_cbmm`); ``seed`` is unused: the
     algorithm is deterministic given its start."""
-    return solve_cbmm(responses.y, theta0, a0, b0, sigma=sigma, tol=tol, max_iter=max_iter,
+    return solve_cbmm(responses, theta0, a0, b0, sigma=sigma, tol=tol, max_iter=max_iter,
                       engine=engine, precision=precision, accelerate=accelerate,
                       progress=progress)
 

@@ -309,7 +309,7 @@ def test_version_and_methods_listing():
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert any(line.startswith("cbmm     cBMM       available") for line in lines)
-    assert ("    --option accelerate=...  one of 'none', 'squarem', default 'none': none: "
+    assert ("    --option accelerate=...  one of 'none', 'squarem', 'auto', default 'none': none: "
             "plain Algorithm 1") in done.stdout
     assert "--option maxcor=...  an integer >= 1" in done.stdout
 

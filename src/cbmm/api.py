@@ -160,7 +160,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     ConvergenceWarning
         The fit stopped at ``max_iter``.
     """
-    sigma = check_sigma(_number("sigma", sigma))
+    sigma = check_sigma(sigma)
     tol = _number("tol", tol)
     init_scale = _number("init_scale", init_scale)
     max_iter = _integer("max_iter", max_iter, minimum=1)

@@ -19,7 +19,7 @@ include: "workflow/rules/common.smk"
 
 load_config(config)
 # envs/*.post-deploy.sh install cbmm from this repository into the conda environments.
-os.environ["CBMM_REPO"] = workflow.basedir
+os.environ.update(CBMM_REPO=workflow.basedir)
 # With --sdm conda the methods' software comes from envs/*.yaml, not from this process.
 if workflow.is_main_process and not uses_conda_envs():
     check_software(config)

@@ -22,6 +22,7 @@ rule aggregate_simulation:
         "../../envs/core.yaml"
     params:
         sort=["level", "method", "replicate"],
+        method_order=methods_in_order(),
     script:
         "../scripts/aggregate_rows.py"
 
@@ -38,6 +39,7 @@ rule aggregate_runtime:
     conda:
         "../../envs/core.yaml"
     params:
+        method_order=methods_in_order(),
         datasets=config["real"]["runtime"]["datasets"],
         methods=runtime_methods(),
         replicates=config["real"]["runtime"]["replicates"],
@@ -59,6 +61,7 @@ rule aggregate_discrimination:
         "../../envs/core.yaml"
     params:
         sort=[],
+        method_order=[],
     script:
         "../scripts/aggregate_rows.py"
 
@@ -76,6 +79,7 @@ rule aggregate_stability:
         "../../envs/core.yaml"
     params:
         sort=[],
+        method_order=[],
     script:
         "../scripts/aggregate_rows.py"
 

@@ -21,7 +21,7 @@ import jsonschema
 import numpy as np
 import yaml
 from cbmm.data import DataError, load_registry
-from cbmm.registry import get_method
+from cbmm.registry import get_method, method_order
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
@@ -364,6 +364,12 @@ def benchmark_file(job, name):
 # --------------------------------------------------------------------------
 # method facts (from the registry)
 # --------------------------------------------------------------------------
+
+
+def methods_in_order():
+    """The configured methods in display order (the registry's; the jobs that sort by
+    it need not import the user's method modules)."""
+    return method_order(used_methods(config))
 
 
 def method_env_file(method):

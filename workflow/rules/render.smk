@@ -36,6 +36,7 @@ rule render_sensitivity:
             "config_summary": {"n_replicates": config["simulation"]["replicates"]},
             "definitions": config["figures"]["metric_definitions"],
         },
+        method_modules=method_modules(),
     script:
         "../scripts/render.py"
 
@@ -58,6 +59,7 @@ rule render_runtime:
         caption_args={
             "config_summary": {"n_replicates": config["real"]["runtime"]["replicates"]}
         },
+        method_modules=method_modules(),
     script:
         "../scripts/render.py"
 
@@ -210,6 +212,8 @@ rule render_runtime_tables:
         benchmark_file("render", "runtime_tables")
     conda:
         "../../envs/core.yaml"
+    params:
+        method_modules=method_modules(),
     script:
         "../scripts/render_runtime_tables.py"
 

@@ -1,13 +1,13 @@
 """Concatenate per-job rows (CSV tables or JSON objects) into one CSV table
 (rules aggregate_simulation, aggregate_discrimination, aggregate_stability).
 
-``params.sort`` names the columns to sort by (methods in the registry's display order).
+``params.sort`` names the columns to sort by; methods sort in ``params.method_order``
+(the registry's display order).
 """
 
 import json
 
 import pandas as pd
-from cbmm.registry import method_order
 from helpers import start_log, write_csv
 
 
@@ -24,7 +24,7 @@ sort = list(snakemake.params.sort)
 if sort:
     rank = {}
     if "method" in sort:
-        rank["method"] = {m: i for i, m in enumerate(method_order(table["method"]))}
+        rank["method"] = {m: i for i, m in enumerate(snakemake.params.method_order)}
     table = table.sort_values(sort, key=lambda col: col.map(rank[col.name]) if col.name in rank
                               else col, kind="stable", ignore_index=True)
 log.info("%d rows from %d files", len(table), len(snakemake.input))

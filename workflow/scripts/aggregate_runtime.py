@@ -4,7 +4,6 @@ configured start variance; the batch tables may hold other fits too (e.g. an
 interpretability fit with another seed), which are left out."""
 
 import pandas as pd
-from cbmm.registry import method_order
 from helpers import start_log, write_csv
 
 COLUMNS = ["dataset", "n_models", "n_items", "method", "replicate", "status", "runtime_s",
@@ -17,7 +16,7 @@ rows = pd.concat([pd.read_csv(path) for path in snakemake.input.batches],
 rows = rows[rows["dataset"].isin(p.datasets) & rows["method"].isin(p.methods)
             & (rows["seed"] < p.replicates) & (rows["init_scale"] == p.init_scale)]
 table = rows.rename(columns={"seed": "replicate"})[COLUMNS]
-order = {m: i for i, m in enumerate(method_order(table["method"]))}
+order = {m: i for i, m in enumerate(p.method_order)}
 datasets = {d: i for i, d in enumerate(p.datasets)}
 table = table.sort_values(["dataset", "method", "replicate"], key=lambda col: (
     col.map(datasets) if col.name == "dataset" else col.map(order) if col.name == "method"

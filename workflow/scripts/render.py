@@ -6,13 +6,16 @@
 ``params.caption_args`` the caption function's arguments (what it is told about
 the run, e.g. the number of replicates).  The caption goes to ``output.caption``,
 which the Snakemake report shows beside the PNG (workflow/report/figure.rst).
+Figures that show methods get ``params.method_modules``: the user's methods'
+labels and colours come from their registry entries.
 """
 
 from cbmm.figures import FIGURES
-from helpers import atomic_path, start_log
+from helpers import atomic_path, import_method_modules, start_log
 
 log = start_log(snakemake.log[0], job="render")
 p, out = snakemake.params, snakemake.output
+import_method_modules(getattr(p, "method_modules", []))
 figure = FIGURES[p.figure]
 figure.plot(*p.args, out_paths=[out.pdf, out.png], **getattr(p, "kwargs", {}))
 with atomic_path(out.caption) as tmp:

@@ -553,21 +553,24 @@ BAD_CONFIGS = {
         {"datasets": {"mine": {"source": "local", "options": {"path": "no/such/file.csv"}}}},
         "datasets.mine.options.path: file"),
     "dataset without a path": ({"datasets": {"mine": {"source": "local", "options": {}}}},
-                               "datasets.mine.options: 'path' is a required property"),
+                               "datasets.mine.options: missing required option(s) ['path']"),
+    "unknown dataset source": ({"datasets": {"mine": {"source": "ftp"}}},
+                               "datasets.mine.source: 'ftp'"),
     "unknown dataset option": (
         {"datasets": {"mine": {"source": "local", "options": {
-            "path": ".test/data/suites/suite_a.csv", "sep": ";"}}}}, "'mine' (local)"),
+            "path": ".test/data/suites/suite_a.csv", "sep": ";"}}}},
+        "datasets.mine.options: unknown option(s) ['sep']"),
     "release file without sha256": (
         {"datasets": {"mine": {"source": "release", "options": {"file": "data/x.csv"}}}},
-        "'mine' (release): missing option(s) ['sha256']"),
+        "datasets.mine.options: missing required option(s) ['sha256']"),
     "release file outside the cache": (
         {"datasets": {"mine": {**RELEASE, "options": {**RELEASE["options"],
                                                       "file": "../../etc/x.csv"}}}},
-        "datasets.mine.options.file: '../../etc/x.csv' does not match"),
+        "datasets.mine.options.file: '../../etc/x.csv' is not a relative path"),
     "absolute release file": (
         {"datasets": {"mine": {**RELEASE, "options": {**RELEASE["options"],
                                                       "file": "/etc/passwd"}}}},
-        "datasets.mine.options.file: '/etc/passwd' does not match"),
+        "datasets.mine.options.file: '/etc/passwd' is not a relative path"),
     "unregistered dataset in a study": (
         {"real": {"stability": {"datasets": ["suite_a", "nowhere"]}}},
         "real.stability.datasets: dataset 'nowhere'"),
@@ -637,7 +640,8 @@ def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):
     assert (workdir / "results/tables/sim_mcar.csv").is_file()  # the rest went on
     log = (workdir / "logs/build_dataset/remote.log").read_text()
     errors = [line for line in log.splitlines() if " ERROR " in line]
-    assert len(errors) == 1 and "dataset remote:" in errors[0], log
+    assert len(errors) == 1 and "dataset 'remote'" in errors[0], log
+    assert "Offline or behind a firewall?" in errors[0]
     assert "Traceback" not in log
 
 

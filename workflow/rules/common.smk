@@ -12,7 +12,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import zlib
 from pathlib import Path
 
@@ -20,7 +19,8 @@ import cbmm
 import jsonschema
 import numpy as np
 import yaml
-from cbmm.data import DataError, load_registry
+from cbmm.data import DataError, check_entry, load_registry
+from cbmm.data.release import check_release
 from cbmm.registry import get_method, method_order
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
@@ -93,17 +93,15 @@ def method_modules():
 
 
 def _check_datasets(config):
-    """The config's own dataset entries, checked by the registry reader itself."""
-    if not config["datasets"]:
-        return []
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "datasets.yaml"
-        path.write_text(yaml.safe_dump({"datasets": config["datasets"]}))
+    """The config's own dataset entries and release, by the registry's own checks (unknown
+    or missing options, a missing sha256, paths that would leave the download cache)."""
+    problems = []
+    for name, entry in config["datasets"].items():
         try:
-            load_registry(path)
+            check_entry(name, entry, "datasets")
         except DataError as exc:
-            return [f"datasets: {str(exc).replace(f'{path} (datasets): ', '')}"]
-    return []
+            problems.append(str(exc))
+    return problems
 
 
 def _merge_registry(config):
@@ -119,7 +117,10 @@ def _merge_registry(config):
         **registry["datasets"],
         **config["datasets"],
     }
-    config["release"] = {**registry["release"], **config["release"]}
+    try:
+        config["release"] = check_release({**registry["release"], **config["release"]})
+    except DataError as exc:
+        _fail([str(exc)])
 
 
 def _check_methods(config):

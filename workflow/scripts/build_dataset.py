@@ -18,7 +18,7 @@ try:
     build_dataset(name, entry, snakemake.output.matrix,
                   cache_dir=snakemake.params.cache_dir,
                   release=snakemake.params.release or None)
-except DataError as exc:
-    log.error("dataset %s: %s", name, exc)
+except DataError as exc:  # its message names the dataset and says what to do offline
+    log.error("%s", exc)
     sys.exit(1)
 log.info("wrote %s", snakemake.output.matrix)

@@ -16,7 +16,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CBMM
 
 import cbmm  # noqa: E402
 import pandas as pd  # noqa: E402
-from cbmm.metrics import simulation_metrics  # noqa: E402
+from cbmm.metrics import fit_metrics  # noqa: E402
 from cbmm.simulate import simulate  # noqa: E402
 from fitting import run_fit  # noqa: E402
 from helpers import (  # noqa: E402

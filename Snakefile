@@ -1,7 +1,8 @@
-# The paper's experiments as declared rules.  Run from the repository root:
-#   snakemake --cores all --workflow-profile workflow/profiles/default
-# (config/config.yaml is the paper; add --configfile config/quick.yaml for a
-# laptop-sized run).  See docs/workflow.md.
+# The paper's experiments as declared rules.  From the repository root:
+#   snakemake                                    # the paper (profiles/default is picked up)
+#   snakemake --configfile config/quick.yaml     # a laptop-sized run
+#   snakemake --workflow-profile profiles/slurm  # on a SLURM cluster
+# See docs/workflow.md.
 
 import os
 
@@ -17,16 +18,30 @@ include: "workflow/rules/common.smk"
 
 
 load_config(config)
+# envs/*.post-deploy.sh install cbmm from this repository into the conda environments.
+os.environ.update(CBMM_REPO=workflow.basedir)
 # With --sdm conda the methods' software comes from envs/*.yaml, not from this process.
 if workflow.is_main_process and not uses_conda_envs():
     check_software(config)
+
+
+wildcard_constraints:
+    study=r"[A-Za-z0-9_]+",
+    level=r"-?[0-9][0-9.e+-]*",
+    replicate=r"\d+",
+    batch=r"\d+",
+    seed=r"\d+",
+    init_scale=r"[0-9][0-9.e+-]*",
+    method=method_constraint(),
+    stopping=f"{PAPER}|{CONVERGED}",
+    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+    figure=r"[A-Za-z0-9_.-]+",
 
 
 report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/data.smk"
-include: "workflow/rules/simulate.smk"
 include: "workflow/rules/fit.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/aggregate.smk"
@@ -35,8 +50,8 @@ include: "workflow/rules/fidelity.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_tables(),
         all_figures(),
         FIDELITY,
-    default_target: True

@@ -4,10 +4,10 @@ One scenario, run once per module (fixture ``scenario``) and checked by the
 tests below:
 
 1. a tiny configuration (one simulation study, one real dataset whose CSV has
-   an invalid cell) runs with ``workflow/profiles/slurm`` on the cluster of
+   an invalid cell) runs with ``profiles/slurm`` on the cluster of
    ``tests/slurm_cluster.py``; the dataset's job fails, the simulations finish;
 2. the CSV is repaired and the same command is run again (resume);
-3. the same configuration runs locally (``workflow/profiles/default``).
+3. the same configuration runs locally (``profiles/default``).
 
 The settings a cluster without accounting needs (``--slurm-no-account``,
 ``--slurm-status-command squeue``) and faster status polling are given on
@@ -21,7 +21,6 @@ same conditions fail instead.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import subprocess
@@ -37,9 +36,10 @@ import slurm_cluster
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-SLURM_PROFILE = REPO / "workflow" / "profiles" / "slurm"
-LOCAL_PROFILE = REPO / "workflow" / "profiles" / "default"
-SUITE = REPO / "tests" / "data" / "suite_a.csv"
+SLURM_PROFILE = REPO / "profiles" / "slurm"
+LOCAL_PROFILE = REPO / "profiles" / "default"
+TEST_CONFIG = REPO / ".test" / "config.yaml"
+SUITE = REPO / ".test" / "data" / "suites" / "suite_a.csv"
 STUDY = "size_fixN"
 TARGETS = [f"results/tables/sim_{STUDY}.csv", "results/tables/rankings/suite.csv"]
 #: Seconds one snakemake invocation may take; generous for a loaded 2-core CI runner.
@@ -92,11 +92,11 @@ def test_daemons_stop_by_pid():
 
 
 def _write_config(path: Path, dataset_csv: Path) -> Path:
-    """Overlay on config/test.yaml: one simulation study and one local dataset."""
+    """Overlay on .test/config.yaml: one simulation study and one local dataset."""
     overlay = {
         "methods": ["cbmm"],
         "datasets": {"suite": {"source": "local", "options": {"path": str(dataset_csv)}}},
-        "simulation": {"replicates": 1, "run": [STUDY]},
+        "simulation": {"replicates": 2, "run": [STUDY]},
         "real": {
             "runtime": {"datasets": []},
             "stability": {"datasets": []},
@@ -112,7 +112,7 @@ def _snakemake(workdir: Path, config: Path, env: dict, *options: str
     command = [
         sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
         "--directory", str(workdir),
-        "--configfile", str(REPO / "config" / "test.yaml"), str(config),
+        "--configfile", str(TEST_CONFIG), str(config),
         *options, *TARGETS,
     ]
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
@@ -130,7 +130,6 @@ def _slurm_run(cluster, workdir: Path, config: Path) -> subprocess.CompletedProc
         # Poll every few seconds instead of every 40 s: the jobs take seconds.
         "--slurm-init-seconds-before-status-checks", "2",
         "--seconds-between-status-checks", "3",
-        # A group job may not ask for more CPUs than the node has.
         "--cores", str(cluster.cpus),
     )
 
@@ -209,19 +208,21 @@ def test_rerun_resumes_without_redoing_finished_jobs(scenario):
 
 
 def test_fits_ran_as_batched_slurm_jobs(scenario):
-    profile = yaml.safe_load((SLURM_PROFILE / "config.yaml").read_text())
+    config = yaml.safe_load(TEST_CONFIG.read_text())
     sim_ids = _log_job_ids(scenario["slurm"], "fit_simulation")
     real_ids = _log_job_ids(scenario["slurm"], "fit_real")
-    assert len(sim_ids) == len(yaml.safe_load(  # one fit per level of the study
-        (REPO / "config" / "test.yaml").read_text())["simulation"]["studies"][STUDY]["levels"])
-    assert len(real_ids) == 1
+    fits = len(config["simulation"]["studies"][STUDY]["levels"]) * 2  # levels x replicates
+    stored = list((scenario["slurm"] / "results" / "fits" / "simulation").rglob("unit.json"))
+    assert len(stored) == fits
+    # the study's fits are packed into batch jobs (fit.batch_seconds): fewer jobs than fits
+    assert 1 <= len(sim_ids) < fits
+    assert len(real_ids) == 2  # the converged fit and its paper-rule twin
     for log, job_id in {**sim_ids, **real_ids}.items():
         assert job_id.isdigit(), f"{log}: SLURM_JOB_ID={job_id}"
         assert scenario["squeue"].get(job_id, ["unknown"])[0] == "COMPLETED", \
             (log, job_id, scenario["squeue"])
-    # One cluster job per `group-components` simulated replicates.
-    per_job = profile["group-components"][profile["groups"]["fit_simulation"]]
-    assert len(set(sim_ids.values())) == math.ceil(len(sim_ids) / per_job)
+    # one cluster job per batch...
+    assert len(set(sim_ids.values())) == len(sim_ids)
     # ...and outside SLURM the logs say so.
     local_ids = _log_job_ids(scenario["local"], "fit_simulation")
     assert set(local_ids.values()) == {"none"}
@@ -232,7 +233,7 @@ def test_slurm_fits_equal_local_fits(scenario):
     local_fits = scenario["local"] / "results" / "fits"
     fit_files = sorted(p.relative_to(local_fits) for p in local_fits.rglob("fit.json"))
     assert fit_files == sorted(p.relative_to(slurm_fits) for p in slurm_fits.rglob("fit.json"))
-    assert len(fit_files) == 3
+    assert len(fit_files) == 2 * 2 + 2  # simulated (levels x replicates) and real
     for fit_json in fit_files:
         fit_dir = fit_json.parent
         for name in ("abilities.csv", "items.csv"):

@@ -1,14 +1,16 @@
-"""The Snakemake workflow, run through the real snakemake CLI.
+"""The Snakemake workflow, run through the real snakemake CLI on the repository's own
+test data (.test/: no network, no ../shared).
 
-* config/test.yaml end to end in a temporary working directory, interrupted
-  after a few fits and resumed: every expected output exists, tables have the
-  expected rows, no NaN except in failed fits, completed fits are not redone;
-* ``snakemake --lint`` is clean; a dry run of the paper's config schedules the
-  number of jobs per rule computed here from the config;
-* a user's own CSV dataset added by config produces its per-dataset outputs;
-* bad configurations stop before any job with a message naming the key;
-* the per-fit time limit (workflow/scripts/fitting.py) records a timeout as a
-  failed fit and otherwise returns exactly the in-process result.
+* .test/config.yaml end to end in a temporary working directory, killed
+  (SIGKILL) after a few batches and resumed the documented way (--unlock, then
+  the same command): every expected output exists, tables have the expected
+  rows, no NaN except in failed fits, finished fits are not redone;
+* the report shows every figure with the caption its caption function writes;
+* a dry run of the paper's config schedules the jobs the config implies;
+* a user's own dataset and a user's own method (config key method_modules) run
+  end to end; methods that crash or hang become failed results, not failed runs;
+* bad configurations stop before any job with one line naming the key;
+* a download that fails stops only its own job, with one line naming the dataset.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import math
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -35,21 +38,18 @@ from cbmm.metrics import SIMULATION_METRICS
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-SHARED_MATH500 = REPO.parent / "shared" / "data" / "math500"
-TEST_CONFIG = REPO / "config" / "test.yaml"
-
-needs_shared = pytest.mark.skipif(
-    not (SHARED_MATH500 / "MATH_500.csv").is_file(),
-    reason=f"the test config reads MATH-500 from {SHARED_MATH500} (shared data beside the repo)")
+TEST_CONFIG = REPO / ".test" / "config.yaml"
+TEST_DATA = REPO / ".test" / "data"
 
 
-def snakemake(workdir, *args, configfiles=(TEST_CONFIG,), timeout=900):
-    """Run the real snakemake CLI on the repository's Snakefile in ``workdir``."""
+def snakemake(workdir, *args, configfiles=(TEST_CONFIG,), timeout=1800, cwd=None):
+    """Run the real snakemake CLI on the repository's Snakefile in ``workdir`` (the default
+    profile, profiles/default, is picked up by Snakemake itself)."""
     command = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
                *args]
     if configfiles:
         command += ["--configfile", *map(str, configfiles)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
 
 
 def merged_config(*overlays):
@@ -68,6 +68,12 @@ def merged_config(*overlays):
     return config
 
 
+def overlay(tmp_path, name, content) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(content))
+    return path
+
+
 def job_counts(output: str) -> dict:
     """The 'Job stats' table of a snakemake run or dry run."""
     table = output[output.index("Job stats:"):]
@@ -79,80 +85,108 @@ def fmt(value):
     return format(float(value), "g")
 
 
-def real_fits(config):
-    """(dataset, method, init_scale, seed) of every real-data fit the config implies."""
-    real, scale = config["real"], fmt(config["fit"].get("init_scale", 1.0))
-    runtime_methods = [m for m in config["methods"] if m not in real["runtime"]["exclude_methods"]]
-    fits = {(d, m, scale, s) for d in real["runtime"]["datasets"] for m in runtime_methods
-            for s in range(real["runtime"]["replicates"])}
-    fits |= {(d, "cbmm", fmt(v), s) for d in real["stability"]["datasets"]
-             for v in real["stability"]["init_scales"] for s in range(real["stability"]["replicates"])}
-    fits |= {(d, "cbmm", scale, real["interpretability"]["seed"])
-             for d in real["interpretability"]["datasets"]}
-    return fits
+def stored_fits(workdir):
+    """Every stored fit (a folder with unit.json) with its files' mtimes and contents."""
+    return {unit.parent: {p.name: (p.stat().st_mtime_ns, p.read_bytes())
+                          for p in unit.parent.iterdir()}
+            for unit in Path(workdir).glob("results/fits/**/unit.json")}
 
 
 # --------------------------------------------------------------------------- end to end
 
-def finished_fits(log_text):
-    """fit.json of every fit job the run's log reports as finished."""
-    started = re.finditer(r"rule fit_\w+:\n(?:    .*\n)*?    output: ([^,\n]+/fit\.json)"
-                          r".*\n(?:    .*\n)*?    jobid: (\d+)", log_text)
-    output_of = {jobid: path for path, jobid in (m.groups() for m in started)}
-    finished = re.findall(r"Finished jobid: (\d+) \(Rule: fit_\w+\)", log_text)
-    return [output_of[jobid] for jobid in finished]
-
-
 @pytest.fixture(scope="module")
 def test_run(tmp_path_factory):
-    """config/test.yaml run in a fresh directory, interrupted after three fits, then resumed."""
-    if not (SHARED_MATH500 / "MATH_500.csv").is_file():
-        pytest.skip(f"the test config reads MATH-500 from {SHARED_MATH500}")
+    """.test/config.yaml in a fresh directory, killed (SIGKILL) after a few batch jobs,
+    then resumed the documented way: --unlock, then the same command."""
     workdir = tmp_path_factory.mktemp("workflow")
-    log = workdir.parent / f"{workdir.name}-interrupted.log"
+    log = workdir.parent / f"{workdir.name}-killed.log"
     command = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
                "--configfile", str(TEST_CONFIG), "--cores", "2"]
     with open(log, "w") as stream:
         first = subprocess.Popen(command, stdout=stream, stderr=subprocess.STDOUT,
                                  start_new_session=True)
         deadline = time.monotonic() + 600
-        while len(finished_fits(log.read_text())) < 3:
-            assert first.poll() is None, "the run ended before three fits were done"
-            assert time.monotonic() < deadline, "no three fits within 10 minutes"
-            time.sleep(0.2)
-        os.killpg(first.pid, signal.SIGINT)  # what Ctrl-C does to a foreground run
-        first.wait(timeout=120)
-    done = {workdir / path: ((workdir / path).stat().st_mtime_ns, (workdir / path).read_bytes())
-            for path in finished_fits(log.read_text())}
-    resumed = snakemake(workdir, "--cores", "2", "--workflow-profile",
-                        str(REPO / "workflow" / "profiles" / "default"))
+        while len(list(workdir.glob("results/fits/**/unit.json"))) < 8:
+            assert first.poll() is None, "the run ended before eight fits were stored"
+            assert time.monotonic() < deadline, "no eight fits within 10 minutes"
+            time.sleep(0.1)
+        os.killpg(first.pid, signal.SIGKILL)  # the Snakemake process and its jobs die at once
+        first.wait(timeout=60)
+    done = stored_fits(workdir)
+    locked = snakemake(workdir, "--cores", "2")
+    unlocked = snakemake(workdir, "--unlock")
+    resumed = snakemake(workdir, "--cores", "2")
     assert resumed.returncode == 0, resumed.stderr[-5000:]
-    return {"workdir": workdir, "done_before_resume": done, "resume_log": resumed.stderr,
+    return {"workdir": workdir, "done_before_resume": done, "locked": locked,
+            "unlocked": unlocked, "resume_log": resumed.stderr,
             "config": merged_config(TEST_CONFIG)}
 
 
-def test_interrupted_run_resumes_without_redoing_completed_fits(test_run):
-    assert test_run["done_before_resume"], "the interruption left no completed fit to check"
-    for path, (mtime, content) in test_run["done_before_resume"].items():
-        assert path.stat().st_mtime_ns == mtime, f"{path} was fitted again"
-        assert path.read_bytes() == content
-    assert "Nothing to be done" not in test_run["resume_log"]  # the resume did the rest
+def test_a_killed_run_resumes_after_unlock_without_redoing_finished_fits(test_run):
+    assert test_run["locked"].returncode != 0 and "--unlock" in test_run["locked"].stderr
+    assert test_run["unlocked"].returncode == 0, test_run["unlocked"].stderr[-3000:]
+    assert test_run["done_before_resume"], "the kill left no finished fit to check"
+    for folder, files in test_run["done_before_resume"].items():
+        assert {p.name: (p.stat().st_mtime_ns, p.read_bytes())
+                for p in folder.iterdir()} == files, f"{folder} was fitted again"
+
+
+def test_an_interrupted_batch_resumes_from_its_finished_fits(tmp_path):
+    """A batch of four one-second fits killed after two: the rerun fits only the rest."""
+    config = overlay(tmp_path, "slow", {
+        "method_modules": [".test/methods/toy.py"], "methods": ["toy"],
+        "fit": {"batch_seconds": 1000, "method_options": {"toy": {"delay_s": 1.0}}},
+        "simulation": {"run": ["mcar"]}, "real": NO_REAL_DATA})
+    workdir = tmp_path / "run"
+    target = "results/tables/sim_mcar.csv"
+    command = [str(SNAKEMAKE), "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir),
+               "--configfile", str(TEST_CONFIG), str(config), "--cores", "1", target]
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 300
+    while len(list(workdir.glob("results/fits/**/unit.json"))) < 2:
+        assert first.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=60)
+    done = stored_fits(workdir)
+    assert 2 <= len(done) < 4
+    assert snakemake(workdir, "--unlock", configfiles=(TEST_CONFIG, config)).returncode == 0
+    resumed = snakemake(workdir, "--cores", "1", target, configfiles=(TEST_CONFIG, config))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    after = stored_fits(workdir)
+    assert len(after) == 4 and all(after[folder] == files for folder, files in done.items())
+    log = next(workdir.glob("logs/fit_simulation/mcar/toy/batch_0.log")).read_text()
+    assert f"4 fits, {len(done)} reused" in log
+    # other batch sizes give other jobs (one fit each here), which refit nothing
+    repacked = overlay(tmp_path, "repacked", {"fit": {"batch_seconds": 0.001}})
+    done = snakemake(workdir, "--cores", "1", target,
+                     configfiles=(TEST_CONFIG, config, repacked))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert stored_fits(workdir) == after
+    logs = [p.read_text() for p in workdir.glob("logs/fit_simulation/mcar/toy/batch_*.log")]
+    assert len(logs) == 4 and all("1 fits, 1 reused" in log for log in logs)
 
 
 def expected_outputs(config):
     sim, real = config["simulation"], config["real"]
     tables = [f"results/tables/sim_{s}.csv" for s in sim["run"]]
-    tables += ["results/tables/runtime_leaderboard.csv", "results/tables/discrimination_summary.csv",
-               "results/tables/stability_raw.csv", "results/tables/math500_abilities.csv",
+    tables += ["results/tables/runtime_leaderboard.csv",
+               "results/tables/discrimination_summary.csv", "results/tables/stability_raw.csv",
+               "results/tables/math500_abilities.csv",
                "results/tables/math500_items.csv", "results/tables/runtime_summary.csv",
                "results/tables/speedup.csv", "results/tables/stability_summary.csv",
                "results/tables/math500_models.tex"]
     tables += [f"results/tables/stability_{p}.tex" for p in ("theta", "a", "b")]
     tables += [f"results/tables/rankings/{d}.csv" for d in real["interpretability"]["datasets"]]
-    figures = [f"sensitivity_{s}" for s in sim["run"]]
-    figures += ["runtime", "discrimination", "rankflow", "math500_ability", "item_difficulty"]
-    figures += [f"rankflow_{d}" for d in real["interpretability"]["datasets"]]
-    return tables + [f"results/figures/{f}.{ext}" for f in figures for ext in ("pdf", "png")]
+    return tables + [f"results/figures/{f}.{ext}" for f in figure_names(config)
+                     for ext in ("pdf", "png")]
+
+
+def figure_names(config):
+    names = [f"sensitivity_{s}" for s in config["simulation"]["run"]]
+    names += ["runtime", "discrimination", "rankflow", "math500_ability", "item_difficulty"]
+    return names + [f"rankflow_{d}" for d in config["real"]["interpretability"]["datasets"]]
 
 
 def test_every_expected_output_exists(test_run):
@@ -163,17 +197,23 @@ def test_every_expected_output_exists(test_run):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_report_holds_every_figure_and_table_with_captions(test_run):
-    workdir = test_run["workdir"]
+def test_report_holds_every_figure_and_table_with_its_captions(test_run):
+    from cbmm.figures import FIGURES
+
+    workdir, config = test_run["workdir"], test_run["config"]
     done = snakemake(workdir, "--report", str(workdir / "report.html"))
     assert done.returncode == 0, done.stderr[-3000:]
     html = (workdir / "report.html").read_text()
-    outputs = expected_outputs(test_run["config"])
-    shown = [p for p in outputs if not p.endswith(".pdf")]  # figures appear as PNG
+    shown = [p for p in expected_outputs(config) if not p.endswith(".pdf")]  # figures as PNG
     assert [p for p in shown if p.removeprefix("results/") not in html] == []
-    config = test_run["config"]
-    # captions are rendered with the config that produced the results
-    assert f"{config['simulation']['replicates']} replicates per level" in html
+    # each figure's caption is its caption function's text, written by the render job
+    sensitivity = FIGURES["sensitivity_mcar"].caption(
+        {"n_replicates": config["simulation"]["replicates"]},
+        definitions=config["figures"]["metric_definitions"])
+    assert (workdir / "results/figures/sensitivity_mcar.caption.rst").read_text().strip() \
+        == sensitivity
+    words = sensitivity.split()
+    assert " ".join(words[:8]) in html and " ".join(words[-6:]) in html
     assert "Full ranking of" in html and "suite_a" in html
 
 
@@ -197,27 +237,42 @@ def test_simulation_tables_have_one_row_per_fit(test_run):
         assert table.loc[~ok, list(SIMULATION_METRICS)].isna().all().all()
 
 
+def test_fits_are_batched_several_per_job(test_run):
+    workdir = test_run["workdir"]
+    batches = list(workdir.glob("results/batches/simulation/*/*/batch_*.csv"))
+    sizes = [len(pd.read_csv(path)) for path in batches]
+    assert max(sizes) > 1  # several fits per job...
+    assert len(list(workdir.glob("results/batches/simulation/mcar/lbfgsb/batch_*.csv"))) > 1
+    assert sum(sizes) == len(list(workdir.glob("results/fits/simulation/**/unit.json")))
+
+
 def test_sparsity_study_defines_recall_and_precision(test_run):
     table = pd.read_csv(test_run["workdir"] / "results/tables/sim_sparsity.csv")
     ok = ~table["status"].str.startswith("failed")
     assert table.loc[ok, ["recall_a", "precision_a"]].notna().all().all()
 
 
-def test_simulation_metrics_match_the_saved_fit_and_truth(test_run):
-    """Recompute one row of a table from the fit files and the simulated truth."""
-    workdir = test_run["workdir"]
+def test_simulation_metrics_match_the_stored_fit_and_its_truth(test_run):
+    """Recompute one row of a table from the stored fit and the design's own draw."""
+    workdir, config = test_run["workdir"], test_run["config"]
     table = pd.read_csv(workdir / "results/tables/sim_temperature.csv")
     row = table.iloc[-1]
-    level = fmt(row["level"])
-    truth = cbmm.simulate.Simulation.load(
-        workdir / f"results/simulations/temperature/level_{level}/rep_{row['replicate']}.npz")
-    assert truth.sigma == pytest.approx(10 ** row["level"])
     fit = cbmm.FitResult.load(
-        workdir / f"results/fits/simulation/temperature/level_{level}/{row['method']}/rep_{row['replicate']}")
+        workdir / f"results/fits/simulation/temperature/level_{fmt(row['level'])}/"
+                  f"{row['method']}/rep_{row['replicate']}")
+    defaults = config["simulation"]["defaults"]
+    truth = cbmm.simulate.simulate(defaults["n_models"], defaults["n_items"],
+                                   sigma=10 ** row["level"], seed=fit.seed)
+    assert fit.sigma == pytest.approx(truth.sigma)
     expected = cbmm.metrics.fit_metrics(fit, truth)
     for name, value in expected.items():
         assert row[name] == pytest.approx(value, rel=1e-9, nan_ok=True), name
     assert row["status"] == fit.status and row["n_iter"] == fit.n_iter
+    # every method fitted the same draw: the same seed for each method of a replicate
+    seeds = {json.loads(p.read_text())["seed"] for p in workdir.glob(
+        f"results/fits/simulation/temperature/level_{fmt(row['level'])}/*/"
+        f"rep_{row['replicate']}/fit.json")}
+    assert seeds == {fit.seed}
 
 
 def test_runtime_table_rows(test_run):
@@ -232,8 +287,9 @@ def test_runtime_table_rows(test_run):
     ok = ~table["status"].str.startswith("failed")
     assert not table.loc[ok].isna().any().any()
     for dataset, rows in table.groupby("dataset"):
-        source = pd.read_csv(REPO / "tests" / "data" / f"{dataset}.csv", index_col=0)
-        assert set(rows["n_models"]) == {source.shape[0]} and set(rows["n_items"]) == {source.shape[1]}
+        source = pd.read_csv(TEST_DATA / "suites" / f"{dataset}.csv", index_col=0)
+        assert set(rows["n_models"]) == {source.shape[0]}
+        assert set(rows["n_items"]) == {source.shape[1]}
 
 
 def test_real_data_tables(test_run):
@@ -242,7 +298,7 @@ def test_real_data_tables(test_run):
     summary = pd.read_csv(workdir / "results/tables/discrimination_summary.csv")
     assert list(summary["dataset"]) == datasets
     assert not summary.isna().any().any()
-    math500 = pd.read_csv(SHARED_MATH500 / "MATH_500.csv", index_col=0)
+    math500 = pd.read_csv(TEST_DATA / "math500" / "MATH_500.csv", index_col=0)
     abilities = pd.read_csv(workdir / "results/tables/math500_abilities.csv")
     assert list(abilities["row_label"]) == list(math500.index)
     np.testing.assert_allclose(abilities["accuracy"], math500.mean(axis=1))
@@ -259,7 +315,32 @@ def test_real_data_tables(test_run):
     np.testing.assert_allclose(stability.loc[diagonal, "spearman"], 1.0)
 
 
-def test_fit_logs_record_the_slurm_job_id(test_run):
+def test_interpretability_uses_the_converged_fit_beside_the_paper_rule(test_run):
+    """The rankings come from the converged fit (lower loss than the paper-rule fit from the
+    same start), and the summary's *_paper_rule columns are the paper-rule fit's numbers."""
+    config, workdir = test_run["config"], test_run["workdir"]
+    converged = config["real"]["converged"]
+    fits = workdir / "results/fits/real/suite_a/cbmm"
+    tight = json.loads(next(fits.glob("converged/s2_1/seed_0/fit.json")).read_text())
+    paper = json.loads(next(fits.glob("paper/s2_1/seed_0/fit.json")).read_text())
+    assert (tight["tol"], tight["max_iter"]) == (converged["tol"], converged["max_iter"])
+    assert paper["tol"] == config["fit"]["tol"]
+    assert tight["loss"] < paper["loss"]
+    summary = pd.read_csv(workdir / "results/tables/discrimination_summary.csv")
+    row = summary.set_index("dataset").loc["suite_a"]
+    data = pd.read_csv(TEST_DATA / "suites" / "suite_a.csv", index_col=0)
+    for fit_dir, suffix in ((fits / "converged/s2_1/seed_0", ""), (fits / "paper/s2_1/seed_0",
+                                                                    "_paper_rule")):
+        result = cbmm.FitResult.load(fit_dir)
+        numbers = cbmm.metrics.descriptive_metrics(
+            result.theta.reindex(data.index.astype(str)).to_numpy(), np.asarray(result.a),
+            data.mean(axis=1).to_numpy(),
+            top_fraction=config["real"]["interpretability"]["top_fraction"])
+        for name, value in numbers.items():
+            assert row[name + suffix] == pytest.approx(value, rel=1e-9), name + suffix
+
+
+def test_job_logs_record_the_slurm_job_id(test_run):
     logs = list(test_run["workdir"].glob("logs/fit_*/**/*.log"))
     assert logs
     for log in logs:
@@ -274,6 +355,13 @@ def test_lint_is_clean(tmp_path):
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
 
 
+def test_the_default_profile_is_picked_up_by_itself(tmp_path):
+    """From another folder too: Snakemake looks beside the Snakefile."""
+    result = snakemake(tmp_path / "run", "--dry-run", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Using workflow specific profile {REPO / 'profiles' / 'default'}" in result.stderr
+
+
 def installed(methods):
     """The methods whose software is installed (checked in a child: R must not start here)."""
     check = ("import sys, cbmm\nfor m in sys.argv[1:]:\n    try:\n        cbmm.check_methods([m])\n"
@@ -283,41 +371,48 @@ def installed(methods):
     return result.stdout.split()
 
 
-@pytest.mark.slow  # a DAG of some 23,000 jobs: about a minute
+@pytest.mark.slow  # a DAG of some 1,800 jobs
 def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
-    """The default config (restricted to the installed methods, where one is missing)."""
+    """The default config (restricted to the installed methods, where one is missing): every
+    simulated fit in a batch, batches within the cost target, real data behind the data jobs."""
     overlays = ()
     paper_methods = merged_config()["methods"]
     if installed(paper_methods) != paper_methods:
-        overlay = tmp_path / "installed.yaml"
-        overlay.write_text(yaml.safe_dump({"methods": installed(paper_methods)}))
-        overlays = (overlay,)
+        overlays = (overlay(tmp_path, "installed", {"methods": installed(paper_methods)}),)
     config = merged_config(*overlays)
-    result = snakemake(tmp_path, "--dry-run", "--cores", "1", configfiles=overlays)
+    result = snakemake(tmp_path / "run", "--dry-run", "--cores", "1", configfiles=overlays)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     counts = job_counts(result.stdout)
 
     sim, real = config["simulation"], config["real"]
     n_sim = sum(len(sim["studies"][s]["levels"]) for s in sim["run"]) * sim["replicates"]
-    n_methods = len(config["methods"])
+    assert n_sim == (5 + 5 + 7 + 9 + 9 + 6 + 6) * 50  # the paper's sizes
+    # declared cost of every simulated fit, and the fewest jobs that can hold them
+    target = 300.0
+    least = 0
+    for method in config["methods"]:
+        per_million = cbmm.registry.get_method(method).seconds_per_million_cells
+        for study in sim["run"]:
+            spec = sim["studies"][study]
+            for level in spec["levels"]:
+                design = dict(sim["defaults"], **{spec["factor"]: level})
+                cost = per_million * design["n_models"] * design["n_items"] / 1e6
+                least += math.ceil(sim["replicates"] * cost / target) if cost <= target \
+                    else sim["replicates"]
+    n_fits = n_sim * len(config["methods"])
+    assert least <= counts["fit_simulation"] < n_fits / 5
     datasets = (set(real["runtime"]["datasets"]) | set(real["stability"]["datasets"])
                 | set(real["interpretability"]["datasets"])
                 | {p["dataset"] for p in real["interpretability"]["rankflow"]}
                 | {real["interpretability"]["math500"]["dataset"]})
-    interpretability = len(real["interpretability"]["datasets"])
     expected = {
-        "simulate": n_sim, "fit_simulation": n_sim * n_methods,
-        "metrics_simulation": n_sim * n_methods, "aggregate_simulation": len(sim["run"]),
-        "render_sensitivity": len(sim["run"]), "build_dataset": len(datasets),
-        "fit_real": len(real_fits(config)), "metrics_real": interpretability,
-        "render_rankflow_dataset": interpretability, "stability": len(real["stability"]["datasets"]),
-        "math500_items": 1, "math500_models": 1, "math500_tables": 1,
+        "aggregate_simulation": len(sim["run"]), "render_sensitivity": len(sim["run"]),
+        "build_dataset": len(datasets), "math500_items": 1, "math500_models": 1,
+        "metrics_real": len(real["interpretability"]["datasets"]),
+        "stability": len(real["stability"]["datasets"]), "math500_tables": 1,
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
-    # the paper's sizes, as the issue states them
-    assert n_sim == (5 + 5 + 7 + 9 + 9 + 6 + 6) * 50
-    if not overlays:  # runtime: 4 methods; stability: cbmm at s2 = 2..5 (s2 = 1 is shared)
-        assert counts["fit_real"] == 6 * 4 * 50 + 6 * 4 * 50 + 1
+    assert "fit_real" not in counts  # planned once the matrices are built (checkpoint)
 
 
 @pytest.mark.slow
@@ -328,11 +423,9 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
     overlays = [quick]
     quick_methods = merged_config(quick)["methods"]
     if installed(quick_methods) != quick_methods:
-        overlay = tmp_path / "installed.yaml"
-        overlay.write_text(yaml.safe_dump({"methods": installed(quick_methods)}))
-        overlays.append(overlay)
+        overlays.append(overlay(tmp_path, "installed", {"methods": installed(quick_methods)}))
     config = merged_config(*overlays)
-    result = snakemake(tmp_path, "--dry-run", "--cores", "1", configfiles=overlays)
+    result = snakemake(tmp_path / "run", "--dry-run", "--cores", "1", configfiles=overlays)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     counts = job_counts(result.stdout)
     n_studies = len(config["simulation"]["run"])
@@ -349,7 +442,10 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
 
 # --------------------------------------------------------------------------- user dataset
 
-@needs_shared
+NO_REAL_DATA = {"runtime": {"datasets": []}, "stability": {"datasets": []},
+                "interpretability": {"datasets": [], "rankflow": [], "math500": {"dataset": None}}}
+
+
 def test_a_user_dataset_added_by_config_gets_its_outputs(tmp_path):
     rng = np.random.default_rng(7)
     theta, a, b = rng.normal(size=40), rng.uniform(0.5, 1.5, 30), rng.normal(0, 0.5, 30)
@@ -359,15 +455,14 @@ def test_a_user_dataset_added_by_config_gets_its_outputs(tmp_path):
                         columns=[f"q{j}" for j in range(30)])
     csv = tmp_path / "my_suite.csv"
     data.to_csv(csv, float_format="%.0f")
-    overlay = tmp_path / "mine.yaml"
-    overlay.write_text(yaml.safe_dump({
+    mine = overlay(tmp_path, "mine", {
         "datasets": {"my_suite": {"source": "local", "options": {"path": str(csv)}}},
         "simulation": {"run": []},
-        "real": {"runtime": {"datasets": []}, "stability": {"datasets": []},
-                 "interpretability": {"datasets": ["my_suite"], "rankflow": [], "math500": {"dataset": None}}},
-    }))
+        "real": {**NO_REAL_DATA, "interpretability": {
+            "datasets": ["my_suite"], "rankflow": [], "math500": {"dataset": None}}},
+    })
     workdir = tmp_path / "run"
-    result = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, overlay))
+    result = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, mine))
     assert result.returncode == 0, result.stderr[-5000:]
 
     ranking = pd.read_csv(workdir / "results/tables/rankings/my_suite.csv")
@@ -379,51 +474,188 @@ def test_a_user_dataset_added_by_config_gets_its_outputs(tmp_path):
     assert (summary[["n_models", "n_items"]].to_numpy() == [[40, 30]]).all()
     for name in ("rankflow_my_suite", "discrimination"):
         assert (workdir / f"results/figures/{name}.pdf").is_file()
-    fit = json.loads(next(workdir.glob("results/fits/real/my_suite/cbmm/*/seed_0/fit.json")).read_text())
+    fit = json.loads(next(workdir.glob(
+        "results/fits/real/my_suite/cbmm/converged/*/seed_0/fit.json")).read_text())
     assert fit["n_models"] == 40 and fit["n_items"] == 30
+
+
+# --------------------------------------------------------------------------- user methods
+
+def one_study(tmp_path, name, methods, **extra):
+    """Overlay: the given methods on one simulation study and one suite's runtime study."""
+    content = {"method_modules": [".test/methods/toy.py", ".test/methods/faulty.py"],
+               "methods": methods, "simulation": {"run": ["mcar"]},
+               "real": {**NO_REAL_DATA, "runtime": {"datasets": ["suite_a"], "replicates": 2,
+                                                    "exclude_methods": []}}}
+    for key, value in extra.items():
+        content.setdefault(key, {}).update(value)
+    return overlay(tmp_path, name, content)
+
+
+def test_a_method_registered_by_the_user_runs_through_the_workflow(tmp_path):
+    """A toy method from .test/methods/toy.py (config key method_modules) appears in the
+    simulation table, the runtime table and the figures' legends, with its options checked."""
+    from cbmm.figures import FIGURES
+
+    config = one_study(tmp_path, "toy", ["cbmm", "toy"],
+                       fit={"method_options": {"toy": {"prior": 1.0}}})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, config))
+    assert result.returncode == 0, result.stderr[-5000:]
+    sim = pd.read_csv(workdir / "results/tables/sim_mcar.csv")
+    toy = sim[sim["method"] == "toy"]
+    assert len(toy) == 2 * 2 and (toy["status"] == "converged").all()
+    assert (toy["spearman_theta"] > 0.5).all()  # log-odds of success do rank the models
+    runtime = pd.read_csv(workdir / "results/tables/runtime_leaderboard.csv")
+    assert set(runtime["method"]) == {"cbmm", "toy"}
+    assert json.loads(next(workdir.glob(
+        "results/fits/simulation/mcar/*/toy/rep_0/fit.json")).read_text())["method"] == "toy"
+    for name, table in (("sensitivity_mcar", sim), ("runtime", runtime)):
+        assert (workdir / f"results/figures/{name}.png").is_file()
+        figure = FIGURES[name].plot(table)
+        legend = [t.get_text() for ax in figure.axes for t in
+                  (ax.get_legend().get_texts() if ax.get_legend() else [])]
+        legend += [t.get_text() for lg in figure.legends for t in lg.get_texts()]
+        assert "Toy IRT" in legend, (name, legend)
+
+
+def test_crashing_and_hanging_methods_become_failed_results(tmp_path):
+    """A method that kills its process (SIGSEGV) or never returns is recorded as failed
+    ('NA'); the run completes and the figures mark it NA."""
+    from cbmm.figures import FIGURES
+
+    config = one_study(tmp_path, "faulty", ["cbmm", "crash", "hang"], fit={"timeout_s": 3})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, config))
+    assert result.returncode == 0, result.stderr[-5000:]
+    sim = pd.read_csv(workdir / "results/tables/sim_mcar.csv")
+    status = sim.groupby("method")["status"].agg(set).to_dict()
+    assert status["cbmm"] == {"converged"}
+    assert all(s.startswith("failed:") and ("died" in s or "signal" in s) for s in status["crash"])
+    assert status["hang"] == {"failed: timeout after 3 s"}
+    assert sim.loc[sim["method"] != "cbmm", list(SIMULATION_METRICS)].isna().all().all()
+    runtime = pd.read_csv(workdir / "results/tables/runtime_leaderboard.csv")
+    assert runtime.loc[runtime["method"] != "cbmm", "status"].str.startswith("failed").all()
+    for name, table in (("sensitivity_mcar", sim), ("runtime", runtime)):
+        assert (workdir / f"results/figures/{name}.png").is_file()
+        texts = [t.get_text() for ax in FIGURES[name].plot(table).axes for t in ax.texts]
+        assert "NA" in texts, (name, texts)
 
 
 # --------------------------------------------------------------------------- bad configs
 
+RELEASE = {"source": "release", "options": {"file": "data/x.csv", "sha256": "0" * 64}}
 BAD_CONFIGS = {
-    "unknown method": ({"methods": ["cbmm", "fancy_irt"]}, ["methods", "fancy_irt"]),
-    "negative replicates": ({"simulation": {"replicates": -3}}, ["replicates", "-3"]),
+    "unknown method": ({"methods": ["cbmm", "fancy_irt"]}, "methods: method 'fancy_irt'"),
+    "method name not an identifier": ({"methods": ["cbmm", "Fancy-IRT"]}, "methods[1]"),
+    "negative replicates": ({"simulation": {"replicates": -3}}, "simulation.replicates: -3"),
     "missing dataset file": (
         {"datasets": {"mine": {"source": "local", "options": {"path": "no/such/file.csv"}}}},
-        ["datasets.mine.options.path", "no/such/file.csv"]),
+        "datasets.mine.options.path: file"),
     "dataset without a path": ({"datasets": {"mine": {"source": "local", "options": {}}}},
-                               ["path", "mine"]),
+                               "datasets.mine.options: missing required option(s) ['path']"),
+    "unknown dataset source": ({"datasets": {"mine": {"source": "ftp"}}},
+                               "datasets.mine.source: 'ftp'"),
+    "unknown dataset option": (
+        {"datasets": {"mine": {"source": "local", "options": {
+            "path": ".test/data/suites/suite_a.csv", "sep": ";"}}}},
+        "datasets.mine.options: unknown option(s) ['sep']"),
+    "release file without sha256": (
+        {"datasets": {"mine": {"source": "release", "options": {"file": "data/x.csv"}}}},
+        "datasets.mine.options: missing required option(s) ['sha256']"),
+    "release file outside the cache": (
+        {"datasets": {"mine": {**RELEASE, "options": {**RELEASE["options"],
+                                                      "file": "../../etc/x.csv"}}}},
+        "datasets.mine.options.file: '../../etc/x.csv' is not a relative path"),
+    "absolute release file": (
+        {"datasets": {"mine": {**RELEASE, "options": {**RELEASE["options"],
+                                                      "file": "/etc/passwd"}}}},
+        "datasets.mine.options.file: '/etc/passwd' is not a relative path"),
     "unregistered dataset in a study": (
         {"real": {"stability": {"datasets": ["suite_a", "nowhere"]}}},
-        ["real.stability.datasets", "nowhere"]),
-    "misspelt key": ({"simulation": {"replicate": 2}}, ["replicate"]),
+        "real.stability.datasets: dataset 'nowhere'"),
+    "misspelt key": ({"simulation": {"replicate": 2}}, "simulation: Additional properties"),
+    "negative number of models": (
+        {"simulation": {"studies": {"size_fixJ": {"levels": [30, -5]}}}},
+        "simulation.studies.size_fixJ.levels[1]: -5 is not a possible n_models"),
+    "missing rate above 1": ({"simulation": {"studies": {"mcar": {"levels": [0.0, 2]}}}},
+                             "simulation.studies.mcar.levels[1]: 2 is not a possible"),
+    "sparsity of 1": ({"simulation": {"studies": {"sparsity": {"levels": [1]}}}},
+                      "simulation.studies.sparsity.levels[0]: 1 is not a possible sparsity"),
+    "non-numeric level": ({"simulation": {"studies": {"mar": {"levels": ["high"]}}}},
+                          "simulation.studies.mar.levels[0]: 'high' is not of type 'number'"),
+    "unknown method option": ({"fit": {"method_options": {"cbmm": {"bogus": 1}}}},
+                              "fit.method_options.cbmm: Additional properties"),
+    "ill-typed method option": (
+        {"fit": {"method_options": {"lbfgsb": {"maxcor": "abc"}}}},
+        "fit.method_options.lbfgsb.maxcor: 'abc' is not of type 'integer'"),
+    "option value not allowed": (
+        {"fit": {"method_options": {"cbmm": {"engine": "gpu"}}}},
+        "fit.method_options.cbmm.engine: 'gpu' is not one of"),
+    "options of an unknown method": ({"fit": {"method_options": {"nomethod": {}}}},
+                                     "fit.method_options: method 'nomethod'"),
+    "bad converged rule": ({"real": {"converged": {"accelerate": "warp"}}},
+                           "real.converged.accelerate: 'warp' is not one of"),
+    "bad time limit": ({"fit": {"timeout_s": -1}}, "fit.timeout_s: -1"),
+    "method module that cannot be imported": (
+        {"method_modules": ["no_such_module_xyz"]},
+        "method_modules: cannot import 'no_such_module_xyz'"),
 }
 
 
-@needs_shared
 @pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
 def test_a_bad_config_stops_before_any_job_naming_the_key(case, tmp_path):
-    overlay, expected = BAD_CONFIGS[case]
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(overlay))
+    content, expected = BAD_CONFIGS[case]
     workdir = tmp_path / "run"
-    result = snakemake(workdir, "--cores", "1", configfiles=(TEST_CONFIG, path))
+    result = snakemake(workdir, "--cores", "1",
+                       configfiles=(TEST_CONFIG, overlay(tmp_path, "bad", content)))
     assert result.returncode != 0
-    for text in expected:
-        assert text in result.stderr, (text, result.stderr[-3000:])
+    lines = [line for line in result.stderr.splitlines() if expected in line]
+    assert len(lines) == 1, (expected, result.stderr[-3000:])
+    assert "Traceback" not in result.stderr
     assert not (workdir / "results").exists() and not (workdir / "resources").exists()
+
+
+# --------------------------------------------------------------------------- offline
+
+def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):
+    """A dataset whose server cannot be reached fails its build job with one line naming
+    it; the other jobs (here a simulation study) finish."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    offline = overlay(tmp_path, "offline", {
+        "release": {"base_url": f"http://127.0.0.1:{port}", "repo": "x/y",
+                    "commit": "0" * 40},
+        "datasets": {"remote": {"source": "release", "options": {
+            "file": "data/remote.csv", "sha256": "0" * 64, "retries": 0}}},
+        "simulation": {"run": ["mcar"]},
+        "real": {**NO_REAL_DATA, "interpretability": {
+            "datasets": ["remote"], "rankflow": [], "math500": {"dataset": None}}},
+    })
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, offline))
+    assert result.returncode != 0
+    assert "Error in rule build_dataset" in result.stderr
+    assert (workdir / "results/tables/sim_mcar.csv").is_file()  # the rest went on
+    log = (workdir / "logs/build_dataset/remote.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "dataset 'remote'" in errors[0], log
+    assert "Offline or behind a firewall?" in errors[0]
+    assert "Traceback" not in log
 
 
 # --------------------------------------------------------------------------- time limit
 
 @pytest.fixture(scope="module")
 def fitting():
-    sys.path.insert(0, str(REPO / "workflow" / "scripts"))
-    try:
-        import fitting
-    finally:
-        sys.path.pop(0)
-    return fitting
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "fitting", REPO / "workflow" / "scripts" / "fitting.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 SETTINGS = dict(sigma=1.0, tol=1e-4, max_iter=1000, seed=5, init_scale=1.0)
@@ -448,10 +680,3 @@ def test_fit_under_a_generous_limit_equals_the_in_process_fit(fitting):
     pd.testing.assert_series_equal(limited.theta, direct.theta)
     pd.testing.assert_series_equal(limited.a, direct.a)
     pd.testing.assert_series_equal(limited.b, direct.b)
-
-
-def test_an_error_in_the_worker_is_raised_not_recorded(fitting):
-    data = cbmm.as_responses(cbmm.simulate.simulate(30, 20, seed=1).responses)
-    with pytest.raises(ValueError, match="no option"):
-        fitting.run_fit(data, "cbmm", settings=SETTINGS, options={"no_such_option": 1},
-                        timeout_s=60)

@@ -11,29 +11,39 @@ localrules:
 
 rule aggregate_simulation:
     input:
-        sim_metrics_files,
+        lambda wc: sim_batch_files(wc.study),
     output:
         report_table(SIM_TABLE, "table_simulation", "Simulation studies", "{study}"),
     log:
-        "logs/aggregate_simulation/{study}.log",
+        log_file("aggregate_simulation", "{study}"),
+    benchmark:
+        benchmark_file("aggregate_simulation", "{study}")
     conda:
         "../../envs/core.yaml"
+    params:
+        sort=["level", "method", "replicate"],
+        method_order=methods_in_order(),
     script:
         "../scripts/aggregate_rows.py"
 
 
 rule aggregate_runtime:
     input:
-        fits=[real_fit_files(*job) for job in runtime_fits()],
-        summaries=[MATRIX_SUMMARY.format(dataset=d) for d in config["real"]["runtime"]["datasets"]],
+        batches=runtime_batch_files,
     output:
         report_table(RUNTIME_TABLE, "table_runtime", "Scalability"),
-    params:
-        jobs=runtime_fits(),
     log:
-        "logs/aggregate_runtime/aggregate_runtime.log",
+        log_file("aggregate_runtime", "aggregate_runtime"),
+    benchmark:
+        benchmark_file("aggregate_runtime", "aggregate_runtime")
     conda:
         "../../envs/core.yaml"
+    params:
+        method_order=methods_in_order(),
+        datasets=config["real"]["runtime"]["datasets"],
+        methods=runtime_methods(),
+        replicates=config["real"]["runtime"]["replicates"],
+        init_scale=float(config["fit"]["init_scale"]),
     script:
         "../scripts/aggregate_runtime.py"
 
@@ -44,9 +54,14 @@ rule aggregate_discrimination:
     output:
         report_table(DISCRIMINATION_TABLE, "table_discrimination", "Interpretability"),
     log:
-        "logs/aggregate_discrimination/aggregate_discrimination.log",
+        log_file("aggregate_discrimination", "aggregate_discrimination"),
+    benchmark:
+        benchmark_file("aggregate_discrimination", "aggregate_discrimination")
     conda:
         "../../envs/core.yaml"
+    params:
+        sort=[],
+        method_order=[],
     script:
         "../scripts/aggregate_rows.py"
 
@@ -57,9 +72,14 @@ rule aggregate_stability:
     output:
         report_table(STABILITY_TABLE, "table_stability_raw", "Recovery stability"),
     log:
-        "logs/aggregate_stability/aggregate_stability.log",
+        log_file("aggregate_stability", "aggregate_stability"),
+    benchmark:
+        benchmark_file("aggregate_stability", "aggregate_stability")
     conda:
         "../../envs/core.yaml"
+    params:
+        sort=[],
+        method_order=[],
     script:
         "../scripts/aggregate_rows.py"
 
@@ -68,16 +88,24 @@ if math500() is not None:
 
     rule math500_tables:
         input:
-            **real_fit_inputs(*interpretability_fit(math500()["dataset"])),
+            batch=math500_fit_batch,
             matrix=MATRIX.format(dataset=math500()["dataset"]),
             models=MATH500_MODELS,
             items_meta=MATH500_ITEMS,
         output:
-            abilities=report_table(MATH500_ABILITIES, "table_math500", "Interpretability"),
-            item_table=report_table(MATH500_ITEMS_TABLE, "table_math500", "Interpretability"),
+            abilities=report_table(
+                MATH500_ABILITIES, "table_math500", "Interpretability"
+            ),
+            item_table=report_table(
+                MATH500_ITEMS_TABLE, "table_math500", "Interpretability"
+            ),
         log:
-            "logs/math500_tables/math500_tables.log",
+            log_file("math500_tables", "math500_tables"),
+        benchmark:
+            benchmark_file("math500_tables", "math500_tables")
         conda:
             "../../envs/core.yaml"
+        params:
+            fit_dir=real_fit_dir(interpretability_fits(math500()["dataset"])[CONVERGED]),
         script:
             "../scripts/math500_tables.py"

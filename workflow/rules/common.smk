@@ -1,27 +1,50 @@
-"""Configuration, job enumeration and output paths shared by every stage.
+"""Configuration, job lists, batches and output paths shared by every stage.
 
 Everything the rules need to know about the configuration goes through the
-functions here, so each fact (a path pattern, a seed rule, a job list) has
-one place.
+functions here, so each fact (a path pattern, a seed rule, a batch, a job
+list) has one place.  Method facts (names, options, costs, conda envs) come
+from the method registry, :mod:`cbmm.registry`.
 """
 
+import functools
+import importlib.util
 import json
 import math
 import os
+import re
 import zlib
 from pathlib import Path
 
+import cbmm
+import jsonschema
 import numpy as np
-from cbmm.figures import STUDIES as PLOTTED_STUDIES
+import yaml
+from cbmm.data import DataError, check_entry, load_registry
+from cbmm.data.release import check_release
+from cbmm.registry import get_method, method_order
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 REPO = Path(workflow.basedir)
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 
+
+def _load_helpers():
+    """workflow/scripts/helpers.py, which the jobs import too (one copy of shared code)."""
+    spec = importlib.util.spec_from_file_location(
+        "cbmm_workflow_helpers", REPO / "workflow" / "scripts" / "helpers.py"
+    )
+    helpers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helpers)
+    return helpers
+
+
+HELPERS = _load_helpers()
+
 # --------------------------------------------------------------------------
 # configuration
 # --------------------------------------------------------------------------
+
 
 def repo_path(path):
     """A path of the configuration: absolute, or relative to the repository root."""
@@ -29,43 +52,203 @@ def repo_path(path):
     return path if path.is_absolute() else REPO / path
 
 
+def _key(path):
+    """A JSON-Schema error path as a config key: simulation.studies.mcar.levels[0]."""
+    parts = (f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+    return "".join(parts).lstrip(".")
+
+
+def _schema_problems(config):
+    """One line per schema violation, naming the key."""
+    schema = yaml.safe_load(SCHEMA.read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.path)))
+    return [f"{_key(e.absolute_path) or '(top level)'}: {e.message}" for e in errors]
+
+
+def _fail(problems):
+    if problems:
+        lines = "\n".join(f"- {p}" for p in problems)
+        raise WorkflowError(f"invalid configuration:\n{lines}")
+
+
+def _import_method_modules(config):
+    """Register the user's methods (config key method_modules) in this process."""
+    try:
+        HELPERS.import_method_modules(method_modules())
+    except (
+        Exception
+    ) as exc:  # any error of a user's module: name the key and the module
+        raise WorkflowError(
+            f"invalid configuration:\n- method_modules: {exc}"
+        ) from None
+
+
+def method_modules():
+    """The method_modules entries as the jobs import them (.py files made absolute)."""
+    return [
+        str(repo_path(spec)) if spec.endswith(".py") else spec
+        for spec in config["method_modules"]
+    ]
+
+
+def _check_datasets(config):
+    """The config's own dataset entries and release, by the registry's own checks (unknown
+    or missing options, a missing sha256, paths that would leave the download cache)."""
+    problems = []
+    for name, entry in config["datasets"].items():
+        try:
+            check_entry(name, entry, "datasets")
+        except DataError as exc:
+            problems.append(str(exc))
+    return problems
+
+
 def _merge_registry(config):
     """Put the registry file's entries (datasets and alternatives) under the config's own."""
     if config["registry"] is None:
         return
-    from cbmm.data import DataError, load_registry
-
-    registry_file = repo_path(config["registry"])
     try:
-        registry = load_registry(registry_file)
+        registry = load_registry(repo_path(config["registry"]))
     except DataError as exc:
-        raise WorkflowError(f"config key 'registry': {exc}") from None
-    config["datasets"] = {**registry["alternatives"], **registry["datasets"],
-                          **config["datasets"]}
-    config["release"] = {**registry["release"], **config["release"]}
+        _fail([f"registry: {exc}"])
+    config["datasets"] = {
+        **registry["alternatives"],
+        **registry["datasets"],
+        **config["datasets"],
+    }
+    try:
+        config["release"] = check_release({**registry["release"], **config["release"]})
+    except DataError as exc:
+        _fail([str(exc)])
+
+
+def _check_methods(config):
+    """Every method named anywhere is registered; options are the method's own."""
+    problems = []
+    known = cbmm.available_methods()
+    named = [("methods", m) for m in config["methods"]]
+    named += [
+        ("real.runtime.exclude_methods", m)
+        for m in config["real"]["runtime"]["exclude_methods"]
+    ]
+    named += [("fit.method_options", m) for m in config["fit"]["method_options"]]
+    for key, name in named:
+        if name not in known:
+            problems.append(
+                f"{key}: method {name!r} is not registered (registered: {', '.join(known)}; "
+                "add your own through method_modules)"
+            )
+    for name, options in config["fit"]["method_options"].items():
+        if name in known:
+            problems += _option_problems(f"fit.method_options.{name}", name, options)
+    converged = {"accelerate": config["real"]["converged"]["accelerate"]}
+    problems += _option_problems("real.converged", "cbmm", converged)
+    if uses_conda_envs():
+        for name in used_methods(config):
+            if name in known and not method_env_file(name).is_file():
+                problems.append(
+                    f"methods: {name!r} runs in conda env {method_env_file(name)}, "
+                    "which does not exist (Method.env of its registry entry)"
+                )
+    return problems
+
+
+def _option_problems(key, method, options):
+    """Options checked against the registry: JSON Schema of the declared options, then
+    the method's own check (which also catches what JSON Schema cannot say)."""
+    spec = get_method(method)
+    schema = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {name: o.json_schema() for name, o in spec.options.items()},
+    }
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(options))
+    if errors:
+        known = ", ".join(sorted(spec.options)) or "none"
+        return [
+            f"{'.'.join(filter(None, [key, _key(e.absolute_path)]))}: {e.message} "
+            f"(options of {method}: {known})"
+            for e in errors
+        ]
+    try:
+        spec.check_options(options)
+    except ValueError as exc:
+        return [f"{key}: {exc}"]
+    return []
+
+
+#: Allowed levels per design factor: (test, what a level must be).
+LEVEL_RULES = {
+    "n_models": (lambda v: v >= 2 and float(v).is_integer(), "an integer >= 2"),
+    "n_items": (lambda v: v >= 2 and float(v).is_integer(), "an integer >= 2"),
+    "log10_sigma": (lambda v: math.isfinite(v), "a finite number"),
+    "sparsity": (lambda v: 0 <= v < 1, "a share in [0, 1)"),
+    "missing_rate": (lambda v: 0 <= v < 1, "a share in [0, 1)"),
+}
+
+
+def _check_levels(config):
+    """Each study's levels are possible values of its factor (schema: numbers)."""
+    problems = []
+    sim = config["simulation"]
+    for study, spec in sim["studies"].items():
+        test, what = LEVEL_RULES[spec["factor"]]
+        for i, level in enumerate(spec["levels"]):
+            if not test(level):
+                problems.append(
+                    f"simulation.studies.{study}.levels[{i}]: {level!r} is not a possible "
+                    f"{spec['factor']} (must be {what})"
+                )
+    defaults = sim["defaults"]
+    for factor in ("n_models", "n_items"):
+        test, what = LEVEL_RULES[factor]
+        if not test(defaults[factor]):
+            problems.append(
+                f"simulation.defaults.{factor}: {defaults[factor]!r} must be {what}"
+            )
+    return problems
 
 
 def _check_references(config):
-    """Cross-key checks JSON Schema cannot express; each error names its key."""
+    """Cross-key checks JSON Schema cannot express; each names its key."""
     problems = []
     studies = config["simulation"]["studies"]
     for study in config["simulation"]["run"]:
         if study not in studies:
-            problems.append(f"simulation.run: study {study!r} is not defined under "
-                            f"simulation.studies (defined: {', '.join(sorted(studies))})")
+            problems.append(
+                f"simulation.run: study {study!r} is not defined under simulation.studies "
+                f"(defined: {', '.join(sorted(studies))})"
+            )
     datasets = config["datasets"]
     real = config["real"]
-    references = [(f"real.{role}.datasets", real[role]["datasets"])
-                  for role in ("runtime", "stability", "interpretability")]
-    references.append(("real.interpretability.rankflow",
-                       [panel["dataset"] for panel in real["interpretability"]["rankflow"]]))
+    references = [
+        (f"real.{role}.datasets", real[role]["datasets"])
+        for role in ("runtime", "stability", "interpretability")
+    ]
+    references.append(
+        (
+            "real.interpretability.rankflow",
+            [panel["dataset"] for panel in real["interpretability"]["rankflow"]],
+        )
+    )
     if math500() is not None:
-        references.append(("real.interpretability.math500.dataset", [math500()["dataset"]]))
+        references.append(
+            ("real.interpretability.math500.dataset", [math500()["dataset"]])
+        )
     for key, names in references:
         for name in names:
             if name not in datasets:
-                problems.append(f"{key}: dataset {name!r} is not in the registry "
-                                f"(known: {', '.join(sorted(datasets)) or 'none'})")
+                problems.append(
+                    f"{key}: dataset {name!r} is not in the registry "
+                    f"(known: {', '.join(sorted(datasets)) or 'none'})"
+                )
+    for panel in real["interpretability"]["rankflow"]:
+        if panel["dataset"] not in real["interpretability"]["datasets"]:
+            problems.append(
+                f"real.interpretability.rankflow: dataset {panel['dataset']!r} must also be "
+                "listed in real.interpretability.datasets (its ranking is drawn)"
+            )
     for name, entry in datasets.items():
         if entry["source"] == "local":
             path = repo_path(entry["options"]["path"])
@@ -74,28 +257,30 @@ def _check_references(config):
     if math500() is not None:
         models, items = math500()["models"], math500()["items"]
         if not repo_path(models).is_file():
-            problems.append(f"real.interpretability.math500.models: file {repo_path(models)} "
-                            "not found")
+            problems.append(
+                f"real.interpretability.math500.models: file {repo_path(models)} not found"
+            )
         if items != "hub" and not repo_path(items).is_file():
-            problems.append(f"real.interpretability.math500.items: file {repo_path(items)} "
-                            "not found")
-    if problems:
-        raise WorkflowError("invalid configuration:\n" + "\n".join(f"- {p}" for p in problems))
+            problems.append(
+                f"real.interpretability.math500.items: file {repo_path(items)} not found"
+            )
+    return problems
 
 
 def load_config(config):
-    """Validate ``config`` (filling schema defaults) and merge the dataset registry."""
-    validate(config, schema=str(SCHEMA))
+    """Check ``config`` completely before any job: schema (filling defaults), the user's
+    methods, the dataset registry, method names and options, levels, references."""
+    _fail(_schema_problems(config))
+    validate(config, schema=str(SCHEMA))  # fills the defaults
+    _import_method_modules(config)
+    _fail(_check_datasets(config))
     _merge_registry(config)
-    validate(config, schema=str(SCHEMA))  # the merged registry entries too
-    _check_references(config)
+    _fail(_check_methods(config) + _check_levels(config) + _check_references(config))
     return config
 
 
 def check_software(config):
     """Stop before any job if a configured method cannot run (says how to fix it)."""
-    import cbmm
-
     try:
         cbmm.check_methods(used_methods(config))
     except cbmm.MethodUnavailableError as exc:
@@ -121,14 +306,138 @@ def used_methods(config):
 # formatting of wildcard values
 # --------------------------------------------------------------------------
 
+
 def fmt(value):
     """Canonical text of a number in paths: 200, 0.1, -0.75, 0 (no trailing zeros)."""
     return format(float(value), "g")
 
 
 # --------------------------------------------------------------------------
+# output paths (one place for each pattern)
+# --------------------------------------------------------------------------
+
+MATRIX = "resources/matrices/{dataset}.parquet"
+MATRIX_SUMMARY = "resources/matrices/{dataset}.summary.json"
+MATH500_ITEMS = "resources/metadata/math500_items.csv"
+MATH500_MODELS = "resources/metadata/math500_models.csv"
+# One finished fit (fit.json, abilities.csv, items.csv, unit.json), written by a batch job.
+SIM_FIT_DIR = "results/fits/simulation/{study}/level_{level}/{method}/rep_{replicate}"
+REAL_FIT_DIR = (
+    "results/fits/real/{dataset}/{method}/{stopping}/s2_{init_scale}/seed_{seed}"
+)
+# One row per fit of a batch job (the job's declared output).
+SIM_BATCH = "results/batches/simulation/{study}/{method}/batch_{batch}.csv"
+REAL_BATCH = "results/batches/real/{dataset}/{method}/{stopping}/batch_{batch}.csv"
+REAL_METRICS = "results/metrics/real/{dataset}.json"
+STABILITY = "results/metrics/stability/{dataset}.csv"
+SIM_TABLE = "results/tables/sim_{study}.csv"
+RUNTIME_TABLE = "results/tables/runtime_leaderboard.csv"
+RUNTIME_SUMMARY = "results/tables/runtime_summary.csv"
+SPEEDUP_TABLE = "results/tables/speedup.csv"
+DISCRIMINATION_TABLE = "results/tables/discrimination_summary.csv"
+RANKINGS = "results/tables/rankings/{dataset}.csv"
+STABILITY_TABLE = "results/tables/stability_raw.csv"
+STABILITY_SUMMARY = "results/tables/stability_summary.csv"
+STABILITY_TEX = "results/tables/stability_{parameter}.tex"
+MATH500_ABILITIES = "results/tables/math500_abilities.csv"
+MATH500_ITEMS_TABLE = "results/tables/math500_items.csv"
+MATH500_MODELS_TEX = "results/tables/math500_models.tex"
+FIGURE = "results/figures/{figure}"  # + .pdf, .png and .caption.rst
+STABILITY_PARAMETERS = ["theta", "a", "b"]
+
+
+def figure_files(name):
+    """PDF and PNG of one figure (what rule all asks for)."""
+    stem = FIGURE.format(figure=name)
+    return [f"{stem}.pdf", f"{stem}.png"]
+
+
+def log_file(job, name):
+    """Log of one job of rule ``job``."""
+    return f"logs/{job}/{name}.log"
+
+
+def benchmark_file(job, name):
+    """Snakemake's benchmark (wall time, memory) of one job of rule ``job``."""
+    return f"results/benchmarks/{job}/{name}.tsv"
+
+
+# --------------------------------------------------------------------------
+# method facts (from the registry)
+# --------------------------------------------------------------------------
+
+
+def methods_in_order():
+    """The configured methods in display order (the registry's; the jobs that sort by
+    it need not import the user's method modules)."""
+    return method_order(used_methods(config))
+
+
+def method_env_file(method):
+    """The conda env of a method's fit jobs: envs/<Method.env>.yaml."""
+    return REPO / "envs" / f"{get_method(method).env}.yaml"
+
+
+def method_env(wildcards):
+    return str(method_env_file(wildcards.method))
+
+
+def method_options(method):
+    return config["fit"]["method_options"].get(method, {})
+
+
+def fit_cost_s(method, cells):
+    """Declared single-core seconds of one fit (the registry's seconds_per_million_cells)."""
+    return get_method(method).seconds_per_million_cells * cells / 1e6
+
+
+def fit_timeout_s(method, cells, max_iter):
+    """fit.timeout_s for one fit: 'auto' is 60 s plus ten times its declared cost,
+    scaled up for max_iter above 1000 (as cbmm.fit's own 'auto')."""
+    timeout = config["fit"]["timeout_s"]
+    if timeout == "auto":
+        return 60.0 + 10.0 * fit_cost_s(method, cells) * max(1.0, max_iter / 1000)
+    return timeout
+
+
+# --------------------------------------------------------------------------
+# batches: fits packed into jobs by their declared cost
+# --------------------------------------------------------------------------
+
+
+def pack(units, costs, target):
+    """Consecutive ``units`` in batches whose summed ``costs`` stay within ``target``
+    (a unit costlier than ``target`` is a batch of its own)."""
+    batches, current, total = [], [], 0.0
+    for unit, cost in zip(units, costs):
+        if current and total + cost > target:
+            batches.append(current)
+            current, total = [], 0.0
+        current.append(unit)
+        total += cost
+    if current:
+        batches.append(current)
+    return batches
+
+
+def batch_resources(units):
+    """mem_mb and runtime (minutes) of one batch job: memory of its largest fit; runtime
+    of twice its declared cost plus the largest time limit among its fits."""
+    res = config["fit"]["resources"]
+    cells = max(u["cells"] for u in units)
+    mem_mb = res["mem_mb_base"] + res["mem_mb_per_million_cells"] * cells / 1e6
+    cost = sum(u["cost_s"] for u in units)
+    limits = [u["timeout_s"] for u in units if u["timeout_s"] is not None]
+    seconds = 2 * cost + (max(limits) if limits else 2 * cost)
+    return int(math.ceil(mem_mb)), int(
+        math.ceil(res["runtime_min_base"] + seconds / 60)
+    )
+
+
+# --------------------------------------------------------------------------
 # simulation studies
 # --------------------------------------------------------------------------
+
 
 def sim_studies():
     return list(config["simulation"]["run"])
@@ -148,7 +457,7 @@ def sim_design(study, level):
     design = dict(config["simulation"]["defaults"])
     design["missing"] = spec.get("missing", design["missing"])
     factor = spec["factor"]
-    design[factor] = int(float(level)) if factor in ("n_models", "n_items") else float(level)
+    design[factor] = float(level)
     return {
         "n_models": int(design["n_models"]),
         "n_items": int(design["n_items"]),
@@ -165,14 +474,64 @@ def sim_seed(study, level, replicate):
     Keyed by names and values (not list positions), so adding a level or a
     study leaves every existing replicate unchanged.
     """
-    key = [config["simulation"]["seed"], zlib.crc32(study.encode()),
-           zlib.crc32(fmt(level).encode()), int(replicate)]
+    key = [
+        config["simulation"]["seed"],
+        zlib.crc32(study.encode()),
+        zlib.crc32(fmt(level).encode()),
+        int(replicate),
+    ]
     return int(np.random.SeedSequence(key).generate_state(1, dtype=np.uint32)[0])
+
+
+@functools.cache
+def sim_batches(study, method):
+    """The fits of one study and method (every level and replicate) packed into jobs."""
+    fit = config["fit"]
+    units = []
+    for level in sim_levels(study):
+        design = sim_design(study, level)
+        cells = design["n_models"] * design["n_items"]
+        for replicate in sim_replicates():
+            units.append(
+                {
+                    "level": level,
+                    "replicate": replicate,
+                    "design": design,
+                    "seed": sim_seed(study, level, replicate),
+                    "fit_dir": SIM_FIT_DIR.format(
+                        study=study, level=level, method=method, replicate=replicate
+                    ),
+                    "cells": cells,
+                    "cost_s": fit_cost_s(method, cells),
+                    "timeout_s": fit_timeout_s(method, cells, fit["max_iter"]),
+                }
+            )
+    return pack(units, [u["cost_s"] for u in units], fit["batch_seconds"])
+
+
+def sim_batch_files(study):
+    """Batch tables of every method of one study."""
+    return [
+        SIM_BATCH.format(study=study, method=method, batch=k)
+        for method in config["methods"]
+        for k in range(len(sim_batches(study, method)))
+    ]
+
+
+def sim_batch(wildcards):
+    return sim_batches(wildcards.study, wildcards.method)[int(wildcards.batch)]
 
 
 # --------------------------------------------------------------------------
 # real-data studies
 # --------------------------------------------------------------------------
+# A real fit is (dataset, method, rule, init_scale, seed); rule "paper" is the
+# paper's stopping rule (config fit), rule "converged" is real.converged.  The
+# runtime study uses the paper's rule; interpretability and stability the
+# converged one; the same fit needed twice is made once.
+
+PAPER, CONVERGED = "paper", "converged"
+
 
 def runtime_methods():
     excluded = set(config["real"]["runtime"]["exclude_methods"])
@@ -180,22 +539,151 @@ def runtime_methods():
 
 
 def runtime_fits():
-    """(dataset, method, init_scale, seed) of the runtime study."""
+    """(dataset, method, rule, init_scale, seed) of the runtime study."""
     rt = config["real"]["runtime"]
     scale = fmt(config["fit"]["init_scale"])
-    return [(d, m, scale, s) for d in rt["datasets"] for m in runtime_methods()
-            for s in range(rt["replicates"])]
+    return [
+        (d, m, PAPER, scale, s)
+        for d in rt["datasets"]
+        for m in runtime_methods()
+        for s in range(rt["replicates"])
+    ]
 
 
 def stability_fits(dataset):
     st = config["real"]["stability"]
-    return [(dataset, "cbmm", fmt(v), s) for v in st["init_scales"]
-            for s in range(st["replicates"])]
+    return [
+        (dataset, "cbmm", CONVERGED, fmt(v), s)
+        for v in st["init_scales"]
+        for s in range(st["replicates"])
+    ]
 
 
-def interpretability_fit(dataset):
-    it = config["real"]["interpretability"]
-    return (dataset, "cbmm", fmt(config["fit"]["init_scale"]), it["seed"])
+def interpretability_fits(dataset):
+    """The converged fit behind a dataset's rankings and summaries, and its paper-rule twin."""
+    seed = config["real"]["interpretability"]["seed"]
+    scale = fmt(config["fit"]["init_scale"])
+    return {
+        stopping: (dataset, "cbmm", stopping, scale, seed)
+        for stopping in (CONVERGED, PAPER)
+    }
+
+
+def real_settings(stopping):
+    """tol, max_iter and cbmm options of a stopping rule."""
+    if stopping == PAPER:
+        return config["fit"]["tol"], config["fit"]["max_iter"], {}
+    converged = config["real"]["converged"]
+    return (
+        converged["tol"],
+        converged["max_iter"],
+        {"accelerate": converged["accelerate"]},
+    )
+
+
+@functools.cache
+def real_units():
+    """Every real fit the configuration needs, once each, in a stable order."""
+    real = config["real"]
+    fits = list(runtime_fits())
+    for dataset in real["stability"]["datasets"]:
+        fits += stability_fits(dataset)
+    for dataset in real["interpretability"]["datasets"]:
+        fits += interpretability_fits(dataset).values()
+    return list(dict.fromkeys(fits))
+
+
+def real_fit_dir(fit):
+    dataset, method, stopping, scale, seed = fit
+    return REAL_FIT_DIR.format(
+        dataset=dataset, method=method, stopping=stopping, init_scale=scale, seed=seed
+    )
+
+
+@functools.cache
+def real_batches(dataset, method, stopping):
+    """The fits of one dataset, method and rule packed into jobs by their cost at the
+    dataset's size (known once build_dataset, a checkpoint, has run: call this only
+    from input functions)."""
+    tol, max_iter, options = real_settings(stopping)
+    cells = real_cells(dataset)
+    units = [
+        {
+            "init_scale": float(fit[3]),
+            "seed": fit[4],
+            "fit_dir": real_fit_dir(fit),
+            "cells": cells,
+            "cost_s": fit_cost_s(method, cells),
+            "timeout_s": fit_timeout_s(method, cells, max_iter),
+        }
+        for fit in real_units()
+        if fit[:3] == (dataset, method, stopping)
+    ]
+    return pack(units, [u["cost_s"] for u in units], config["fit"]["batch_seconds"])
+
+
+def real_cells(dataset):
+    """N x J of a built dataset (raises Snakemake's IncompleteCheckpointException, which
+    input functions handle, until build_dataset has run)."""
+    summary = checkpoints.build_dataset.get(dataset=dataset).output.summary
+    shape = json.loads(Path(summary).read_text())
+    return shape["n_models"] * shape["n_items"]
+
+
+def real_batch_files(dataset, method, stopping):
+    return [
+        REAL_BATCH.format(dataset=dataset, method=method, stopping=stopping, batch=k)
+        for k in range(len(real_batches(dataset, method, stopping)))
+    ]
+
+
+def real_batch_of(fit):
+    """The batch table holding one real fit."""
+    dataset, method, stopping = fit[:3]
+    for k, batch in enumerate(real_batches(dataset, method, stopping)):
+        if any(u["fit_dir"] == real_fit_dir(fit) for u in batch):
+            return REAL_BATCH.format(
+                dataset=dataset, method=method, stopping=stopping, batch=k
+            )
+    raise KeyError(fit)
+
+
+def real_batch(wildcards):
+    return real_batches(wildcards.dataset, wildcards.method, wildcards.stopping)[
+        int(wildcards.batch)
+    ]
+
+
+def real_job_groups():
+    """(dataset, method, rule) of every real batch."""
+    return list(dict.fromkeys(fit[:3] for fit in real_units()))
+
+
+# input functions of the real-data rules (metrics.smk, aggregate.smk)
+
+
+def interpretability_inputs(wildcards):
+    fits = interpretability_fits(wildcards.dataset)
+    return {f"{stopping}_batch": real_batch_of(fit) for stopping, fit in fits.items()}
+
+
+def stability_inputs(wildcards):
+    return sorted({real_batch_of(fit) for fit in stability_fits(wildcards.dataset)})
+
+
+def runtime_batch_files(wildcards):
+    return sorted(
+        {
+            file
+            for dataset in config["real"]["runtime"]["datasets"]
+            for method in runtime_methods()
+            for file in real_batch_files(dataset, method, PAPER)
+        }
+    )
+
+
+def math500_fit_batch(wildcards):
+    return real_batch_of(interpretability_fits(math500()["dataset"])[CONVERGED])
 
 
 def math500():
@@ -204,100 +692,23 @@ def math500():
     return settings if settings["dataset"] is not None else None
 
 
-# --------------------------------------------------------------------------
-# output paths (one place for each pattern)
-# --------------------------------------------------------------------------
-
-MATRIX = "resources/matrices/{dataset}.parquet"
-MATRIX_SUMMARY = "resources/matrices/{dataset}.summary.json"
-SIMULATION = "results/simulations/{study}/level_{level}/rep_{replicate}.npz"
-SIM_FIT_DIR = "results/fits/simulation/{study}/level_{level}/{method}/rep_{replicate}"
-SIM_METRICS = "results/metrics/simulation/{study}/level_{level}/{method}/rep_{replicate}.json"
-REAL_FIT_DIR = "results/fits/real/{dataset}/{method}/s2_{init_scale}/seed_{seed}"
-# The files FitResult.save writes, by the input/output key the rules use for them
-# ("items" would shadow a method of Snakemake's named lists).
-FIT_FILES = {"fit": "fit.json", "abilities": "abilities.csv", "item_params": "items.csv"}
-
-
-def fit_outputs(fit_dir):
-    return {key: f"{fit_dir}/{name}" for key, name in FIT_FILES.items()}
-
-
-def real_fit_files(dataset, method, init_scale, seed, name="fit.json"):
-    return f"{REAL_FIT_DIR}/{name}".format(dataset=dataset, method=method,
-                                           init_scale=init_scale, seed=seed)
-
-
-def real_fit_inputs(dataset, method, init_scale, seed):
-    """All files of one real fit, keyed like fit_outputs."""
-    return fit_outputs(REAL_FIT_DIR.format(dataset=dataset, method=method,
-                                           init_scale=init_scale, seed=seed))
-
-
-# --------------------------------------------------------------------------
-# cluster resources of fit jobs
-# --------------------------------------------------------------------------
-
-def fit_mem_mb(cells):
-    res = config["fit"]["resources"]
-    return int(math.ceil(res["mem_mb_base"] + res["mem_mb_per_million_cells"] * cells / 1e6))
-
-
-def fit_runtime_min(method, cells):
-    """Minutes requested for one fit; never less than the configured fit time limit."""
-    res = config["fit"]["resources"]
-    per_cell = res["runtime_min_per_million_cells"].get(method, 60)
-    minutes = res["runtime_min_base"] + per_cell * cells / 1e6
-    if config["fit"]["timeout_s"] is not None:
-        minutes = max(minutes, config["fit"]["timeout_s"] / 60 + res["runtime_min_base"])
-    return int(math.ceil(minutes))
-
-
-def sim_cells(wildcards):
-    design = sim_design(wildcards.study, wildcards.level)
-    return design["n_models"] * design["n_items"]
-
-
-def real_cells(summary_path):
-    """N x J of a built matrix (read from its summary; FileNotFoundError until built,
-    which Snakemake resolves by evaluating the resource again once the input exists)."""
-    summary = json.loads(Path(summary_path).read_text())
-    return summary["n_models"] * summary["n_items"]
-
-
-# --------------------------------------------------------------------------
-# figures
-# --------------------------------------------------------------------------
-
-def figure_files(name):
-    return [f"results/figures/{name}.pdf", f"results/figures/{name}.png"]
-
-
-def sim_metrics_files(wildcards):
-    """Metrics of every fit of one simulation study."""
-    return [SIM_METRICS.format(study=wildcards.study, level=level, method=method, replicate=r)
-            for level in sim_levels(wildcards.study) for method in config["methods"]
-            for r in sim_replicates()]
-
-
-wildcard_constraints:
-    study=r"[A-Za-z0-9_]+",
-    level=r"-?[0-9][0-9.e+-]*",
-    replicate=r"\d+",
-    seed=r"\d+",
-    init_scale=r"[0-9][0-9.e+-]*",
-    method=r"[a-z]+",
-    dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
+def rankflow_panels():
+    return {
+        p["dataset"]: p["top"] for p in config["real"]["interpretability"]["rankflow"]
+    }
 
 
 # --------------------------------------------------------------------------
 # real data (data.smk)
 # --------------------------------------------------------------------------
 
+
 def local_source(wildcards):
     """A local dataset's file is an input, so editing it rebuilds the matrix."""
     entry = config["datasets"][wildcards.dataset]
-    return [str(repo_path(entry["options"]["path"]))] if entry["source"] == "local" else []
+    return (
+        [str(repo_path(entry["options"]["path"]))] if entry["source"] == "local" else []
+    )
 
 
 def local_entry(entry):
@@ -308,86 +719,22 @@ def local_entry(entry):
     return {**entry, "options": options}
 
 
-MATH500_ITEMS = "resources/metadata/math500_items.csv"
-
-
-MATH500_MODELS = "resources/metadata/math500_models.csv"
-
-
 # --------------------------------------------------------------------------
-# fits (fit.smk)
+# what the configuration asks for
 # --------------------------------------------------------------------------
-
-METHOD_ENVS = {"mirt": "../../envs/mirt.yaml", "pyirt": "../../envs/pyirt.yaml"}
-
-
-def method_env(wildcards):
-    return METHOD_ENVS.get(wildcards.method, "../../envs/core.yaml")
-
-
-def method_options(wildcards):
-    return config["fit"]["method_options"].get(wildcards.method, {})
-
-
-# --------------------------------------------------------------------------
-# metrics (metrics.smk)
-# --------------------------------------------------------------------------
-
-REAL_METRICS = "results/metrics/real/{dataset}.json"
-
-
-RANKINGS = "results/tables/rankings/{dataset}.csv"
-
-
-STABILITY = "results/metrics/stability/{dataset}.csv"
-
-
-def interpretability_fit_files(wildcards):
-    return real_fit_inputs(*interpretability_fit(wildcards.dataset))
-
-
-def stability_fit_abilities(wildcards):
-    """Parameter files of every stability fit, keyed s2_<v>_seed_<s>_<abilities|item_params>."""
-    files = {}
-    for job in stability_fits(wildcards.dataset):
-        _, _, scale, seed = job
-        for key, path in real_fit_inputs(*job).items():
-            if key != "fit":
-                files[f"s2_{scale}_seed_{seed}_{key}"] = path
-    return files
-
-
-# --------------------------------------------------------------------------
-# aggregated tables (aggregate.smk)
-# --------------------------------------------------------------------------
-
-SIM_TABLE = "results/tables/sim_{study}.csv"
-
-
-RUNTIME_TABLE = "results/tables/runtime_leaderboard.csv"
-
-
-DISCRIMINATION_TABLE = "results/tables/discrimination_summary.csv"
-
-
-STABILITY_TABLE = "results/tables/stability_raw.csv"
-
-
-MATH500_ABILITIES = "results/tables/math500_abilities.csv"
-
-
-MATH500_ITEMS_TABLE = "results/tables/math500_items.csv"
 
 
 def all_tables():
-    """Every aggregated table the configuration asks for."""
+    """Every aggregated table the configuration asks for (what the figures read)."""
     real = config["real"]
-    tables = expand(SIM_TABLE, study=sim_studies())
+    tables = [SIM_TABLE.format(study=study) for study in sim_studies()]
     if real["runtime"]["datasets"] and runtime_methods():
         tables.append(RUNTIME_TABLE)
     if real["interpretability"]["datasets"]:
         tables.append(DISCRIMINATION_TABLE)
-        tables += expand(RANKINGS, dataset=real["interpretability"]["datasets"])
+        tables += [
+            RANKINGS.format(dataset=d) for d in real["interpretability"]["datasets"]
+        ]
     if real["stability"]["datasets"]:
         tables.append(STABILITY_TABLE)
     if math500() is not None:
@@ -395,27 +742,14 @@ def all_tables():
     return tables
 
 
-# --------------------------------------------------------------------------
-# figures and paper tables (render.smk)
-# --------------------------------------------------------------------------
-
-STABILITY_TEX = "results/tables/stability_{parameter}.tex"
-
-
-def rankflow_panels():
-    return {p["dataset"]: p["top"] for p in config["real"]["interpretability"]["rankflow"]}
-
-
 def all_figures():
-    """Every figure and LaTeX/summary table the configuration asks for."""
+    """Every figure and paper table (summaries, LaTeX) the configuration asks for."""
     real = config["real"]
     outputs = []
     for study in sim_studies():
-        if study in PLOTTED_STUDIES:
-            outputs += figure_files(f"sensitivity_{study}")
+        outputs += figure_files(f"sensitivity_{study}")
     if real["runtime"]["datasets"] and runtime_methods():
-        outputs += figure_files("runtime")
-        outputs += ["results/tables/runtime_summary.csv", "results/tables/speedup.csv"]
+        outputs += figure_files("runtime") + [RUNTIME_SUMMARY, SPEEDUP_TABLE]
     if real["interpretability"]["datasets"]:
         outputs += figure_files("discrimination")
         for dataset in real["interpretability"]["datasets"]:
@@ -423,23 +757,48 @@ def all_figures():
     if rankflow_panels():
         outputs += figure_files("rankflow")
     if real["stability"]["datasets"]:
-        outputs += expand(STABILITY_TEX, parameter=["theta", "a", "b"])
-        outputs.append("results/tables/stability_summary.csv")
+        outputs.append(STABILITY_SUMMARY)
+        outputs += [STABILITY_TEX.format(parameter=p) for p in STABILITY_PARAMETERS]
     if math500() is not None:
         outputs += figure_files("math500_ability") + figure_files("item_difficulty")
-        outputs.append("results/tables/math500_models.tex")
+        outputs.append(MATH500_MODELS_TEX)
     return outputs
 
 
 def report_table(path, caption, category, subcategory=None):
     """A table output shown in the Snakemake report with its caption."""
-    return report(path, caption=f"../report/{caption}.rst", category=category,
-                  subcategory=subcategory)
+    return report(
+        path,
+        caption=f"../report/{caption}.rst",
+        category=category,
+        subcategory=subcategory,
+    )
 
 
-def figure_outputs(name, category, subcategory=None, caption=None):
-    """PDF (plain) and PNG (shown in the Snakemake report) of one figure."""
-    pdf, png = figure_files(name)
-    return {"pdf": pdf,
-            "png": report(png, caption=f"../report/{caption or name}.rst", category=category,
-                          subcategory=subcategory)}
+def figure_outputs(name, category, subcategory=None):
+    """PDF, PNG (shown in the report) and caption of one figure.
+
+    The caption is written by the render job from the figure's own caption
+    function (cbmm.figures.FIGURES[...].caption); workflow/report/figure.rst
+    shows that file's text in the report."""
+    stem = FIGURE.format(figure=name)
+    return {
+        "pdf": f"{stem}.pdf",
+        "png": report(
+            f"{stem}.png",
+            caption="../report/figure.rst",
+            category=category,
+            subcategory=subcategory,
+        ),
+        "caption": f"{stem}.caption.rst",
+    }
+
+
+def caption_file(wildcards, output):
+    """The caption the report shows (a Path: figure.rst calls its read_text())."""
+    return Path(output.caption)
+
+
+def method_constraint():
+    """Wildcard constraint of {method}: the registered names (user methods included)."""
+    return "|".join(map(re.escape, cbmm.available_methods()))

@@ -1,61 +1,66 @@
-"""Fits: one job per (study, level, method, replicate) and per (dataset, method,
-start variance, seed).  Each writes fit.json (status, runtime, iterations,
-loss), abilities.csv and items.csv; a failed fit is a result, not a failed job."""
+"""Fits, packed into jobs (batches) by their declared cost (common.smk, pack).
+
+A batch job fits its units one after the other in one Python process and writes one
+row per fit to its batch table.  Each fit is also kept on its own (SIM_FIT_DIR,
+REAL_FIT_DIR: fit.json, abilities.csv, items.csv and unit.json) and reused by a later
+job with the same settings, so an interrupted batch resumes where it stopped and a
+change of the packing refits nothing.  A method's failure is a row with status
+'failed: ...', never a failed job."""
 
 
 rule fit_simulation:
-    input:
-        simulation=SIMULATION,
     output:
-        **fit_outputs(SIM_FIT_DIR),
-    params:
-        method=lambda wc: wc.method,
-        seed=lambda wc: sim_seed(wc.study, wc.level, wc.replicate),
-        init_scale=config["fit"]["init_scale"],
-        sigma=None,  # the simulation's own temperature
-        tol=config["fit"]["tol"],
-        max_iter=config["fit"]["max_iter"],
-        timeout_s=config["fit"]["timeout_s"],
-        options=method_options,
+        SIM_BATCH,
     log:
-        "logs/fit_simulation/{study}/level_{level}/{method}/rep_{replicate}.log",
+        log_file("fit_simulation", "{study}/{method}/batch_{batch}"),
     benchmark:
-        "results/benchmarks/fit_simulation/{study}/level_{level}/{method}/rep_{replicate}.tsv"
-    threads: 1
-    resources:
-        mem_mb=lambda wc, attempt: fit_mem_mb(sim_cells(wc)) * attempt,
-        runtime=lambda wc, attempt: fit_runtime_min(wc.method, sim_cells(wc)) * attempt,
+        benchmark_file("fit_simulation", "{study}/{method}/batch_{batch}")
     conda:
         method_env
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: batch_resources(sim_batch(wc))[0] * attempt,
+        runtime=lambda wc, attempt: batch_resources(sim_batch(wc))[1] * attempt,
+    params:
+        units=sim_batch,
+        method=lambda wc: wc.method,
+        study=lambda wc: wc.study,
+        tol=config["fit"]["tol"],
+        max_iter=config["fit"]["max_iter"],
+        init_scale=config["fit"]["init_scale"],
+        options=lambda wc: method_options(wc.method),
+        method_modules=method_modules(),
     script:
-        "../scripts/fit.py"
+        "../scripts/fit_simulation.py"
 
 
 rule fit_real:
     input:
         matrix=MATRIX,
-        summary=MATRIX_SUMMARY,
     output:
-        **fit_outputs(REAL_FIT_DIR),
-    params:
-        method=lambda wc: wc.method,
-        seed=lambda wc: int(wc.seed),
-        init_scale=lambda wc: float(wc.init_scale),
-        sigma=config["fit"]["sigma"],
-        tol=config["fit"]["tol"],
-        max_iter=config["fit"]["max_iter"],
-        timeout_s=config["fit"]["timeout_s"],
-        options=method_options,
+        REAL_BATCH,
     log:
-        "logs/fit_real/{dataset}/{method}/s2_{init_scale}/seed_{seed}.log",
+        log_file("fit_real", "{dataset}/{method}/{stopping}/batch_{batch}"),
     benchmark:
-        "results/benchmarks/fit_real/{dataset}/{method}/s2_{init_scale}/seed_{seed}.tsv"
-    threads: 1
-    resources:
-        mem_mb=lambda wc, input, attempt: fit_mem_mb(real_cells(input.summary)) * attempt,
-        runtime=lambda wc, input, attempt: (
-            fit_runtime_min(wc.method, real_cells(input.summary)) * attempt),
+        benchmark_file("fit_real", "{dataset}/{method}/{stopping}/batch_{batch}")
     conda:
         method_env
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: batch_resources(real_batch(wc))[0] * attempt,
+        runtime=lambda wc, attempt: batch_resources(real_batch(wc))[1] * attempt,
+    params:
+        units=real_batch,
+        method=lambda wc: wc.method,
+        dataset=lambda wc: wc.dataset,
+        stopping=lambda wc: wc.stopping,
+        sigma=config["fit"]["sigma"],
+        tol=lambda wc: real_settings(wc.stopping)[0],
+        max_iter=lambda wc: real_settings(wc.stopping)[1],
+        options=lambda wc: {
+            **method_options(wc.method),
+            **real_settings(wc.stopping)[2],
+        },
+        method_modules=method_modules(),
     script:
-        "../scripts/fit.py"
+        "../scripts/fit_real.py"

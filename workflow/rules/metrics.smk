@@ -1,53 +1,50 @@
-"""Metrics: each simulated fit against its truth; descriptive summaries, rankings and
-initialisation stability on real data."""
-
-
-rule metrics_simulation:
-    input:
-        simulation=SIMULATION,
-        **fit_outputs(SIM_FIT_DIR),
-    output:
-        SIM_METRICS,
-    params:
-        # the tidy row's identifying columns; level as the float of the table
-        row=lambda wc: dict(study=wc.study, level=float(wc.level), method=wc.method,
-                            replicate=int(wc.replicate)),
-    log:
-        "logs/metrics_simulation/{study}/level_{level}/{method}/rep_{replicate}.log",
-    conda:
-        "../../envs/core.yaml"
-    script:
-        "../scripts/metrics_simulation.py"
+"""Real-data summaries: rankings, CV of a and Spearman(theta, accuracy) of the
+converged fit (beside the paper-rule fit's), and initialisation stability.
+(The simulation metrics are computed by the fit jobs themselves, fit.smk.)"""
 
 
 rule metrics_real:
     input:
-        unpack(interpretability_fit_files),
+        unpack(interpretability_inputs),
         matrix=MATRIX,
     output:
         metrics=REAL_METRICS,
         rankings=report_table(RANKINGS, "table_rankings", "Rankings", "{dataset}"),
-    params:
-        top_fraction=config["real"]["interpretability"]["top_fraction"],
     log:
-        "logs/metrics_real/{dataset}.log",
+        log_file("metrics_real", "{dataset}"),
+    benchmark:
+        benchmark_file("metrics_real", "{dataset}")
     conda:
         "../../envs/core.yaml"
+    resources:
+        mem_mb=lambda wc, attempt: 8000 * attempt,
+    params:
+        fit_dirs=lambda wc: {
+            stopping: real_fit_dir(fit)
+            for stopping, fit in interpretability_fits(wc.dataset).items()
+        },
+        top_fraction=config["real"]["interpretability"]["top_fraction"],
     script:
         "../scripts/metrics_real.py"
 
 
 rule stability:
     input:
-        unpack(stability_fit_abilities),
+        stability_inputs,
     output:
         STABILITY,
-    params:
-        fits=lambda wc: [(float(scale), seed) for _, _, scale, seed in stability_fits(wc.dataset)],
-        input_keys=lambda wc: [f"s2_{scale}_seed_{seed}" for _, _, scale, seed in stability_fits(wc.dataset)],
     log:
-        "logs/stability/{dataset}.log",
+        log_file("stability", "{dataset}"),
+    benchmark:
+        benchmark_file("stability", "{dataset}")
     conda:
         "../../envs/core.yaml"
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+    params:
+        fits=lambda wc: [
+            {"init_scale": float(fit[3]), "seed": fit[4], "fit_dir": real_fit_dir(fit)}
+            for fit in stability_fits(wc.dataset)
+        ],
     script:
         "../scripts/stability.py"

@@ -1,27 +1,31 @@
-"""Concatenate per-job rows (JSON objects or CSV tables) into one CSV table
-(rules aggregate_simulation, aggregate_discrimination, aggregate_stability)."""
+"""Concatenate per-job rows (CSV tables or JSON objects) into one CSV table
+(rules aggregate_simulation, aggregate_discrimination, aggregate_stability).
+
+``params.sort`` names the columns to sort by; methods sort in ``params.method_order``
+(the registry's display order).
+"""
 
 import json
-import os
-import sys
 
-# This checkout's scripts and cbmm package, whichever Python runs the job
-# (the project's virtualenv or a rule's conda environment).
-sys.path[:0] = [snakemake.scriptdir,  # noqa: F821
-                os.path.join(snakemake.scriptdir, os.pardir, os.pardir, "src")]  # noqa: F821
-
-import pandas as pd  # noqa: E402
-
-from helpers import start_log, write_csv  # noqa: E402
+import pandas as pd
+from helpers import start_log, write_csv
 
 
 def read_part(path):
     if path.endswith(".json"):
-        return pd.DataFrame([json.loads(open(path).read())])
+        with open(path) as stream:
+            return pd.DataFrame([json.load(stream)])
     return pd.read_csv(path)
 
 
-log = start_log(snakemake.log[0], job=snakemake.rule)  # noqa: F821
-table = pd.concat([read_part(path) for path in snakemake.input], ignore_index=True)  # noqa: F821
-log.info("%d rows from %d files", len(table), len(snakemake.input))  # noqa: F821
-write_csv(table, snakemake.output[0])  # noqa: F821
+log = start_log(snakemake.log[0], job=snakemake.rule)
+table = pd.concat([read_part(path) for path in snakemake.input], ignore_index=True)
+sort = list(snakemake.params.sort)
+if sort:
+    rank = {}
+    if "method" in sort:
+        rank["method"] = {m: i for i, m in enumerate(snakemake.params.method_order)}
+    table = table.sort_values(sort, key=lambda col: col.map(rank[col.name]) if col.name in rank
+                              else col, kind="stable", ignore_index=True)
+log.info("%d rows from %d files", len(table), len(snakemake.input))
+write_csv(table, snakemake.output[0])

@@ -1,31 +1,29 @@
-"""Runtime study table: one row per (dataset, method, replicate) fit (rule aggregate_runtime)."""
+"""Runtime study table: one row per (dataset, method, replicate) fit at the paper's
+stopping rule (rule aggregate_runtime).  Replicates are the seeds 0..R-1 of the
+configured start variance; the batch tables may hold other fits too (e.g. an
+interpretability fit with another seed), which are left out."""
 
-import json
-import os
-import sys
-from pathlib import Path
+import pandas as pd
+from helpers import start_log, write_csv
 
-# This checkout's scripts and cbmm package, whichever Python runs the job
-# (the project's virtualenv or a rule's conda environment).
-sys.path[:0] = [snakemake.scriptdir,  # noqa: F821
-                os.path.join(snakemake.scriptdir, os.pardir, os.pardir, "src")]  # noqa: F821
+COLUMNS = ["dataset", "n_models", "n_items", "method", "replicate", "status", "runtime_s",
+           "n_iter", "loss"]
 
-import pandas as pd  # noqa: E402
-
-from helpers import start_log, write_csv  # noqa: E402
-
-log = start_log(snakemake.log[0], job="aggregate_runtime")  # noqa: F821
-shapes = {}
-for path in snakemake.input.summaries:  # noqa: F821
-    summary = json.loads(Path(path).read_text())
-    shapes[Path(path).name.removesuffix(".summary.json")] = (summary["n_models"], summary["n_items"])
-rows = []
-for (dataset, method, _scale, seed), path in zip(snakemake.params.jobs, snakemake.input.fits):  # noqa: F821
-    fit = json.loads(Path(path).read_text())
-    n_models, n_items = shapes[dataset]
-    rows.append({"dataset": dataset, "n_models": n_models, "n_items": n_items, "method": method,
-                 "replicate": seed, "status": fit["status"], "runtime_s": fit["runtime_s"],
-                 "n_iter": fit["n_iter"], "loss": fit["loss"]})
-table = pd.DataFrame(rows)
+log = start_log(snakemake.log[0], job="aggregate_runtime")
+p = snakemake.params
+rows = pd.concat([pd.read_csv(path) for path in snakemake.input.batches],
+                 ignore_index=True)
+rows = rows[rows["dataset"].isin(p.datasets) & rows["method"].isin(p.methods)
+            & (rows["seed"] < p.replicates) & (rows["init_scale"] == p.init_scale)]
+table = rows.rename(columns={"seed": "replicate"})[COLUMNS]
+order = {m: i for i, m in enumerate(p.method_order)}
+datasets = {d: i for i, d in enumerate(p.datasets)}
+table = table.sort_values(["dataset", "method", "replicate"], key=lambda col: (
+    col.map(datasets) if col.name == "dataset" else col.map(order) if col.name == "method"
+    else col), ignore_index=True)
+expected = len(p.datasets) * len(p.methods) * p.replicates
+if len(table) != expected:
+    raise RuntimeError(f"runtime study: {len(table)} fits found in the batch tables, "
+                       f"expected {expected}")
 log.info("%d fits, %d failed", len(table), int(table["status"].str.startswith("failed").sum()))
-write_csv(table, snakemake.output[0])  # noqa: F821
+write_csv(table, snakemake.output[0])

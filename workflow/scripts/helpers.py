@@ -1,23 +1,33 @@
-"""Small utilities shared by the workflow scripts: logging and atomic writes
-(through :func:`cbmm.io.atomic_path`).
+"""Small utilities shared by the workflow scripts: job logs, atomic writes, the user's
+method modules and the store of finished fits that batch jobs reuse.
 
-The scripts run under Snakemake's ``script:`` directive; each adds
-``snakemake.scriptdir`` to ``sys.path`` to import this module.
+The scripts import this module by name: Snakemake puts the directory of a
+``script:`` on its import path.  The Snakefile loads it too
+(``workflow/rules/common.smk``), for :func:`import_method_modules`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib
+import importlib.util
 import json
 import logging
 import math
 import os
+import secrets
+import shutil
 import sys
 import warnings
 from pathlib import Path
 
-from cbmm.io import atomic_path
+from cbmm import io as cbmm_io
+from cbmm.io import atomic_path, write_csv
 
-__all__ = ["start_log", "write_json", "write_csv", "json_safe"]
+__all__ = [
+    "start_log", "atomic_path", "write_json", "write_csv", "json_safe",
+    "import_method_modules", "fit_key", "load_unit", "save_unit",
+]
 
 
 def start_log(log_path, *, job: str) -> logging.Logger:
@@ -38,6 +48,10 @@ def start_log(log_path, *, job: str) -> logging.Logger:
     return logger
 
 
+# ------------------------------------------------------------------ writers
+# Files are written through cbmm.io (atomic, umask-honouring); JSON goes through
+# json_safe first so NaN/inf become null.
+
 def json_safe(value):
     """NaN/inf become None so the JSON is strict; numpy scalars become Python ones."""
     if isinstance(value, dict):
@@ -52,11 +66,68 @@ def json_safe(value):
 
 
 def write_json(obj, path) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(json_safe(obj), indent=2, allow_nan=False) + "\n")
+    cbmm_io.write_json(json_safe(obj), path)
 
 
-def write_csv(frame, path) -> None:
-    """Write a DataFrame without its index (NaN as empty cells), atomically."""
-    with atomic_path(path) as tmp:
-        frame.to_csv(tmp, index=False)
+# ------------------------------------------------------------------ user methods
+
+def import_method_modules(specs) -> None:
+    """Import the modules of config key ``method_modules`` (they call
+    ``cbmm.register_method``): importable module names, or ``.py`` files."""
+    for spec in specs:
+        try:
+            if spec.endswith(".py"):
+                path = Path(spec)
+                if not path.is_file():
+                    raise FileNotFoundError(f"no such file {path}")
+                name = "cbmm_user_methods_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+                module_spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(module_spec)
+                sys.modules[name] = module
+                module_spec.loader.exec_module(module)
+            else:
+                importlib.import_module(spec)
+        except Exception as exc:  # a user's module: report it as configuration
+            raise RuntimeError(f"cannot import {spec!r}: {type(exc).__name__}: {exc}") from exc
+
+
+# ------------------------------------------------------------ store of finished fits
+# A batch job keeps each fit in its own folder: FitResult's files and unit.json,
+# which holds the fit's key (every setting it depends on) and its table row.  A
+# later job finding the same key reuses the row instead of fitting again.
+
+UNIT_FILE = "unit.json"
+
+
+def fit_key(**settings) -> str:
+    """Digest of everything a fit depends on (method, options, data, seed, stopping rule,
+    time limit, cbmm version)."""
+    text = json.dumps(json_safe(settings), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_unit(fit_dir, key: str):
+    """The stored row of the fit in ``fit_dir`` if it was made with ``key``, else None."""
+    try:
+        unit = json.loads((Path(fit_dir) / UNIT_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return unit["row"] if unit.get("key") == key else None
+
+
+def save_unit(fit_dir, key: str, result, row: dict) -> None:
+    """Store a finished fit: written to a temporary folder, then renamed into place, so a
+    folder with a unit.json is always complete."""
+    fit_dir = Path(fit_dir)
+    fit_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = fit_dir.with_name(f".{fit_dir.name}.{secrets.token_hex(6)}")
+    old = fit_dir.with_name(f".{fit_dir.name}.{secrets.token_hex(6)}.old")
+    try:
+        result.save(tmp)
+        write_json({"key": key, "row": row}, tmp / UNIT_FILE)
+        if fit_dir.exists():
+            os.replace(fit_dir, old)
+        os.replace(tmp, fit_dir)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)

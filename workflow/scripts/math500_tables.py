@@ -7,19 +7,12 @@ Every matrix row and column must have its metadata; a gap stops the job naming i
 """
 
 import json
-import os
-import sys
+from pathlib import Path
 
-# This checkout's scripts and cbmm package, whichever Python runs the job
-# (the project's virtualenv or a rule's conda environment).
-sys.path[:0] = [snakemake.scriptdir,  # noqa: F821
-                os.path.join(snakemake.scriptdir, os.pardir, os.pardir, "src")]  # noqa: F821
-
-import cbmm  # noqa: E402
-import pandas as pd  # noqa: E402
-from cbmm.data import read_matrix  # noqa: E402
-
-from helpers import start_log, write_csv  # noqa: E402
+import cbmm
+import pandas as pd
+from cbmm.data import read_matrix
+from helpers import start_log, write_csv
 
 
 def require_all(keys, known, what, source):
@@ -29,18 +22,19 @@ def require_all(keys, known, what, source):
                          f"matrix, e.g. {missing[:5]}")
 
 
-log = start_log(snakemake.log[0], job="math500_tables")  # noqa: F821
-inp, out = snakemake.input, snakemake.output  # noqa: F821
-fit = json.loads(open(inp.fit).read())
+log = start_log(snakemake.log[0], job="math500_tables")
+inp, out = snakemake.input, snakemake.output
+fit_dir = Path(snakemake.params.fit_dir)
+fit = json.loads((fit_dir / "fit.json").read_text())
 if fit["status"].startswith("failed"):
-    raise RuntimeError(f"{inp.fit}: the MATH-500 fit failed ({fit['status']})")
+    raise RuntimeError(f"{fit_dir}: the MATH-500 fit failed ({fit['status']})")
 responses = cbmm.as_responses(read_matrix(inp.matrix), source=inp.matrix)
 row_labels = [str(v) for v in responses.row_labels]
 col_labels = [str(v) for v in responses.col_labels]
 
 models = pd.read_csv(inp.models, dtype={"row_label": str})
 require_all(row_labels, models["row_label"], "model metadata", inp.models)
-abilities = pd.read_csv(inp.abilities, dtype={"model": str}).set_index("model")["theta"]
+abilities = pd.read_csv(fit_dir / "abilities.csv", dtype={"model": str}).set_index("model")["theta"]
 table = models.set_index("row_label").loc[row_labels,
                                           ["model", "prompt", "params_b", "release_date", "tier"]]
 table.insert(0, "row_label", row_labels)
@@ -50,7 +44,7 @@ write_csv(table.reset_index(drop=True), out.abilities)
 
 meta = pd.read_csv(inp.items_meta, dtype={"item": str})
 require_all(col_labels, meta["item"], "item metadata", inp.items_meta)
-params = pd.read_csv(inp.item_params, dtype={"item": str}).set_index("item")
+params = pd.read_csv(fit_dir / "items.csv", dtype={"item": str}).set_index("item")
 items = meta.set_index("item").loc[col_labels, ["subject", "level"]]
 items.insert(0, "item", col_labels)
 items["a"] = params.loc[col_labels, "a"].to_numpy()

@@ -1,27 +1,20 @@
 """Spearman correlations between cBMM fits of one dataset started with different
 variances s^2 and the same seed (rule stability; cbmm.tables.stability_pairs)."""
 
-import os
-import sys
+from pathlib import Path
 
-# This checkout's scripts and cbmm package, whichever Python runs the job
-# (the project's virtualenv or a rule's conda environment).
-sys.path[:0] = [snakemake.scriptdir,  # noqa: F821
-                os.path.join(snakemake.scriptdir, os.pardir, os.pardir, "src")]  # noqa: F821
+import pandas as pd
+from cbmm.tables import stability_pairs
+from helpers import start_log, write_csv
 
-import pandas as pd  # noqa: E402
-from cbmm.tables import stability_pairs  # noqa: E402
-
-from helpers import start_log, write_csv  # noqa: E402
-
-log = start_log(snakemake.log[0], job="stability")  # noqa: F821
-inp, p = snakemake.input, snakemake.params  # noqa: F821
+log = start_log(snakemake.log[0], job="stability")
 fits = {}
-for (scale, seed), key in zip(p.fits, p.input_keys):
-    items = pd.read_csv(inp[f"{key}_item_params"])
-    theta = pd.read_csv(inp[f"{key}_abilities"])["theta"].to_numpy()
-    fits[(scale, seed)] = (theta, items["a"].to_numpy(), items["b"].to_numpy())
-table = stability_pairs(fits, dataset=snakemake.wildcards.dataset)  # noqa: F821
+for fit in snakemake.params.fits:
+    folder = Path(fit["fit_dir"])
+    items = pd.read_csv(folder / "items.csv")
+    theta = pd.read_csv(folder / "abilities.csv")["theta"].to_numpy()
+    fits[(fit["init_scale"], fit["seed"])] = (theta, items["a"].to_numpy(), items["b"].to_numpy())
+table = stability_pairs(fits, dataset=snakemake.wildcards.dataset)
 log.info("%d correlations, %d NaN (failed or constant fits)", len(table),
          int(table["spearman"].isna().sum()))
-write_csv(table, snakemake.output[0])  # noqa: F821
+write_csv(table, snakemake.output[0])

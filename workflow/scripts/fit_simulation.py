@@ -1,0 +1,58 @@
+"""Fit one batch of simulated replicates with one method and score each fit against its
+truth (rule fit_simulation).
+
+Each unit is one (level, replicate) of the study: the data are drawn from the
+design and the replicate's seed (the same draw for every method), fitted from
+the shared start with that seed at the true temperature, and scored with
+cbmm.metrics.fit_metrics.  A fit already stored with the same settings
+is reused.  Writes one row per unit: the tidy rows of results/tables/sim_<study>.csv.
+"""
+
+import os
+
+# One core per fit, as in the paper: BLAS and cbmm's threads use the job's threads.
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CBMM_NUM_THREADS"):
+    os.environ[_var] = str(snakemake.threads)
+
+import cbmm  # noqa: E402
+import pandas as pd  # noqa: E402
+from cbmm.metrics import fit_metrics  # noqa: E402
+from cbmm.simulate import simulate  # noqa: E402
+from fitting import run_fit  # noqa: E402
+from helpers import (  # noqa: E402
+    fit_key,
+    import_method_modules,
+    load_unit,
+    save_unit,
+    start_log,
+    write_csv,
+)
+
+log = start_log(snakemake.log[0], job="fit_simulation")
+p = snakemake.params
+import_method_modules(p.method_modules)
+rows, reused = [], 0
+for unit in p.units:
+    settings = dict(tol=p.tol, max_iter=p.max_iter, seed=unit["seed"], init_scale=p.init_scale)
+    key = fit_key(data=("simulation", unit["design"]), method=p.method, options=p.options,
+                  timeout_s=unit["timeout_s"], cbmm=cbmm.__version__, **settings)
+    row = load_unit(unit["fit_dir"], key)
+    if row is not None:
+        reused += 1
+        rows.append(row)
+        continue
+    truth = simulate(**unit["design"], seed=unit["seed"])
+    result = run_fit(cbmm.as_responses(truth.responses), p.method,
+                     settings=dict(sigma=truth.sigma, **settings), options=p.options,
+                     timeout_s=unit["timeout_s"])
+    metrics = fit_metrics(result, truth)
+    row = {"study": p.study, "level": float(unit["level"]), "method": p.method,
+           "replicate": unit["replicate"], "status": result.status,
+           "runtime_s": result.runtime_s, "n_iter": result.n_iter, "loss": result.loss,
+           **metrics}
+    save_unit(unit["fit_dir"], key, result, row)
+    log.info("level %s replicate %d: %s, %d iterations, %.3f s", unit["level"],
+             unit["replicate"], result.status, result.n_iter, result.runtime_s)
+    rows.append(row)
+log.info("%d fits, %d reused from an earlier job", len(rows), reused)
+write_csv(pd.DataFrame(rows), snakemake.output[0])

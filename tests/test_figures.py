@@ -50,7 +50,8 @@ def sim_table(study: str, levels, *, n_rep: int = 6, seed: int = 0,
     for level in levels:
         for method in METHODS:
             for rep in range(n_rep):
-                failed = (level, method) in all_failed or ((level, method) in some_failed and rep < 2)
+                failed = ((level, method) in all_failed
+                          or ((level, method) in some_failed and rep < 2))
                 metrics = {
                     "spearman_theta": 0.98 + 0.01 * rng.random(),
                     "spearman_a": 0.85 + 0.05 * rng.random(),
@@ -65,16 +66,20 @@ def sim_table(study: str, levels, *, n_rep: int = 6, seed: int = 0,
                 }
                 if failed:
                     metrics = {k: np.nan for k in metrics}
-                runtime = (1500.0 + 100 * rep) if (level, method) in slow else 10 ** rng.uniform(0, 2)
+                runtime = ((1500.0 + 100 * rep) if (level, method) in slow
+                           else 10 ** rng.uniform(0, 2))
                 rows.append({"study": study, "level": float(level), "method": method,
                              "replicate": rep,
-                             "status": "failed: singular information matrix" if failed else "converged",
+                             "status": ("failed: singular information matrix" if failed
+                                        else "converged"),
                              "runtime_s": runtime, "n_iter": 50, "loss": 0.5, **metrics})
     return pd.DataFrame(rows)
 
 
-def runtime_table(*, mirt_fails=("GPQA", "MATH", "BBH", "MMLU_PRO"), n_rep: int = 4) -> pd.DataFrame:
-    """``runtime_leaderboard.csv`` with known means: baselines 100/200/300 s x scale, cBMM 2 s x scale."""
+def runtime_table(*, mirt_fails=("GPQA", "MATH", "BBH", "MMLU_PRO"),
+                  n_rep: int = 4) -> pd.DataFrame:
+    """``runtime_leaderboard.csv`` with known means: baselines 100/200/300 s x scale,
+    cBMM 2 s x scale."""
     rows = []
     for k, (dataset, n_items) in enumerate(SUITES.items()):
         scale = 1.0 + k
@@ -385,7 +390,8 @@ def test_discrimination_two_panels_one_labelled_point_per_suite(tmp_path):
 # -------------------------------------------------------------------------- rankflow
 
 def test_rankflow_ties_are_wider_bars_and_panels_ordered_by_cv(tmp_path):
-    tables = {"MATH": rankings(60, 1, ties=2), "MMLU_PRO": rankings(80, 2), "GPQA": rankings(120, 3)}
+    tables = {"MATH": rankings(60, 1, ties=2), "MMLU_PRO": rankings(80, 2),
+              "GPQA": rankings(120, 3)}
     top = {"MATH": 30, "MMLU_PRO": 50, "GPQA": 90}
     summary = discrimination_summary()
     paths = out(tmp_path, "rankflow")

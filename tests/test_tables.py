@@ -14,7 +14,7 @@ from cbmm.tables import (
     math500_model_latex,
     math500_model_table,
     rankings_table,
-    read_table,
+    read_result_table,
     runtime_summary,
     speedup_table,
     stability_latex,
@@ -59,7 +59,8 @@ def spearman_closed_form(u, v):
 
 def test_stability_pairs_lower_triangle_same_seed_and_exact_diagonal():
     rng = np.random.default_rng(0)
-    base = {seed: (rng.normal(size=8), rng.uniform(0.5, 1, 6), rng.normal(size=6)) for seed in (0, 1)}
+    base = {seed: (rng.normal(size=8), rng.uniform(0.5, 1, 6), rng.normal(size=6))
+            for seed in (0, 1)}
     fits = {}
     for seed, (theta, a, b) in base.items():
         fits[(1, seed)] = (theta, a, b)
@@ -92,7 +93,8 @@ def test_stability_pairs_failed_fit_is_nan_and_missing_seed_is_skipped():
 
 def test_stability_table_mean_sd_count_per_cell():
     raw = pd.DataFrame({
-        "dataset": "MATH", "parameter": "theta", "s2_row": [2, 2, 2, 2, 1], "s2_col": [1, 1, 1, 1, 1],
+        "dataset": "MATH", "parameter": "theta",
+        "s2_row": [2, 2, 2, 2, 1], "s2_col": [1, 1, 1, 1, 1],
         "seed": [0, 1, 2, 3, 0], "spearman": [0.9, 0.95, 1.0, np.nan, 1.0],
     })
     table = stability_table(raw)
@@ -114,7 +116,8 @@ def test_stability_latex_layout_blocks_of_two_lower_triangular():
                 for seed in range(3):
                     value = 1.0 if r == c else 0.99 - 0.001 * seed
                     rows.append((dataset, "a", r, c, seed, value))
-    raw = pd.DataFrame(rows, columns=["dataset", "parameter", "s2_row", "s2_col", "seed", "spearman"])
+    raw = pd.DataFrame(rows,
+                       columns=["dataset", "parameter", "s2_row", "s2_col", "seed", "spearman"])
     tex = stability_latex(stability_table(raw), "a", datasets=["IFEval", "MuSR", "GPQA"],
                           caption="Stability of a", label="tab:stable2")
     assert tex.count(r"\multicolumn{5}{c}{IFEval}") == 1
@@ -192,10 +195,11 @@ def test_math500_model_table_on_the_real_model_list():
 def test_read_table_names_file_and_missing_columns(tmp_path):
     path = tmp_path / "runtime_leaderboard.csv"
     pd.DataFrame({"dataset": ["IFEval"], "method": ["cbmm"]}).to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"runtime_leaderboard.csv: missing column\(s\) \['status'\]"):
-        read_table(path, ["dataset", "method", "status"])
+    missing = r"runtime_leaderboard.csv: missing column\(s\) \['status'\]"
+    with pytest.raises(ValueError, match=missing):
+        read_result_table(path, ["dataset", "method", "status"])
     with pytest.raises(FileNotFoundError, match="nope.csv: no such file"):
-        read_table(tmp_path / "nope.csv", ["x"])
+        read_result_table(tmp_path / "nope.csv", ["x"])
 
 
 def test_failed_mask():

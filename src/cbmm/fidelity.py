@@ -79,7 +79,6 @@ FIDELITY_COLUMNS = ("claim", "published", "ours", "within_spread", "note", "sour
                     "published_value", "published_error", "ours_mean", "ours_sd", "ours_n")
 
 _KINDS = ("text", "table", "figure-text", "figure-read")
-_BASELINES = ("mirt", "lbfgsb", "manopt", "pyirt")
 
 
 def load_published(path=None) -> pd.DataFrame:

@@ -1,8 +1,8 @@
 """Tables of the paper: rankings, recovery stability, runtime summary, MATH-500 models.
 
 Pure functions from the workflow's aggregated tables (or from fits) to
-:class:`pandas.DataFrame` and LaTeX text (write them with :mod:`cbmm.io`).  Input tables may be given as a
-DataFrame or as a path to a CSV file; a missing column is reported with the
+:class:`pandas.DataFrame` and LaTeX text (write them with :mod:`cbmm.io`).  Input
+tables may be given as a DataFrame or as a path to a CSV file; a missing column is reported with the
 file name and the expected columns.
 """
 
@@ -19,7 +19,7 @@ from scipy.stats import spearmanr
 from .registry import get_method, method_order
 
 __all__ = [
-    "read_table", "failed_mask",
+    "read_result_table", "failed_mask",
     "rankings_table",
     "stability_pairs", "stability_table", "stability_latex",
     "runtime_summary", "speedup_table",
@@ -68,7 +68,7 @@ def ordered_methods(methods, source: str = "table") -> list[str]:
 
 # --------------------------------------------------------------------------- I/O
 
-def read_table(source, required, name: str | None = None) -> pd.DataFrame:
+def read_result_table(source, required, name: str | None = None) -> pd.DataFrame:
     """Return ``source`` as a DataFrame after checking it has the ``required`` columns.
 
     Parameters
@@ -162,7 +162,8 @@ def rankings_table(abilities: pd.Series, accuracy: pd.Series) -> pd.DataFrame:
     table["accuracy_rank"] = table["accuracy"].rank(ascending=False, method="min").astype(int)
     table["theta_rank"] = table["theta"].rank(ascending=False, method="min").astype(int)
     table = table.sort_values(["theta_rank", "accuracy_rank", "model"], kind="stable")
-    return table[["model", "accuracy", "accuracy_rank", "theta", "theta_rank"]].reset_index(drop=True)
+    columns = ["model", "accuracy", "accuracy_rank", "theta", "theta_rank"]
+    return table[columns].reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------- stability
@@ -241,12 +242,13 @@ def stability_table(raw) -> pd.DataFrame:
         counts the seeds with a finite correlation, ``sd`` is the sample
         standard deviation (``ddof=1``; NaN when ``n < 2``).
     """
-    raw = read_table(raw, STABILITY_RAW_COLUMNS, None if not isinstance(raw, pd.DataFrame)
+    raw = read_result_table(raw, STABILITY_RAW_COLUMNS, None if not isinstance(raw, pd.DataFrame)
                      else "stability_raw")
     bad = raw[raw["s2_row"] < raw["s2_col"]]
     if len(bad):
         raise ValueError(f"stability_raw: rows must have s2_row >= s2_col; first offending row "
-                         f"{bad.index[0]}: s2_row={bad['s2_row'].iloc[0]}, s2_col={bad['s2_col'].iloc[0]}")
+                         f"{bad.index[0]}: s2_row={bad['s2_row'].iloc[0]}, "
+                         f"s2_col={bad['s2_col'].iloc[0]}")
     grouped = raw.groupby(["dataset", "parameter", "s2_row", "s2_col"], sort=True)["spearman"]
     table = grouped.agg(mean="mean", sd="std", n="count").reset_index()
     table["n"] = table["n"].astype(int)
@@ -284,7 +286,8 @@ def stability_latex(table, parameter: str, *, datasets=None, caption: str | None
     caption, label : str, optional
     """
     if parameter not in STABILITY_PARAMETERS:
-        raise ValueError(f"parameter must be one of {list(STABILITY_PARAMETERS)}, got {parameter!r}")
+        raise ValueError(f"parameter must be one of {list(STABILITY_PARAMETERS)}, "
+                         f"got {parameter!r}")
     sub = table[table["parameter"] == parameter]
     if sub.empty:
         raise ValueError(f"stability table has no rows for parameter {parameter!r}")
@@ -317,8 +320,7 @@ def stability_latex(table, parameter: str, *, datasets=None, caption: str | None
         corner = f"${STABILITY_PARAMETERS[parameter]}$" if block == 0 else ""
         if block:
             lines.append(r"\midrule")
-        heads = [rf"\multicolumn{{{k}}}{{c}}{{{suite_label(d)}}}" if d else rf"\multicolumn{{{k}}}{{c}}{{}}"
-                 for d in pair]
+        heads = [rf"\multicolumn{{{k}}}{{c}}{{{suite_label(d) if d else ''}}}" for d in pair]
         lines.append(" & ".join([corner] + heads) + r" \\")
         lines.append(rf"\cmidrule(lr){{2-{k + 1}}}\cmidrule(lr){{{k + 2}-{2 * k + 1}}}")
         lines.append(" & ".join([r"$s^2$"] + [number(v) for v in variances] * 2) + r" \\")
@@ -350,14 +352,15 @@ def runtime_summary(runtime) -> pd.DataFrame:
         n_ok, n_failed``; the runtime statistics are NaN where every replicate
         failed.  Rows are ordered by ``n_items`` and then by method.
     """
-    runtime = read_table(runtime, RUNTIME_COLUMNS,
+    runtime = read_result_table(runtime, RUNTIME_COLUMNS,
                          "runtime_leaderboard" if isinstance(runtime, pd.DataFrame) else None)
     methods = ordered_methods(runtime["method"], "runtime_leaderboard")
     failed = failed_mask(runtime["status"])
     ok = runtime.assign(runtime_s=runtime["runtime_s"].where(~failed))
     grouped = ok.groupby(["dataset", "n_models", "n_items", "method"])
     table = grouped["runtime_s"].agg(mean_s="mean", min_s="min", max_s="max", n_ok="count")
-    table["n_failed"] = failed.groupby([runtime[c] for c in ("dataset", "n_models", "n_items", "method")]).sum()
+    keys = [runtime[c] for c in ("dataset", "n_models", "n_items", "method")]
+    table["n_failed"] = failed.groupby(keys).sum()
     table = table.reset_index()
     table["method"] = pd.Categorical(table["method"], categories=methods, ordered=True)
     table = table.sort_values(["n_items", "dataset", "method"]).reset_index(drop=True)
@@ -423,7 +426,7 @@ def math500_model_table(models) -> pd.DataFrame:
     ValueError
         If the rows of one model disagree on size, tier or release date.
     """
-    models = read_table(models, MATH500_MODEL_COLUMNS,
+    models = read_result_table(models, MATH500_MODEL_COLUMNS,
                         "math500_models" if isinstance(models, pd.DataFrame) else None)
     facts = ["params_b", "tier", "release_date"]
     rows = []
@@ -438,7 +441,8 @@ def math500_model_table(models) -> pd.DataFrame:
                      "release_date": first["release_date"],
                      "prompts": ";".join(sorted(block["prompt"].astype(str)))})
     table = pd.DataFrame(rows)
-    return table.sort_values("model", key=lambda s: s.str.lower(), kind="stable").reset_index(drop=True)
+    table = table.sort_values("model", key=lambda s: s.str.lower(), kind="stable")
+    return table.reset_index(drop=True)
 
 
 def _latex_escape(text: str) -> str:
@@ -471,8 +475,8 @@ def math500_model_latex(table: pd.DataFrame, *, caption: str | None = None,
         lines.append(rf"\caption{{{caption}}}")
     if label:
         lines.append(rf"\label{{{label}}}")
-    lines += [r"\scriptsize", r"\setlength{\tabcolsep}{3pt}", r"\begin{tabular}{@{}lrll@{\hspace{8pt}}lrll@{}}",
-              r"\toprule",
+    lines += [r"\scriptsize", r"\setlength{\tabcolsep}{3pt}",
+              r"\begin{tabular}{@{}lrll@{\hspace{8pt}}lrll@{}}", r"\toprule",
               " & ".join([r"Model", r"Size (B)", r"Tier", r"Released"] * 2) + r" \\", r"\midrule"]
     lines += [" & ".join(l_ + r_) + r" \\" for l_, r_ in zip(left, right)]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]

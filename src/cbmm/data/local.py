@@ -114,7 +114,8 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
     elif label_column in header:
         label_pos = header.index(label_column)
     else:
-        raise DataError(f"{path}: no label column {label_column!r} in the header (columns: {header[:5]}...)")
+        raise DataError(f"{path}: no label column {label_column!r} in the header "
+                        f"(columns: {header[:5]}...)")
     items = header[:label_pos] + header[label_pos + 1:]
     if not items:
         raise DataError(f"{path}: the header has no item columns")
@@ -128,8 +129,8 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
     if _check_field_counts(path, len(header), "wide") < 2:
         raise DataError(f"{path}: no model rows after the header")
     try:
-        frame = pd.read_csv(path, skiprows=1, header=None, index_col=label_pos, dtype={label_pos: str},
-                            encoding="utf-8")
+        frame = pd.read_csv(path, skiprows=1, header=None, index_col=label_pos,
+                            dtype={label_pos: str}, encoding="utf-8")
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot be parsed as CSV ({exc})") from exc
     frame.columns = pd.Index(items, dtype=object)

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..tables import read_table
+from ..tables import read_result_table
 from .style import FIGURE_WIDTH_IN, paper_style, place_labels, save_figure, suite_label
 
 __all__ = ["plot_discrimination", "caption"]
@@ -38,12 +38,13 @@ def plot_discrimination(summary, out_paths=()):
         Two axes: top 20 % (left) and all models (right).
     """
     name = None if isinstance(summary, pd.DataFrame) else str(summary)
-    summary = read_table(summary, _COLUMNS, name or "discrimination_summary")
+    summary = read_result_table(summary, _COLUMNS, name or "discrimination_summary")
     if summary["dataset"].duplicated().any():
-        raise ValueError(f"{name or 'discrimination_summary'}: dataset "
-                         f"{summary['dataset'][summary['dataset'].duplicated()].iloc[0]!r} listed twice")
+        twice = summary["dataset"][summary["dataset"].duplicated()].iloc[0]
+        raise ValueError(f"{name or 'discrimination_summary'}: dataset {twice!r} listed twice")
     cv = summary["cv_a"].to_numpy(dtype=float)
-    colors = plt.get_cmap("Blues")(np.interp(cv, (np.nanmin(cv), np.nanmax(cv) + 1e-12), (0.45, 0.95)))
+    shade = np.interp(cv, (np.nanmin(cv), np.nanmax(cv) + 1e-12), (0.45, 0.95))
+    colors = plt.get_cmap("Blues")(shade)
     correlations = summary[[column for column, _ in _PANELS]].to_numpy(dtype=float)
     low = min(np.nanmin(correlations), 0.9)
     y_range = (low - 0.12 * (1 - low), 1 + 0.1 * (1 - low))

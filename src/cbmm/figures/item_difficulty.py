@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..tables import read_table
+from ..tables import read_result_table
 from .style import FIGURE_WIDTH_IN, paper_style, save_figure
 
 __all__ = ["LEVELS", "plot_item_difficulty", "caption"]
@@ -50,12 +50,13 @@ def plot_item_difficulty(items, out_paths=()):
         Axes titled ``Overall`` and then each subject.
     """
     name = None if isinstance(items, pd.DataFrame) else str(items)
-    items = read_table(items, _COLUMNS, name or "math500_items")
+    items = read_result_table(items, _COLUMNS, name or "math500_items")
     where = name or "math500_items"
     bad = ~items["level"].isin(LEVELS)
     if bad.any():
         row = items.index[bad][0]
-        raise ValueError(f"{where}: row {row}: level {items.loc[row, 'level']!r} is not one of {LEVELS}")
+        raise ValueError(f"{where}: row {row}: level {items.loc[row, 'level']!r} "
+                         f"is not one of {LEVELS}")
     items = items.assign(difficulty=-items["b"].astype(float), level=items["level"].astype(int))
     accuracy = items["accuracy"].astype(float)
     items["unbounded"] = np.where(accuracy == 0, "top", np.where(accuracy == 1, "bottom", ""))

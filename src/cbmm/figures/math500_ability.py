@@ -19,7 +19,7 @@ import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from ..tables import read_table
+from ..tables import read_result_table
 from .style import FIGURE_WIDTH_IN, paper_style, save_figure
 
 __all__ = ["TIERS", "PROMPT_AGGREGATIONS", "model_abilities", "plot_math500_ability", "caption"]
@@ -67,11 +67,12 @@ def model_abilities(abilities, prompts: str = "max") -> pd.DataFrame:
     if prompts not in PROMPT_AGGREGATIONS:
         raise ValueError(f"prompts must be one of {list(PROMPT_AGGREGATIONS)}, got {prompts!r}")
     name = None if isinstance(abilities, pd.DataFrame) else str(abilities)
-    table = read_table(abilities, _COLUMNS, name or "math500_abilities")
+    table = read_result_table(abilities, _COLUMNS, name or "math500_abilities")
     where = name or "math500_abilities"
     unknown = sorted(set(table["tier"].astype(str)) - set(TIERS))
     if unknown:
-        raise ValueError(f"{where}: unknown tier(s) {unknown} in column 'tier'; expected {list(TIERS)}")
+        raise ValueError(f"{where}: unknown tier(s) {unknown} in column 'tier'; "
+                         f"expected {list(TIERS)}")
     dates = pd.to_datetime(table["release_date"], format="%Y-%m-%d", errors="coerce")
     if dates.isna().any():
         row = dates.index[dates.isna()][0]

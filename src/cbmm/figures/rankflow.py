@@ -22,7 +22,7 @@ import pandas as pd
 from matplotlib.colors import Normalize
 from matplotlib.patches import Rectangle
 
-from ..tables import read_table
+from ..tables import read_result_table
 from .style import FIGURE_WIDTH_IN, paper_style, save_figure, suite_label
 
 __all__ = ["DEFAULT_TOP", "shown_models", "plot_rankflow", "caption"]
@@ -44,7 +44,7 @@ def _cv_lookup(summary) -> dict:
     if isinstance(summary, Mapping):
         return {str(k): float(v) for k, v in summary.items()}
     name = None if isinstance(summary, pd.DataFrame) else str(summary)
-    table = read_table(summary, ("dataset", "cv_a"), name or "discrimination_summary")
+    table = read_result_table(summary, ("dataset", "cv_a"), name or "discrimination_summary")
     return dict(zip(table["dataset"].astype(str), table["cv_a"].astype(float)))
 
 
@@ -77,7 +77,8 @@ def plot_rankflow(rankings: Mapping, summary, out_paths=(), *, top: Mapping | No
     if missing:
         raise ValueError(f"rankflow: no top-k or no CV(a) for dataset(s) {missing} "
                          f"(top-k given for {list(top)}, CV for {list(cv)})")
-    tables = {d: read_table(t, _COLUMNS, f"rankings/{d}" if isinstance(t, pd.DataFrame) else None)
+    tables = {d: read_result_table(t, _COLUMNS,
+                                   f"rankings/{d}" if isinstance(t, pd.DataFrame) else None)
               for d, t in rankings.items()}
     order = sorted(tables, key=lambda d: cv[d])
 
@@ -120,8 +121,8 @@ def _draw_panel(ax, shown, norm, labels):
     for model in left.index[::-1]:
         i, j = left[model], right[model]
         top_edge = i + (j - i) * smooth
-        ax.fill_between(xs, top_edge, top_edge + 1, color=cmap(norm(by_model.loc[model, "accuracy_rank"])),
-                        alpha=0.45, linewidth=0)
+        color = cmap(norm(by_model.loc[model, "accuracy_rank"]))
+        ax.fill_between(xs, top_edge, top_edge + 1, color=color, alpha=0.45, linewidth=0)
     for column, slots, x0 in (("accuracy", left, 0.0), ("theta", right, 1 - _BAR_WIDTH)):
         ranks = by_model.loc[slots.index, f"{column}_rank"]
         for rank, group in slots.groupby(ranks.to_numpy()):

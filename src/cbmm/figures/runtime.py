@@ -88,8 +88,8 @@ def plot_runtime(runtime, out_paths=()):
                         ecolor=color, elinewidth=0.9, capsize=3.5, capthick=0.9)
             for x, dataset, value in zip(xs, suites, mean):
                 if np.isnan(value):
-                    ax.text(x, 0.97 - 0.09 * na_count[dataset], "NA", transform=na_transform, ha="center",
-                            va="top", fontsize=7, fontweight="bold", color=color,
+                    ax.text(x, 0.97 - 0.09 * na_count[dataset], "NA", transform=na_transform,
+                            ha="center", va="top", fontsize=7, fontweight="bold", color=color,
                             gid=f"NA:{dataset}:{method}")
                     na_count[dataset] += 1
         ax.set_yscale("log")

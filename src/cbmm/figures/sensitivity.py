@@ -27,7 +27,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter
 
 from ..metrics import METRIC_DEFINITIONS
-from ..tables import failed_mask, read_table
+from ..tables import failed_mask, read_result_table
 from .style import (FIGURE_WIDTH_IN, method_color, method_legend_handles, ordered_methods,
                     paper_style, save_figure)
 
@@ -206,7 +206,7 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
     """
     _check_definitions(definitions)
     name = None if isinstance(sim, pd.DataFrame) else str(sim)
-    sim = read_table(sim, SIM_COLUMNS, name or "simulation table")
+    sim = read_result_table(sim, SIM_COLUMNS, name or "simulation table")
     where = name or "simulation table"
     studies = sim["study"].dropna().unique()
     if study is None:
@@ -217,11 +217,12 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
         raise ValueError(f"{where}: unknown study {study!r}; expected one of {list(STUDIES)}")
     spec = STUDIES[study]
     columns = tuple(metric_column(m, definitions) for m in spec.metrics)
-    sim = read_table(sim[sim["study"] == study], SIM_COLUMNS + columns, where)
+    sim = read_result_table(sim[sim["study"] == study], SIM_COLUMNS + columns, where)
     if sim.empty:
         raise ValueError(f"{where}: no rows for study {study!r}")
     if sim["level"].isna().any():
-        raise ValueError(f"{where}: column 'level' is empty in row {sim.index[sim['level'].isna()][0]}")
+        row = sim.index[sim["level"].isna()][0]
+        raise ValueError(f"{where}: column 'level' is empty in row {row}")
     methods = ordered_methods(methods if methods is not None else sim["method"], where)
     levels = np.sort(sim["level"].astype(float).unique())
 

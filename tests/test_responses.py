@@ -501,6 +501,11 @@ def test_int8_input_in_the_signed_coding_is_used_without_a_copy():
         cbmm.as_responses(bad, coding="signed")
     np.testing.assert_array_equal(bad, [[1, -1, 2], [-1, 1, 1]])  # checked, never written
     full = np.array([[1, -1], [-1, 1]], dtype=np.int8)
-    copied = cbmm.as_responses(full, storage="dense")  # coding inferred: coded into a new array
-    assert not np.shares_memory(copied.y, full)
-    np.testing.assert_array_equal(copied.y, full)
+    inferred = cbmm.as_responses(full, storage="dense")  # no 0: inferred signed, not copied
+    assert np.shares_memory(inferred.y, full) and inferred.n_observed == 4
+    binary = np.array([[1, 0], [0, 1]], dtype=np.int8)
+    coded = cbmm.as_responses(binary, storage="dense")  # 0/1: coded into a new array
+    assert not np.shares_memory(coded.y, binary)
+    np.testing.assert_array_equal(coded.y, [[1, -1], [-1, 1]])
+    np.testing.assert_array_equal(coded.accuracy(axis=1), [0.5, 0.5])
+    np.testing.assert_array_equal(binary, [[1, 0], [0, 1]])

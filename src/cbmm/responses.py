@@ -311,8 +311,8 @@ def as_responses(data, *, coding: str | None = None, storage: str = "auto",
         raise ResponseError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
     if isinstance(data, Responses):
         responses = data
-    elif isinstance(data, pd.DataFrame) and (
-            layout == "long" or (layout == "auto" and all(c in data.columns for c in LONG_COLUMNS))):
+    elif isinstance(data, pd.DataFrame) and (layout == "long" or (
+            layout == "auto" and all(c in data.columns for c in LONG_COLUMNS))):
         responses = _from_long(data, coding, source)
     elif layout == "long":
         raise ResponseError(f"{source}: layout='long' needs a DataFrame with columns "

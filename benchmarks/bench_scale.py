@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from _common import machine, peak_rss_mb, simulated_int8
+from _common import PssPeak, machine, peak_rss_mb, pss_kb, simulated_int8, status_kb
 
 
 def _shape(text):
@@ -110,55 +110,6 @@ def threads_worker(n, j, repeats):
     print(json.dumps(out))
 
 
-def _status_kb(key, pid="self"):
-    with open(f"/proc/{pid}/status") as handle:
-        for line in handle:
-            if line.startswith(key):
-                return int(line.split()[1])
-    return 0
-
-
-def _pss_kb(pid):
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as handle:
-            for line in handle:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:  # the worker ended between listing and reading
-        pass
-    return 0
-
-
-class _PssPeak:
-    """Peak of the summed PSS of this process and its children, sampled in a thread."""
-
-    def __init__(self, every_s=0.005):
-        import threading
-
-        self.every_s, self.peak_kb, self.running = every_s, 0, True
-        self.thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self):
-        me = os.getpid()
-        while self.running:
-            try:
-                with open(f"/proc/{me}/task/{me}/children") as handle:
-                    children = handle.read().split()
-            except OSError:
-                children = []
-            total = _pss_kb(me) + sum(_pss_kb(child) for child in children)
-            self.peak_kb = max(self.peak_kb, total)
-            time.sleep(self.every_s)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.running = False
-        self.thread.join()
-
-
 def memory_worker(n, j, kind, isolate):
     """Memory of one cbmm.fit beyond its input, in a fresh process (one JSON line)."""
     import gc
@@ -178,10 +129,10 @@ def memory_worker(n, j, kind, isolate):
     gc.collect()
     with open("/proc/self/clear_refs", "w") as handle:
         handle.write("5")  # reset the peak RSS (VmHWM) to the current RSS
-    before_rss, before_pss = _status_kb("VmRSS:"), _pss_kb(os.getpid())
-    with _PssPeak() as pss:
+    before_rss, before_pss = status_kb("VmRSS:"), pss_kb(os.getpid())
+    with PssPeak() as pss:
         result = cbmm.fit(values, max_iter=50, isolate=isolate)
-    rise_kb = (pss.peak_kb - before_pss) if isolate else (_status_kb("VmHWM:") - before_rss)
+    rise_kb = (pss.peak_kb - before_pss) if isolate else (status_kb("VmHWM:") - before_rss)
     print(json.dumps({"kind": kind, "isolate": isolate, "input_mb": values.nbytes / 2**20,
                       "extra_mb": rise_kb / 1024, "bytes_per_entry": rise_kb * 1024 / (n * j),
                       "status": result.status, "storage": result.info["storage"]}))
@@ -210,7 +161,7 @@ def big_worker(n, j):
                stationarity=reached, loss=loss, engine_peak_rss_mb=peak_rss_mb())
     try:
         wall = time.perf_counter()
-        with _PssPeak() as pss:
+        with PssPeak() as pss:
             result = cbmm.fit(y)
         out.update(fit_wall_s=time.perf_counter() - wall, fit_runtime_s=result.runtime_s,
                    fit_n_iter=result.n_iter, fit_peak_rss_mb=peak_rss_mb(),

@@ -48,6 +48,57 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def status_kb(key, pid="self"):
+    """A field of /proc/<pid>/status in kB (VmRSS, VmHWM, ...)."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith(key):
+                return int(line.split()[1])
+    return 0
+
+
+def pss_kb(pid):
+    """Proportional set size of a process in kB (shared pages split among their users)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:  # the worker ended between listing and reading
+        pass
+    return 0
+
+
+class PssPeak:
+    """Peak of the summed PSS of this process and its children, sampled in a thread."""
+
+    def __init__(self, every_s=0.005):
+        import threading
+
+        self.every_s, self.peak_kb, self.running = every_s, 0, True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        me = os.getpid()
+        while self.running:
+            try:
+                with open(f"/proc/{me}/task/{me}/children") as handle:
+                    children = handle.read().split()
+            except OSError:
+                children = []
+            total = pss_kb(me) + sum(pss_kb(child) for child in children)
+            self.peak_kb = max(self.peak_kb, total)
+            time.sleep(self.every_s)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+
+
 def use_cpu_clock() -> None:
     """Make ``time.perf_counter`` (behind every ``time_history``) count this
     process's CPU seconds: on a shared machine a single-threaded fit's CPU

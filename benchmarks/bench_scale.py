@@ -15,7 +15,15 @@ Each measurement runs in a fresh process (peak RSS is per process):
    ratio is the share of the work that is not overhead of the split (wall
    efficiency needs two idle cores; on a shared machine it mostly measures
    the other users).
-3. **1e9 entries** (``--big``, default 20000 x 50000, 2 threads): the int8
+3. **Memory per entry** (``--memory``, default 4000 x 25000): for an int8
+   +-1 input and a float64 0/1/NaN input (10 % missing), the memory
+   ``cbmm.fit`` needs beyond its input, per matrix entry (targets 1.5 and 3
+   bytes): in-process (``isolate=False``) the rise of the process's peak RSS
+   (``VmHWM``, reset before the call); isolated (the default), the peak of
+   the summed proportional set size (PSS, which splits the pages the forked
+   worker shares with the caller) of the caller and its worker, sampled
+   every 5 ms.
+4. **1e9 entries** (``--big``, default 20000 x 50000, 2 threads): the int8
    input drawn block by block (1 GB), then the solver (plain cBMM, tol 1e-4),
    the final float64 loss and the stationarity; seconds and peak RSS of the
    process, the input included (target 2.5 GB).  Then ``cbmm.fit`` on the same
@@ -32,7 +40,7 @@ import subprocess
 import sys
 import time
 
-from _common import machine, peak_rss_mb, simulated_int8
+from _common import PssPeak, machine, peak_rss_mb, pss_kb, simulated_int8, status_kb
 
 
 def _shape(text):
@@ -102,6 +110,34 @@ def threads_worker(n, j, repeats):
     print(json.dumps(out))
 
 
+def memory_worker(n, j, kind, isolate):
+    """Memory of one cbmm.fit beyond its input, in a fresh process (one JSON line)."""
+    import gc
+
+    import numpy as np
+
+    import cbmm
+
+    y = simulated_int8(n, j)
+    if kind == "float64":
+        values = (y > 0).astype(np.float64)
+        del y
+        values[np.random.default_rng(1).random((n, j), dtype=np.float32) < 0.1] = np.nan
+    else:
+        values = y
+    cbmm.fit(values[:40, :40], isolate=isolate)  # imports, kernels
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as handle:
+        handle.write("5")  # reset the peak RSS (VmHWM) to the current RSS
+    before_rss, before_pss = status_kb("VmRSS:"), pss_kb(os.getpid())
+    with PssPeak() as pss:
+        result = cbmm.fit(values, max_iter=50, isolate=isolate)
+    rise_kb = (pss.peak_kb - before_pss) if isolate else (status_kb("VmHWM:") - before_rss)
+    print(json.dumps({"kind": kind, "isolate": isolate, "input_mb": values.nbytes / 2**20,
+                      "extra_mb": rise_kb / 1024, "bytes_per_entry": rise_kb * 1024 / (n * j),
+                      "status": result.status, "storage": result.info["storage"]}))
+
+
 def big_worker(n, j):
     import cbmm
     from cbmm.initialization import initial_values
@@ -125,9 +161,11 @@ def big_worker(n, j):
                stationarity=reached, loss=loss, engine_peak_rss_mb=peak_rss_mb())
     try:
         wall = time.perf_counter()
-        result = cbmm.fit(y)
+        with PssPeak() as pss:
+            result = cbmm.fit(y)
         out.update(fit_wall_s=time.perf_counter() - wall, fit_runtime_s=result.runtime_s,
-                   fit_peak_rss_mb=peak_rss_mb())
+                   fit_n_iter=result.n_iter, fit_peak_rss_mb=peak_rss_mb(),
+                   fit_peak_pss_mb=pss.peak_kb / 1024)
     except MemoryError as exc:
         out["fit_error"] = f"MemoryError: {exc}"
     print(json.dumps(out))
@@ -144,6 +182,8 @@ def main(argv=None):
     parser.add_argument("--e2e", default="4000x25000", help="NxJ of the end-to-end check ('')")
     parser.add_argument("--threads-shape", default="2211x12032",
                         help="NxJ of the thread-efficiency check ('' to skip)")
+    parser.add_argument("--memory", default="4000x25000",
+                        help="NxJ of the memory-per-entry check ('' to skip)")
     parser.add_argument("--big", default="20000x50000", help="NxJ of the big fit ('' to skip)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)
@@ -153,7 +193,11 @@ def main(argv=None):
         n, j = _shape(shape)
         {"e2e": lambda: e2e_worker(n, j, args.repeats),
          "threads": lambda: threads_worker(n, j, args.repeats),
-         "big": lambda: big_worker(n, j)}[kind]()
+         "big": lambda: big_worker(n, j),
+         "memory-int8": lambda: memory_worker(n, j, "int8", True),
+         "memory-int8-inprocess": lambda: memory_worker(n, j, "int8", False),
+         "memory-float64": lambda: memory_worker(n, j, "float64", True),
+         "memory-float64-inprocess": lambda: memory_worker(n, j, "float64", False)}[kind]()
         return
     print(machine())
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -180,6 +224,16 @@ def main(argv=None):
             print(f"threads, {args.threads_shape}, {precision} pass: {t1 * 1e3:.1f} ms per "
                   f"iteration on 1 thread, {t2 * 1e3:.1f} ms on 2; efficiency t1/(2 t2) = "
                   f"{t1 / (2 * t2):.2f}; CPU seconds 1 thread / 2 threads = {c1 / c2:.2f}")
+    if args.memory:
+        for kind, target in (("int8", 1.5), ("float64", 3.0)):
+            for mode, label in (("", "isolated (PSS of caller + worker)"),
+                                ("-inprocess", "in-process (peak RSS)")):
+                r = _run(["--worker", f"memory-{kind}{mode}", args.memory], env)
+                print(f"memory, {args.memory} {kind} input ({r['input_mb']:.0f} MB), "
+                      f"{label}: {r['extra_mb']:.0f} MB beyond the input = "
+                      f"{r['bytes_per_entry']:.2f} B/entry (target {target}: "
+                      f"{'met' if r['bytes_per_entry'] <= target else 'missed'}); "
+                      f"{r['storage']} storage, {r['status']}")
     if args.big:
         big_env = dict(env, CBMM_NUM_THREADS="2")
         r = _run(["--worker", "big", args.big], big_env)
@@ -190,9 +244,10 @@ def main(argv=None):
               f"s; peak RSS {r['engine_peak_rss_mb']:.0f} MB (target 2560), stationarity "
               f"{r['stationarity']:.1e}")
         if "fit_wall_s" in r:
-            print(f"  cbmm.fit on the same input: wall {r['fit_wall_s']:.1f} s, runtime_s "
-                  f"{r['fit_runtime_s']:.1f} s, peak RSS {r['fit_peak_rss_mb']:.0f} MB (the "
-                  "input layer's checks add the difference)")
+            print(f"  cbmm.fit on the same input (isolated): wall {r['fit_wall_s']:.1f} s, "
+                  f"runtime_s {r['fit_runtime_s']:.1f} s ({r['fit_n_iter']} iterations), peak "
+                  f"RSS of the caller {r['fit_peak_rss_mb']:.0f} MB, peak PSS of caller + "
+                  f"worker {r['fit_peak_pss_mb']:.0f} MB (target 2560)")
         else:
             print(f"  cbmm.fit on the same input: {r['fit_error']}")
 

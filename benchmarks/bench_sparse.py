@@ -6,12 +6,15 @@
    same pass on dense int8 storage, single-threaded, CPU time (the machine may
    be shared), minimum of ``--repeats`` runs; and the bytes of each storage
    (dense: 1 per cell; CSR: 5 per observed cell + 8 per row).
-2. **Large sparse fit.**  A fresh process draws a 30000 x 30000 matrix with
-   99 % of the cells missing (9 M observed, the paper's 2PL design) straight
-   into CSR, fits it and reports seconds and its peak RSS (target 0.5 GB):
-   once through the engine on CSR (solver, final loss and stationarity), once
-   through ``cbmm.fit`` (which stores the input dense while the baselines
-   cannot read CSR).
+2. **Large sparse fit.**  A fresh process per route draws a 30000 x 30000
+   matrix with 99 % of the cells missing (9 M observed, the paper's 2PL
+   design) straight into CSR and fits it: through the engine on CSR (solver,
+   final loss and stationarity), and through ``cbmm.fit`` from CSR
+   ``Responses``, from a long table (model, item, correct; int64 ids) and
+   from a ``scipy.sparse.csr_array`` (float64 +-1).  It reports seconds, the
+   process's peak RSS (the input, the interpreter and the libraries included;
+   target 0.5 GB) and, for ``cbmm.fit``, the peak PSS of the caller and its
+   forked worker together.
 
 Usage::
 
@@ -29,7 +32,8 @@ import sys
 import time
 
 import numpy as np
-from _common import machine, peak_rss_mb, simulated_csr
+import scipy.sparse
+from _common import PssPeak, machine, peak_rss_mb, simulated_csr
 
 DENSITIES = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)
 
@@ -79,7 +83,8 @@ def crossover(n, j, repeats):
 
 def large_worker(n, j, density, route):
     """Runs in a fresh process: draw, fit by ``route`` ("engine": the cBMM solver
-    and the final loss and stationarity on CSR; "fit": cbmm.fit), print one JSON line."""
+    and the final loss and stationarity on CSR; "fit", "long", "scipy": cbmm.fit of
+    CSR Responses, a long table, a scipy CSR array), print one JSON line."""
     import cbmm
     from cbmm.initialization import initial_values
     from cbmm.model import loss_and_stationarity
@@ -90,11 +95,20 @@ def large_worker(n, j, density, route):
     responses = simulated_csr(n, j, density, seed=2)
     row = {"shape": f"{n}x{j}", "route": route, "observed": int(responses.indices.size),
            "draw_s": time.perf_counter() - start, "rss_after_draw_mb": peak_rss_mb()}
+    if route == "long":
+        responses = responses.to_long()
+    elif route == "scipy":
+        responses = scipy.sparse.csr_array(
+            (responses.values.astype(np.float64), responses.indices, responses.indptr),
+            shape=responses.shape)
+    row["rss_after_input_mb"] = peak_rss_mb()
     wall = time.perf_counter()
-    if route == "fit":
-        result = cbmm.fit(responses)
+    if route != "engine":
+        with PssPeak() as pss:
+            result = cbmm.fit(responses)
         row.update(runtime_s=result.runtime_s, n_iter=result.n_iter, status=result.status,
-                   stationarity=result.info.get("stationarity"))
+                   stationarity=result.info.get("stationarity"),
+                   storage=result.info["storage"], pss_peak_mb=pss.peak_kb / 1024)
     else:
         theta0, a0, b0 = initial_values(n, j, seed=0)
         out = solve_cbmm(responses, theta0, a0, b0)
@@ -128,15 +142,20 @@ def main(argv=None):
     if args.large:
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         for route, label in (("engine", "cBMM solver + final loss and stationarity on CSR"),
-                             ("fit", "cbmm.fit")):
+                             ("fit", "cbmm.fit of CSR Responses"),
+                             ("long", "cbmm.fit of a long table"),
+                             ("scipy", "cbmm.fit of a scipy.sparse.csr_array")):
             done = subprocess.run([sys.executable, __file__, "--worker", f"{args.large}:{route}"],
                                   capture_output=True, text=True, env=env, check=True)
             row = json.loads(done.stdout.strip().splitlines()[-1])
             print(f"\nlarge sparse fit {row['shape']}, {row['observed']:,} observed cells, "
                   f"{label}: {row['wall_s']:.2f} s wall, {row['runtime_s']:.2f} s solver, "
                   f"{row['n_iter']} iterations, {row['status']}, stationarity "
-                  f"{row['stationarity']:.2e}, peak RSS {row['peak_rss_mb']:.0f} MB (after "
-                  f"drawing the data {row['rss_after_draw_mb']:.0f} MB)")
+                  f"{row['stationarity']:.2e}, peak RSS {row['peak_rss_mb']:.0f} MB (target "
+                  f"512; after drawing the data {row['rss_after_draw_mb']:.0f} MB, with the "
+                  f"input {row['rss_after_input_mb']:.0f} MB)"
+                  + (f", peak PSS of caller + worker {row['pss_peak_mb']:.0f} MB, "
+                     f"{row['storage']} storage" if "storage" in row else ""))
 
 
 if __name__ == "__main__":

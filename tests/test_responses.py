@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import cbmm
 from cbmm import _ingest
+from cbmm.registry import get_method
 from cbmm.responses import SPARSE_BELOW, ResponseError
 from cbmm.simulate import simulate
 
@@ -388,22 +389,43 @@ def test_storage_follows_the_observed_share():
     assert cbmm.as_responses(sparse, storage="dense").storage == "dense"
 
 
-def test_fit_of_sparse_input_equals_fit_of_dense_input():
-    sim = simulate(60, 40, missing="mcar", missing_rate=0.85, seed=5)
-    frame = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(60)])
-    keep = frame.notna().sum(axis=1) > 0
-    frame = frame.loc[keep, frame.loc[keep].notna().sum() > 0]
+def _long_table_99_percent_missing():
+    """A long table with 99 % of the cells missing, and the same cells as a dense wide frame in
+    the order cbmm.as_responses gives the long table's ids (so both fits share one start)."""
+    sim = simulate(600, 400, missing="mcar", missing_rate=0.99, seed=5)
+    frame = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(600)])
+    for _ in range(3):  # drop the models and items left without an observed cell
+        frame = frame.loc[frame.notna().sum(axis=1) > 0, frame.notna().sum() > 0]
     long = (frame.stack(future_stack=True).dropna().rename("correct")
             .rename_axis(["model", "item"]).reset_index())
-    responses = cbmm.as_responses(long)
-    assert responses.storage == "sparse"
-    frame = frame.loc[responses.row_labels, responses.col_labels]  # the same order, same start
+    sparse = cbmm.as_responses(long)
+    assert sparse.storage == "sparse" and sparse.n_observed < 0.012 * np.prod(sparse.shape)
+    dense = cbmm.as_responses(frame.loc[sparse.row_labels, sparse.col_labels], storage="dense")
+    return long, dense
+
+
+@pytest.mark.parametrize("method", ["cbmm", "lbfgsb", "manopt"])
+@pytest.mark.parametrize("isolate", [True, False])
+def test_fit_of_a_sparse_long_table_equals_the_dense_fit(method, isolate):
+    """At 99 % missing cbmm.fit keeps a long table in CSR for the methods that read it (also
+    through the forked worker) and expands it for the others; the estimates equal the dense
+    path's either way."""
+    if method == "manopt":
+        pytest.importorskip("pymanopt")
+    long, dense = _long_table_99_percent_missing()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)
-        wide_fit = cbmm.fit(frame, max_iter=50)
-        long_fit = cbmm.fit(long, max_iter=50)
-    pd.testing.assert_series_equal(long_fit.theta, wide_fit.theta)
-    pd.testing.assert_series_equal(long_fit.a, wide_fit.a)
+        warnings.simplefilter("ignore", cbmm.ConvergenceWarning)
+        wide_fit = cbmm.fit(dense, method, max_iter=30, isolate=isolate)
+        long_fit = cbmm.fit(long, method, max_iter=30, isolate=isolate)
+    assert wide_fit.info["storage"] == "dense"
+    assert long_fit.info["storage"] == ("sparse" if get_method(method).reads_sparse
+                                        else "dense")
+    assert long_fit.status == wide_fit.status and long_fit.n_iter == wide_fit.n_iter
+    for name in ("theta", "a", "b"):
+        pd.testing.assert_series_equal(getattr(long_fit, name), getattr(wide_fit, name),
+                                       rtol=1e-9)
+    assert long_fit.loss == pytest.approx(wide_fit.loss, rel=1e-12)
 
 
 # ---- the C entry points check their arguments -------------------------------------------------
@@ -479,6 +501,11 @@ def test_int8_input_in_the_signed_coding_is_used_without_a_copy():
         cbmm.as_responses(bad, coding="signed")
     np.testing.assert_array_equal(bad, [[1, -1, 2], [-1, 1, 1]])  # checked, never written
     full = np.array([[1, -1], [-1, 1]], dtype=np.int8)
-    copied = cbmm.as_responses(full, storage="dense")  # coding inferred: coded into a new array
-    assert not np.shares_memory(copied.y, full)
-    np.testing.assert_array_equal(copied.y, full)
+    inferred = cbmm.as_responses(full, storage="dense")  # no 0: inferred signed, not copied
+    assert np.shares_memory(inferred.y, full) and inferred.n_observed == 4
+    binary = np.array([[1, 0], [0, 1]], dtype=np.int8)
+    coded = cbmm.as_responses(binary, storage="dense")  # 0/1: coded into a new array
+    assert not np.shares_memory(coded.y, binary)
+    np.testing.assert_array_equal(coded.y, [[1, -1], [-1, 1]])
+    np.testing.assert_array_equal(coded.accuracy(axis=1), [0.5, 0.5])
+    np.testing.assert_array_equal(binary, [[1, 0], [0, 1]])

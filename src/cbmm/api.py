@@ -93,10 +93,15 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
 
     Parameters
     ----------
-    responses : array-like, pandas.DataFrame or Responses
+    responses : array-like, pandas.DataFrame, scipy.sparse matrix or Responses
         ``N x J`` matrix (models x items): 1 correct, 0 incorrect, NaN missing
-        (or the paper's -1/+1 coding with 0/NaN missing).  DataFrame labels are
-        kept on the returned parameters.
+        (or the paper's -1/+1 coding with 0/NaN missing), or a long table
+        (see :func:`cbmm.as_responses`).  DataFrame labels are kept on the
+        returned parameters.  Storage follows ``as_responses(storage="auto")``
+        (sparse when most cells are missing; a Responses keeps its own); a
+        method that does not read sparse storage (``Method.reads_sparse``)
+        gets it dense.  ``info["storage"]`` of the result says which the
+        solver read.
     method : str
         A registered method: ``"cbmm"`` (default), and the baselines
         ``"lbfgsb"``, ``"manopt"``, ``"pyirt"``, ``"mirt"`` when installed.
@@ -171,7 +176,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     timeout_s = _check_timeout(timeout_s, isolate)
     spec = get_method(method)
     options = spec.check_options(method_options)
-    data = as_responses(responses, coding=coding, storage="dense")  # solvers read y (dense)
+    data = as_responses(responses, coding=coding, storage="auto")
+    if data.storage == "sparse" and not spec.reads_sparse:
+        data = data.to_dense()
     spec.availability()
 
     n, j = data.shape
@@ -230,7 +237,8 @@ def _finish(out, data, start, method, settings, init_scale, bad_items, bad_model
     final_loss, reached = loss_and_stationarity(
         theta, a, b, canonicalize(*start), data, settings["sigma"],
         reference=out.info.get("stationarity_reference"))
-    info = dict(out.info, theta_mean_raw=raw_mean, theta_sd_raw=raw_sd, stationarity=reached)
+    info = dict(out.info, theta_mean_raw=raw_mean, theta_sd_raw=raw_sd, stationarity=reached,
+                storage=data.storage)
     return FitResult(
         theta=_label(theta, data.row_labels, "theta"), a=_label(a, data.col_labels, "a"),
         b=_label(b, data.col_labels, "b"), loss=final_loss,

@@ -13,8 +13,9 @@ A solver has the signature ::
     solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed, progress, **options)
         -> SolverOutput
 
-where ``responses`` is a validated :class:`cbmm.Responses` (``responses.y``:
-the int8 matrix in the paper's +-1/0 coding), ``(theta0, a0, b0)`` the shared
+where ``responses`` is a validated :class:`cbmm.Responses` in the paper's
++-1/0 coding (dense: ``responses.y``, the int8 matrix; sparse CSR storage only
+for methods that declare ``reads_sparse``), ``(theta0, a0, b0)`` the shared
 start from :func:`cbmm.initialization.initial_values`, ``progress`` either
 ``None`` or a callable ``progress(iteration, loss)`` the solver calls after
 each iteration / epoch / EM cycle (``loss`` may be NaN where the method has
@@ -179,6 +180,10 @@ class Method:
     seconds_per_million_cells : float
         Rough single-core cost of one fit per million matrix cells (for
         default time limits and cluster requests; deliberately generous).
+    reads_sparse : bool
+        Whether the solver reads sparse (CSR) :class:`cbmm.Responses`.  False
+        (the default): :func:`cbmm.fit` hands it dense storage
+        (``responses.y``), expanding sparse responses first.
     """
 
     name: str
@@ -191,6 +196,7 @@ class Method:
     order: int = 100
     env: str = "core"
     seconds_per_million_cells: float = 60.0
+    reads_sparse: bool = False
 
     def check_options(self, options: Mapping) -> dict:
         """Validate ``options`` against the declared ones and fill in defaults.
@@ -241,7 +247,8 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
                     availability: Callable[[], None] | None = None, description: str = "",
                     options: Mapping[str, Option] | None = None, color: str = "#555555",
                     order: int = 100, env: str = "core",
-                    seconds_per_million_cells: float = 60.0) -> Method:
+                    seconds_per_million_cells: float = 60.0,
+                    reads_sparse: bool = False) -> Method:
     """Register ``solve`` under ``name`` (replacing an earlier registration).
 
     See :class:`Method` for the fields.  Returns the entry.
@@ -261,7 +268,8 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
     method = Method(name=name, label=label or name, solve=solve,
                     availability=availability or _always_available, description=description,
                     options=dict(options or {}), color=color, order=order, env=env,
-                    seconds_per_million_cells=float(seconds_per_million_cells))
+                    seconds_per_million_cells=float(seconds_per_million_cells),
+                    reads_sparse=bool(reads_sparse))
     _METHODS[name] = method
     return method
 

@@ -274,8 +274,9 @@ def as_responses(data, *, coding: str | None = None, storage: str = "auto",
         other columns are ignored; a record whose ``correct`` is NaN is not observed).
         Sparse: a ``scipy.sparse`` matrix or array whose stored entries are the observed cells.
         A :class:`Responses` is returned as it is (converted to ``storage`` if that is forced).
-        A C-contiguous int8 array read with ``coding="signed"`` is checked and used as the
-        dense matrix without a copy: the result shares its memory.
+        A C-contiguous int8 array in the signed coding (``coding="signed"``, or inferred: no 0
+        in it) is checked and used as the dense matrix without a copy: the result shares its
+        memory.
     coding : {None, "binary", "signed"}
         ``"binary"``: 1 correct, 0 incorrect, NaN missing.  ``"signed"``: +1 correct,
         -1 incorrect, 0 or NaN missing.  None infers it: {0, 1, NaN} is binary, {-1, 1, NaN}
@@ -310,9 +311,8 @@ def as_responses(data, *, coding: str | None = None, storage: str = "auto",
         raise ResponseError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
     if isinstance(data, Responses):
         responses = data
-    elif isinstance(data, pd.DataFrame) and (
-            layout == "long"
-            or (layout == "auto" and all(c in data.columns for c in LONG_COLUMNS))):
+    elif isinstance(data, pd.DataFrame) and (layout == "long" or (
+            layout == "auto" and all(c in data.columns for c in LONG_COLUMNS))):
         responses = _from_long(data, coding, source)
     elif layout == "long":
         raise ResponseError(f"{source}: layout='long' needs a DataFrame with columns "
@@ -361,15 +361,20 @@ def _from_array(data, coding, source):
 
 def _scan_matrix(values, mask, coding):
     """Code a 2-D array (and its mask of missing cells, or None) into int8, counting.  A
-    C-contiguous int8 array in the signed coding is the coded matrix itself (no copy)."""
+    C-contiguous int8 array in the signed coding, stated or inferred, is the coded matrix
+    itself (no copy)."""
     n, j = values.shape
     counts = _Counts(n, j)
     mode = _MODES[coding]
-    if coding == "signed" and values.dtype == np.int8 and values.flags.c_contiguous \
-            and mask is None:  # already the internal coding: checked, counted, not copied
+    if coding != "binary" and values.dtype == np.int8 and values.flags.c_contiguous \
+            and mask is None:  # maybe the internal coding already: checked, counted, not copied
         _ingest.scan_rows(values, _CODES[values.dtype], mode, None, *counts.arrays(), 0,
                           counts.stats)
-        return values, counts
+        # the infer mode counts 0 and -1 alike, so a matrix without 0 (or refused as
+        # ambiguous) is done; 0/1 costs a second scan that writes the codes
+        if coding == "signed" or not counts.count(_ZERO) or counts.count(_MINUS):
+            return values, counts
+        counts = _Counts(n, j)
     y = np.empty((n, j), dtype=np.int8)
     code = _CODES.get(values.dtype) if values.dtype.isnative and mask is None else None
     if code is None:  # converted to float64 in blocks of rows

@@ -27,5 +27,5 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
 
 
 register_method("cbmm", solve, label="cBMM", options=OPTIONS, color="#e8141c", order=3,
-                env="core", seconds_per_million_cells=2.0,
+                env="core", seconds_per_million_cells=2.0, reads_sparse=True,
                 description="constrained block MM (Algorithm 1)")

@@ -57,7 +57,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     Parameters
     ----------
     responses : cbmm.Responses
-        Validated responses (``responses.y``: +-1/0 coding, 0 = missing).
+        Validated responses (+-1/0 coding, 0 = missing), dense or sparse (CSR).
     theta0, a0, b0 : ndarray
         Shared starting point (``a0`` is clipped at 0).
     sigma, tol, max_iter
@@ -85,7 +85,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     from scipy.optimize import Bounds, minimize
 
     setup = time.perf_counter()
-    objective = Objective(responses.y, sigma)
+    objective = Objective(responses, sigma)
     n, j = objective.shape
     x0 = np.concatenate([*balance_scale(theta0, np.maximum(a0, 0.0)), b0]).astype(float)
     objective.loss_and_gradient(x0[:n], x0[n:n + j], x0[n + j:])  # compile / load the kernel
@@ -145,5 +145,5 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
 
 
 register_method("lbfgsb", solve, label="L-BFGS-B", options=OPTIONS, color="#9b2ee6", order=1,
-                env="core", seconds_per_million_cells=10.0,
+                env="core", seconds_per_million_cells=10.0, reads_sparse=True,
                 description="SciPy L-BFGS-B on loss (3) with analytic gradients, a >= 0 bounds")

@@ -392,11 +392,11 @@ def fit_cost_s(method, cells):
 
 
 def fit_timeout_s(method, cells, max_iter):
-    """fit.timeout_s for one fit: 'auto' is 60 s plus ten times its declared cost,
-    scaled up for max_iter above 1000 (as cbmm.fit's own 'auto')."""
+    """fit.timeout_s for one fit ('auto': cbmm.fit's own rule, resolved here because the
+    batch's runtime resource and the fit's stored key depend on it)."""
     timeout = config["fit"]["timeout_s"]
     if timeout == "auto":
-        return 60.0 + 10.0 * fit_cost_s(method, cells) * max(1.0, max_iter / 1000)
+        return get_method(method).default_timeout_s(cells, 1, max_iter)
     return timeout
 
 

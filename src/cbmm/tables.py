@@ -357,7 +357,8 @@ def runtime_summary(runtime) -> pd.DataFrame:
     ok = runtime.assign(runtime_s=runtime["runtime_s"].where(~failed))
     grouped = ok.groupby(["dataset", "n_models", "n_items", "method"])
     table = grouped["runtime_s"].agg(mean_s="mean", min_s="min", max_s="max", n_ok="count")
-    table["n_failed"] = failed.groupby([runtime[c] for c in ("dataset", "n_models", "n_items", "method")]).sum()
+    keys = [runtime[c] for c in ("dataset", "n_models", "n_items", "method")]
+    table["n_failed"] = failed.groupby(keys).sum()
     table = table.reset_index()
     table["method"] = pd.Categorical(table["method"], categories=methods, ordered=True)
     table = table.sort_values(["n_items", "dataset", "method"]).reset_index(drop=True)
@@ -471,8 +472,8 @@ def math500_model_latex(table: pd.DataFrame, *, caption: str | None = None,
         lines.append(rf"\caption{{{caption}}}")
     if label:
         lines.append(rf"\label{{{label}}}")
-    lines += [r"\scriptsize", r"\setlength{\tabcolsep}{3pt}", r"\begin{tabular}{@{}lrll@{\hspace{8pt}}lrll@{}}",
-              r"\toprule",
+    lines += [r"\scriptsize", r"\setlength{\tabcolsep}{3pt}",
+              r"\begin{tabular}{@{}lrll@{\hspace{8pt}}lrll@{}}", r"\toprule",
               " & ".join([r"Model", r"Size (B)", r"Tier", r"Released"] * 2) + r" \\", r"\midrule"]
     lines += [" & ".join(l_ + r_) + r" \\" for l_, r_ in zip(left, right)]
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]

@@ -342,6 +342,7 @@ STABILITY_TEX = "results/tables/stability_{parameter}.tex"
 MATH500_ABILITIES = "results/tables/math500_abilities.csv"
 MATH500_ITEMS_TABLE = "results/tables/math500_items.csv"
 MATH500_MODELS_TEX = "results/tables/math500_models.tex"
+FIDELITY = "results/fidelity/fidelity.csv"
 FIGURE = "results/figures/{figure}"  # + .pdf, .png and .caption.rst
 STABILITY_PARAMETERS = ["theta", "a", "b"]
 

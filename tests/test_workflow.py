@@ -533,6 +533,9 @@ def test_crashing_and_hanging_methods_become_failed_results(tmp_path):
     assert status["cbmm"] == {"converged"}
     assert all(s.startswith("failed:") and ("died" in s or "signal" in s) for s in status["crash"])
     assert status["hang"] == {"failed: timeout after 3 s"}
+    # recorded, not crashed: no job log holds a traceback
+    logs = list((workdir / "logs").rglob("*.log"))
+    assert logs and not [p for p in logs if "Traceback" in p.read_text()]
     assert sim.loc[sim["method"] != "cbmm", list(SIMULATION_METRICS)].isna().all().all()
     runtime = pd.read_csv(workdir / "results/tables/runtime_leaderboard.csv")
     assert runtime.loc[runtime["method"] != "cbmm", "status"].str.startswith("failed").all()
@@ -571,6 +574,8 @@ BAD_CONFIGS = {
         {"datasets": {"mine": {**RELEASE, "options": {**RELEASE["options"],
                                                       "file": "/etc/passwd"}}}},
         "datasets.mine.options.file: '/etc/passwd' is not a relative path"),
+    "release URL that is not http(s)": ({"release": {"base_url": "ftp://example.org"}},
+                                        "release.base_url: expected an http(s) URL"),
     "unregistered dataset in a study": (
         {"real": {"stability": {"datasets": ["suite_a", "nowhere"]}}},
         "real.stability.datasets: dataset 'nowhere'"),
@@ -642,4 +647,6 @@ def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):
     errors = [line for line in log.splitlines() if " ERROR " in line]
     assert len(errors) == 1 and "dataset 'remote'" in errors[0], log
     assert "Offline or behind a firewall?" in errors[0]
+    # what to do: a pre-filled cache (the file's place in it) or a local copy
+    assert "resources/cache/release/" in errors[0] and "source 'local'" in errors[0]
     assert "Traceback" not in log

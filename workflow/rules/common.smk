@@ -19,7 +19,7 @@ import cbmm
 import jsonschema
 import numpy as np
 import yaml
-from cbmm.data import DataError, check_entry, load_registry
+from cbmm.data import DataError, load_registry, validate_registry
 from cbmm.data.release import check_release
 from cbmm.registry import get_method, method_order
 from snakemake.exceptions import WorkflowError
@@ -93,15 +93,16 @@ def method_modules():
 
 
 def _check_datasets(config):
-    """The config's own dataset entries and release, by the registry's own checks (unknown
-    or missing options, a missing sha256, paths that would leave the download cache)."""
-    problems = []
-    for name, entry in config["datasets"].items():
-        try:
-            check_entry(name, entry, "datasets")
-        except DataError as exc:
-            problems.append(str(exc))
-    return problems
+    """The config's own release and dataset entries, by the registry's own check
+    (cbmm.data.validate_registry: unknown or missing options, a missing sha256, paths
+    that would leave the download cache)."""
+    try:
+        validate_registry(
+            {"release": config["release"], "datasets": config["datasets"]}, "config"
+        )
+    except DataError as exc:
+        return [str(exc)]
+    return []
 
 
 def _merge_registry(config):

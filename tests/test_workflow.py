@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from snakemake.utils import validate
 
 import cbmm
 import cbmm.metrics
@@ -53,7 +54,8 @@ def snakemake(workdir, *args, configfiles=(TEST_CONFIG,), timeout=1800, cwd=None
 
 
 def merged_config(*overlays):
-    """config/config.yaml with overlays merged the way Snakemake does (mappings merge)."""
+    """config/config.yaml with overlays merged the way Snakemake does (mappings merge), the
+    schema's defaults filled in as the Snakefile does."""
     def merge(base, extra):
         for key, value in extra.items():
             if isinstance(value, dict) and isinstance(base.get(key), dict):
@@ -65,6 +67,7 @@ def merged_config(*overlays):
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     for overlay in overlays:
         merge(config, yaml.safe_load(Path(overlay).read_text()))
+    validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))  # the defaults
     return config
 
 

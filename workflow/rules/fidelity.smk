@@ -17,5 +17,7 @@ rule fidelity:
         benchmark_file("fidelity", "fidelity")
     conda:
         "../../envs/core.yaml"
+    params:
+        method_modules=method_modules(),
     script:
         "../scripts/fidelity.py"

@@ -7,7 +7,9 @@ statically:
   modules next to it, and cbmm's imports on the paths the script uses, following
   cbmm's modules) is provided by the rule's environment, for each method a fit rule
   may run (the method's environment comes from its registry entry);
-* every version pinned in an environment equals the one of the CI-tested lock;
+* every version pinned in an environment equals the one of the CI-tested lock and lies
+  within pyproject.toml's bounds; every environment lists cbmm's core dependencies
+  (the post-deploy script installs cbmm without them);
 * every environment installs cbmm itself from the repository (its post-deploy script)
   at the package's current version.
 """
@@ -17,10 +19,12 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 import cbmm
 from cbmm.registry import get_method
@@ -36,7 +40,8 @@ LOCK = REPO / "requirements" / "lock.txt"
 PROVIDERS = {
     "numpy": "numpy", "scipy": "scipy", "pandas": "pandas", "pyarrow": "pyarrow",
     "yaml": "pyyaml", "matplotlib": "matplotlib-base", "huggingface_hub": "huggingface_hub",
-    "tqdm": "tqdm", "pymanopt": "pymanopt", "rpy2": "rpy2", "torch": "torch",
+    "tqdm": "tqdm", "pooch": "pooch", "threadpoolctl": "threadpoolctl", "pymanopt": "pymanopt",
+    "rpy2": "rpy2", "torch": "torch",
     "pyro": "pyro-ppl", "py_irt": "py-irt", "ordered_set": "py-irt", "httpx2": "huggingface_hub",
 }
 #: Modules every job gets without its environment: Snakemake puts its own package on
@@ -223,3 +228,35 @@ def test_every_environment_installs_cbmm_from_the_repository(env):
     assert "CBMM_REPO" in (REPO / "Snakefile").read_text()
     # what building cbmm needs
     assert {"setuptools", "wheel", "pip", "c-compiler"} <= set(env_packages(env))
+
+
+def pyproject_requirements() -> tuple[list[Requirement], list[Requirement]]:
+    """(core dependencies, every requirement of the extras) of pyproject.toml that apply to
+    the lock's Python (3.11); the extras' references to cbmm itself left out."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    core = [Requirement(spec) for spec in project["dependencies"]]
+    extras = [Requirement(spec) for specs in project["optional-dependencies"].values()
+              for spec in specs]
+    applies = [r for r in core + extras if r.name != "cbmm"
+               and (r.marker is None or r.marker.evaluate({"python_version": "3.11"}))]
+    return [r for r in applies if r in core], [r for r in applies if r not in core]
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", PYPI_NAME.get(name, name)).lower()
+
+
+@pytest.mark.parametrize("env", sorted(ENVS.glob("*.yaml")), ids=lambda p: p.stem)
+def test_environments_hold_cbmms_dependencies_within_its_bounds(env):
+    """cbmm goes in with --no-deps, so each environment must list its core dependencies;
+    and a pin outside pyproject's bounds (e.g. huggingface_hub < 1.0) would break it."""
+    packages = {canonical(name): version for name, version in env_packages(env).items()}
+    core, extras = pyproject_requirements()
+    missing = [str(r) for r in core if canonical(r.name) not in packages]
+    assert not missing, f"{env.name} lacks cbmm's core dependencies {missing}"
+    for requirement in core + extras:
+        version = packages.get(canonical(requirement.name))
+        if version is not None:
+            version = version.split("+")[0]  # torch's local tag (+cpu)
+            assert requirement.specifier.contains(version, prereleases=True), \
+                f"{env.name}: {requirement.name} {version} is outside pyproject's {requirement}"

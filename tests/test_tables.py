@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from data_fixtures import SHARED_DATA
 
 from cbmm.tables import (
     failed_mask,
@@ -22,7 +23,7 @@ from cbmm.tables import (
     stability_table,
 )
 
-SHARED_MODELS = Path(__file__).resolve().parents[2] / "shared" / "data" / "math500" / "models.csv"
+SHARED_MODELS = SHARED_DATA / "math500" / "models.csv"
 
 
 # ------------------------------------------------------------------------ rankings
@@ -181,7 +182,8 @@ def test_math500_model_table_rejects_conflicting_dates():
         math500_model_table(config)
 
 
-@pytest.mark.skipif(not SHARED_MODELS.is_file(), reason="shared MATH-500 data not present")
+@pytest.mark.skipif(not SHARED_MODELS.is_file(),
+                    reason=f"shared data not present at {SHARED_DATA} (set CBMM_SHARED_DATA)")
 def test_math500_model_table_on_the_real_model_list():
     config = models_config(SHARED_MODELS)
     table = math500_model_table(config)

@@ -19,7 +19,7 @@ import cbmm
 import jsonschema
 import numpy as np
 import yaml
-from cbmm.data import DataError, check_entry, load_registry
+from cbmm.data import DataError, load_registry, validate_registry
 from cbmm.data.release import check_release
 from cbmm.registry import get_method, method_order
 from snakemake.exceptions import WorkflowError
@@ -93,15 +93,16 @@ def method_modules():
 
 
 def _check_datasets(config):
-    """The config's own dataset entries and release, by the registry's own checks (unknown
-    or missing options, a missing sha256, paths that would leave the download cache)."""
-    problems = []
-    for name, entry in config["datasets"].items():
-        try:
-            check_entry(name, entry, "datasets")
-        except DataError as exc:
-            problems.append(str(exc))
-    return problems
+    """The config's own release and dataset entries, by the registry's own check
+    (cbmm.data.validate_registry: unknown or missing options, a missing sha256, paths
+    that would leave the download cache)."""
+    try:
+        validate_registry(
+            {"release": config["release"], "datasets": config["datasets"]}, "config"
+        )
+    except DataError as exc:
+        return [str(exc)]
+    return []
 
 
 def _merge_registry(config):
@@ -342,6 +343,7 @@ STABILITY_TEX = "results/tables/stability_{parameter}.tex"
 MATH500_ABILITIES = "results/tables/math500_abilities.csv"
 MATH500_ITEMS_TABLE = "results/tables/math500_items.csv"
 MATH500_MODELS_TEX = "results/tables/math500_models.tex"
+FIDELITY = "results/fidelity/fidelity.csv"
 FIGURE = "results/figures/{figure}"  # + .pdf, .png and .caption.rst
 STABILITY_PARAMETERS = ["theta", "a", "b"]
 
@@ -392,11 +394,11 @@ def fit_cost_s(method, cells):
 
 
 def fit_timeout_s(method, cells, max_iter):
-    """fit.timeout_s for one fit: 'auto' is 60 s plus ten times its declared cost,
-    scaled up for max_iter above 1000 (as cbmm.fit's own 'auto')."""
+    """fit.timeout_s for one fit ('auto': cbmm.fit's own rule, resolved here because the
+    batch's runtime resource and the fit's stored key depend on it)."""
     timeout = config["fit"]["timeout_s"]
     if timeout == "auto":
-        return 60.0 + 10.0 * fit_cost_s(method, cells) * max(1.0, max_iter / 1000)
+        return get_method(method).default_timeout_s(cells, 1, max_iter)
     return timeout
 
 

@@ -6,17 +6,18 @@ localrules:
     fidelity,
 
 
-FIDELITY = "results/fidelity/fidelity.csv"
-
-
 rule fidelity:
     input:
         all_tables(),
     output:
         report_table(FIDELITY, "fidelity", "Fidelity"),
     log:
-        "logs/fidelity/fidelity.log",
+        log_file("fidelity", "fidelity"),
+    benchmark:
+        benchmark_file("fidelity", "fidelity")
     conda:
         "../../envs/core.yaml"
+    params:
+        method_modules=method_modules(),
     script:
         "../scripts/fidelity.py"

@@ -3,6 +3,9 @@
 Each unit is one (start variance s^2, seed) of the dataset's matrix, fitted at
 ``fit.sigma``.  A fit already stored with the same settings (and the same
 matrix file) is reused.  Writes one row per unit.
+cbmm.fit runs each fit in a forked worker under the unit's time limit, so a
+crash, a hang or an exception of the method is a ``failed: ...`` row, not a
+failed job.
 """
 
 import os
@@ -16,7 +19,6 @@ import hashlib  # noqa: E402
 import cbmm  # noqa: E402
 import pandas as pd  # noqa: E402
 from cbmm.data import read_matrix  # noqa: E402
-from fitting import run_fit  # noqa: E402
 from helpers import (  # noqa: E402
     fit_key,
     import_method_modules,
@@ -46,8 +48,7 @@ for unit in p.units:
     if responses is None:
         responses = cbmm.as_responses(read_matrix(matrix), source=matrix)
         log.info("%s: %d x %d", matrix, *responses.shape)
-    result = run_fit(responses, p.method, settings=settings, options=p.options,
-                     timeout_s=unit["timeout_s"])
+    result = cbmm.fit(responses, p.method, timeout_s=unit["timeout_s"], **settings, **p.options)
     n_models, n_items = responses.shape
     row = {"dataset": p.dataset, "n_models": n_models, "n_items": n_items, "method": p.method,
            "stopping": p.stopping, "init_scale": unit["init_scale"], "seed": unit["seed"],

@@ -6,6 +6,9 @@ design and the replicate's seed (the same draw for every method), fitted from
 the shared start with that seed at the true temperature, and scored with
 cbmm.metrics.fit_metrics.  A fit already stored with the same settings
 is reused.  Writes one row per unit: the tidy rows of results/tables/sim_<study>.csv.
+cbmm.fit runs each fit in a forked worker under the unit's time limit, so a
+crash, a hang or an exception of the method is a ``failed: ...`` row, not a
+failed job.
 """
 
 import os
@@ -18,7 +21,6 @@ import cbmm  # noqa: E402
 import pandas as pd  # noqa: E402
 from cbmm.metrics import fit_metrics  # noqa: E402
 from cbmm.simulate import simulate  # noqa: E402
-from fitting import run_fit  # noqa: E402
 from helpers import (  # noqa: E402
     fit_key,
     import_method_modules,
@@ -42,9 +44,8 @@ for unit in p.units:
         rows.append(row)
         continue
     truth = simulate(**unit["design"], seed=unit["seed"])
-    result = run_fit(cbmm.as_responses(truth.responses), p.method,
-                     settings=dict(sigma=truth.sigma, **settings), options=p.options,
-                     timeout_s=unit["timeout_s"])
+    result = cbmm.fit(truth.responses, p.method, sigma=truth.sigma, timeout_s=unit["timeout_s"],
+                      **settings, **p.options)
     metrics = fit_metrics(result, truth)
     row = {"study": p.study, "level": float(unit["level"]), "method": p.method,
            "replicate": unit["replicate"], "status": result.status,

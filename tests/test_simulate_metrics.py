@@ -195,3 +195,20 @@ def test_descriptive_metrics():
     assert m["cv_a"] == pytest.approx(1.0 / 2.0)  # sd 1, mean 2
     assert m["spearman_all"] == pytest.approx(0.9)  # one swapped pair among 5
     assert m["spearman_top20"] == pytest.approx(-1.0)  # top 2 by accuracy are swapped
+
+
+def test_spearman_equals_scipy_with_ties_and_nan_for_constant_input():
+    from scipy.stats import spearmanr
+
+    from cbmm.metrics import spearman
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        n = int(rng.integers(3, 40))
+        x = rng.integers(0, 4, n).astype(float)        # heavy ties
+        y = np.round(rng.normal(size=n), 1)
+        if np.ptp(x) == 0 or np.ptp(y) == 0:
+            continue
+        assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+    assert np.isnan(spearman([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]))
+    assert np.isnan(spearman([1.0, np.nan, 3.0], [1.0, 2.0, 3.0]))

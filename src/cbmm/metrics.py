@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.stats import spearmanr
+import pandas as pd
 
 from .model import probabilities
 from .result import canonicalize
@@ -66,7 +66,11 @@ def spearman(x, y) -> float:
     if (not np.isfinite(x).all() or not np.isfinite(y).all() or np.ptp(x) == 0
             or np.ptp(y) == 0):
         return math.nan
-    return float(spearmanr(x, y).statistic)
+    # Pearson correlation of the average ranks (= scipy.stats.spearmanr), without
+    # importing scipy.stats: 0.3-0.6 s of start-up in every workflow job.
+    rx = pd.Series(x).rank(method="average").to_numpy()
+    ry = pd.Series(y).rank(method="average").to_numpy()
+    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def _ratio(numerator, denominator):

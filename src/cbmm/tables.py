@@ -14,8 +14,8 @@ from typing import Mapping
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
+from .metrics import spearman
 from .registry import get_method, method_order
 
 __all__ = [
@@ -219,9 +219,7 @@ def _spearman(u, v) -> float:
     v = np.asarray(v, dtype=float)
     if u.shape != v.shape:
         raise ValueError(f"stability_pairs: estimates of different lengths ({u.size} vs {v.size})")
-    if not (np.all(np.isfinite(u)) and np.all(np.isfinite(v))) or np.ptp(u) == 0 or np.ptp(v) == 0:
-        return math.nan
-    return float(spearmanr(u, v).statistic)
+    return spearman(u, v)
 
 
 STABILITY_RAW_COLUMNS = ("dataset", "parameter", "s2_row", "s2_col", "seed", "spearman")

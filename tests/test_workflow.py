@@ -250,6 +250,16 @@ def test_fits_are_batched_several_per_job(test_run):
     assert sum(sizes) == len(list(workdir.glob("results/fits/simulation/**/unit.json")))
 
 
+def test_fit_logs_show_the_progress_of_each_fit(test_run):
+    """fit.progress_every (2 in the test config) reaches cbmm.fit's verbose: the job's log
+    has a progress line for the fits that ran past two iterations."""
+    workdir = test_run["workdir"]
+    for rule in ("fit_simulation", "fit_real"):
+        logs = "".join(p.read_text() for p in workdir.glob(f"logs/{rule}/**/*.log"))
+        assert re.search(r"(cbmm|lbfgsb): iteration \d+, loss [0-9.e+-]+, relative change",
+                         logs), rule
+
+
 def test_sparsity_study_defines_recall_and_precision(test_run):
     table = pd.read_csv(test_run["workdir"] / "results/tables/sim_sparsity.csv")
     ok = ~table["status"].str.startswith("failed")

@@ -28,6 +28,7 @@ rule fit_simulation:
         tol=config["fit"]["tol"],
         max_iter=config["fit"]["max_iter"],
         init_scale=config["fit"]["init_scale"],
+        progress_every=config["fit"]["progress_every"],
         options=lambda wc: method_options(wc.method),
         method_modules=method_modules(),
     script:
@@ -61,6 +62,7 @@ rule fit_real:
             **method_options(wc.method),
             **real_settings(wc.stopping)[2],
         },
+        progress_every=config["fit"]["progress_every"],
         method_modules=method_modules(),
     script:
         "../scripts/fit_real.py"

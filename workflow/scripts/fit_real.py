@@ -48,7 +48,8 @@ for unit in p.units:
     if responses is None:
         responses = cbmm.as_responses(read_matrix(matrix), source=matrix)
         log.info("%s: %d x %d", matrix, *responses.shape)
-    result = cbmm.fit(responses, p.method, timeout_s=unit["timeout_s"], **settings, **p.options)
+    result = cbmm.fit(responses, p.method, timeout_s=unit["timeout_s"],
+                      verbose=p.progress_every, **settings, **p.options)
     n_models, n_items = responses.shape
     row = {"dataset": p.dataset, "n_models": n_models, "n_items": n_items, "method": p.method,
            "stopping": p.stopping, "init_scale": unit["init_scale"], "seed": unit["seed"],

@@ -45,7 +45,7 @@ for unit in p.units:
         continue
     truth = simulate(**unit["design"], seed=unit["seed"])
     result = cbmm.fit(truth.responses, p.method, sigma=truth.sigma, timeout_s=unit["timeout_s"],
-                      **settings, **p.options)
+                      verbose=p.progress_every, **settings, **p.options)
     metrics = fit_metrics(result, truth)
     row = {"study": p.study, "level": float(unit["level"]), "method": p.method,
            "replicate": unit["replicate"], "status": result.status,

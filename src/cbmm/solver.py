@@ -351,6 +351,19 @@ def _relative_change(previous, current):
     return abs(current - previous) / max(abs(previous), np.finfo(float).tiny)
 
 
+def _stop_status(history, updates, tol, max_iter):
+    """Why the paper's rule ends an MM fit after the losses ``history`` and ``updates``
+    MM maps: a non-finite loss, a relative change below ``tol`` or ``max_iter``
+    maps; None while it goes on."""
+    if not np.isfinite(history[-1]):
+        return "failed: non-finite loss"
+    if len(history) > 1 and _relative_change(history[-2], history[-1]) < tol:
+        return "converged"
+    if updates >= max_iter:
+        return "max_iter"
+    return None
+
+
 #: With ``precision="auto"`` the float32 kernels are used when tol is at least
 #: this large: their loss evaluations carry relative errors of about 1e-7,
 #: two orders of magnitude below such a tolerance.
@@ -444,16 +457,7 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
 def _plain(op, theta, a, b, tol, max_iter, start, progress=None):
     value = op.evaluate(theta, a, b, gradient=True)
     history, times = [value], [time.perf_counter() - start]
-    status = "max_iter"
-    while True:
-        if not np.isfinite(value):
-            status = "failed: non-finite loss"
-            break
-        if len(history) > 1 and _relative_change(history[-2], history[-1]) < tol:
-            status = "converged"
-            break
-        if op.updates >= max_iter:
-            break
+    while (status := _stop_status(history, op.updates, tol, max_iter)) is None:
         value = op.update()
         history.append(value)
         times.append(time.perf_counter() - start)
@@ -473,13 +477,9 @@ def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
         times.append(time.perf_counter() - start)
         if progress is not None and len(history) > 1:
             progress(op.updates, value)
-        if not np.isfinite(value):
-            status = "failed: non-finite loss"
-            break
-        if len(history) > 1 and _relative_change(history[-2], history[-1]) < tol:
-            status = "converged"
-            break
-        if op.updates >= max_iter:
+        stop = _stop_status(history, op.updates, tol, max_iter)
+        if stop is not None:
+            status = stop
             break
     theta, a, b = op.point
     return SolverOutput(theta=theta.copy(), a=a.copy(), b=b.copy(), loss_history=history,

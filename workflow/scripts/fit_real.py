@@ -14,51 +14,52 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CBMM_NUM_THREADS"):
     os.environ[_var] = str(snakemake.threads)
 
+import functools  # noqa: E402
 import hashlib  # noqa: E402
 
 import cbmm  # noqa: E402
 import pandas as pd  # noqa: E402
 from cbmm.data import read_matrix  # noqa: E402
-from helpers import (  # noqa: E402
-    fit_key,
-    import_method_modules,
-    load_unit,
-    save_unit,
-    start_log,
-    write_csv,
-)
+from helpers import batch_rows, fit_key, import_method_modules, start_log, write_csv  # noqa: E402
 
 log = start_log(snakemake.log[0], job="fit_real")
 p, matrix = snakemake.params, snakemake.input.matrix
 import_method_modules(p.method_modules)
 with open(matrix, "rb") as stream:
     data_digest = hashlib.file_digest(stream, "sha256").hexdigest()
-responses = None  # read only if some fit has to be made
-rows, reused = [], 0
-for unit in p.units:
-    settings = dict(sigma=p.sigma, tol=p.tol, max_iter=p.max_iter, seed=unit["seed"],
-                    init_scale=unit["init_scale"])
-    key = fit_key(data=data_digest, method=p.method, options=p.options,
-                  timeout_s=unit["timeout_s"], cbmm=cbmm.__version__, **settings)
-    row = load_unit(unit["fit_dir"], key)
-    if row is not None:
-        reused += 1
-        rows.append(row)
-        continue
-    if responses is None:
-        responses = cbmm.as_responses(read_matrix(matrix), source=matrix)
-        log.info("%s: %d x %d", matrix, *responses.shape)
+
+
+def settings_of(unit):
+    return dict(sigma=p.sigma, tol=p.tol, max_iter=p.max_iter, seed=unit["seed"],
+                init_scale=unit["init_scale"])
+
+
+def key_of(unit):
+    return fit_key(data=data_digest, method=p.method, options=p.options,
+                   timeout_s=unit["timeout_s"], cbmm=cbmm.__version__, **settings_of(unit))
+
+
+@functools.cache
+def matrix_responses():
+    """The matrix, read only if some fit has to be made."""
+    responses = cbmm.as_responses(read_matrix(matrix), source=matrix)
+    log.info("%s: %d x %d", matrix, *responses.shape)
+    return responses
+
+
+def fit_unit(unit):
+    responses = matrix_responses()
     result = cbmm.fit(responses, p.method, timeout_s=unit["timeout_s"],
-                      verbose=p.progress_every, **settings, **p.options)
+                      verbose=p.progress_every, **settings_of(unit), **p.options)
     n_models, n_items = responses.shape
     row = {"dataset": p.dataset, "n_models": n_models, "n_items": n_items, "method": p.method,
            "stopping": p.stopping, "init_scale": unit["init_scale"], "seed": unit["seed"],
            "status": result.status, "runtime_s": result.runtime_s, "n_iter": result.n_iter,
            "loss": result.loss, "stationarity": result.info.get("stationarity"),
            "fit_dir": unit["fit_dir"]}
-    save_unit(unit["fit_dir"], key, result, row)
     log.info("s2 %g seed %d: %s, %d iterations, %.3f s", unit["init_scale"], unit["seed"],
              result.status, result.n_iter, result.runtime_s)
-    rows.append(row)
-log.info("%d fits, %d reused from an earlier job", len(rows), reused)
-write_csv(pd.DataFrame(rows), snakemake.output[0])
+    return result, row
+
+
+write_csv(pd.DataFrame(batch_rows(p.units, key_of, fit_unit, log)), snakemake.output[0])

@@ -21,39 +21,33 @@ import cbmm  # noqa: E402
 import pandas as pd  # noqa: E402
 from cbmm.metrics import fit_metrics  # noqa: E402
 from cbmm.simulate import simulate  # noqa: E402
-from helpers import (  # noqa: E402
-    fit_key,
-    import_method_modules,
-    load_unit,
-    save_unit,
-    start_log,
-    write_csv,
-)
+from helpers import batch_rows, fit_key, import_method_modules, start_log, write_csv  # noqa: E402
 
 log = start_log(snakemake.log[0], job="fit_simulation")
 p = snakemake.params
 import_method_modules(p.method_modules)
-rows, reused = [], 0
-for unit in p.units:
-    settings = dict(tol=p.tol, max_iter=p.max_iter, seed=unit["seed"], init_scale=p.init_scale)
-    key = fit_key(data=("simulation", unit["design"]), method=p.method, options=p.options,
-                  timeout_s=unit["timeout_s"], cbmm=cbmm.__version__, **settings)
-    row = load_unit(unit["fit_dir"], key)
-    if row is not None:
-        reused += 1
-        rows.append(row)
-        continue
+
+
+def settings_of(unit):
+    return dict(tol=p.tol, max_iter=p.max_iter, seed=unit["seed"], init_scale=p.init_scale)
+
+
+def key_of(unit):
+    return fit_key(data=("simulation", unit["design"]), method=p.method, options=p.options,
+                   timeout_s=unit["timeout_s"], cbmm=cbmm.__version__, **settings_of(unit))
+
+
+def fit_unit(unit):
     truth = simulate(**unit["design"], seed=unit["seed"])
     result = cbmm.fit(truth.responses, p.method, sigma=truth.sigma, timeout_s=unit["timeout_s"],
-                      verbose=p.progress_every, **settings, **p.options)
-    metrics = fit_metrics(result, truth)
+                      verbose=p.progress_every, **settings_of(unit), **p.options)
     row = {"study": p.study, "level": float(unit["level"]), "method": p.method,
            "replicate": unit["replicate"], "status": result.status,
            "runtime_s": result.runtime_s, "n_iter": result.n_iter, "loss": result.loss,
-           **metrics}
-    save_unit(unit["fit_dir"], key, result, row)
+           **fit_metrics(result, truth)}
     log.info("level %s replicate %d: %s, %d iterations, %.3f s", unit["level"],
              unit["replicate"], result.status, result.n_iter, result.runtime_s)
-    rows.append(row)
-log.info("%d fits, %d reused from an earlier job", len(rows), reused)
-write_csv(pd.DataFrame(rows), snakemake.output[0])
+    return result, row
+
+
+write_csv(pd.DataFrame(batch_rows(p.units, key_of, fit_unit, log)), snakemake.output[0])

@@ -26,7 +26,7 @@ from cbmm.io import atomic_path, write_csv
 
 __all__ = [
     "start_log", "atomic_path", "write_json", "write_csv", "json_safe",
-    "import_method_modules", "fit_key", "load_unit", "save_unit",
+    "import_method_modules", "fit_key", "batch_rows",
 ]
 
 
@@ -131,3 +131,23 @@ def save_unit(fit_dir, key: str, result, row: dict) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(old, ignore_errors=True)
+
+
+def batch_rows(units, key_of, fit_unit, log) -> list:
+    """The rows of a batch job: each unit's stored row when its fit was made with the
+    same key, else ``fit_unit(unit) -> (FitResult, row)``, stored before the next unit.
+
+    ``key_of(unit)`` is the unit's :func:`fit_key`; every unit has a ``fit_dir``.
+    """
+    rows, reused = [], 0
+    for unit in units:
+        key = key_of(unit)
+        row = load_unit(unit["fit_dir"], key)
+        if row is None:
+            result, row = fit_unit(unit)
+            save_unit(unit["fit_dir"], key, result, row)
+        else:
+            reused += 1
+        rows.append(row)
+    log.info("%d fits, %d reused from an earlier job", len(rows), reused)
+    return rows

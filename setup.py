@@ -12,7 +12,8 @@ setup(
         Extension(
             "cbmm._fused",
             sources=["src/cbmm/_fused.c"],
-            depends=["src/cbmm/_fused_kernels.h", "src/cbmm/_fused_mm_rows.h"],
+            depends=["src/cbmm/_fused_kernels.h", "src/cbmm/_fused_mm_rows.h",
+                     "src/cbmm/_buffer.h"],
             extra_compile_args=["-O3", "-fopenmp-simd", "-fno-math-errno", "-fno-trapping-math",
                                 "-ffp-contract=fast", "-std=c11", "-pthread"],
             extra_link_args=["-pthread"],
@@ -20,6 +21,7 @@ setup(
         Extension(
             "cbmm._ingest",
             sources=["src/cbmm/_ingest.c"],
+            depends=["src/cbmm/_buffer.h"],
             extra_compile_args=["-O3", "-std=c11"],
         ),
     ]

@@ -39,6 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_buffer.h"
+
 #define T_MAX 40.0
 static const double EXP64[16] = {
     1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
@@ -286,20 +288,6 @@ static void count_chunk(void *context, Py_ssize_t c)
 }
 
 /* ---- Argument checks ------------------------------------------------------ */
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buffer;
-
-static void release(Buffer *bufs, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (bufs[i].held) {
-            PyBuffer_Release(&bufs[i].view);
-            bufs[i].held = 0;
-        }
-}
 
 /* A C-contiguous buffer whose items have one of the format characters in
  * `formats` and size `itemsize`, holding `count` items unless count < 0. */

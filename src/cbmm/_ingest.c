@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_buffer.h"
+
 enum { T_F64, T_F32, T_I8, T_U8, T_BOOL, T_I16, T_U16, T_I32, T_U32, T_I64, T_U64, T_COUNT };
 static const Py_ssize_t ITEMSIZE[T_COUNT] = {8, 4, 1, 1, 1, 2, 2, 4, 4, 8, 8};
 
@@ -317,20 +319,6 @@ static void select_kernels(void)
     } while (0)
 
 /* ---- Python bindings ------------------------------------------------------------------------ */
-
-typedef struct {
-    Py_buffer view;
-    int held;
-} Buffer;
-
-static void release(Buffer *bufs, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (bufs[i].held) {
-            PyBuffer_Release(&bufs[i].view);
-            bufs[i].held = 0;
-        }
-}
 
 /* A C-contiguous buffer of `count` items of `itemsize` bytes (count < 0: any length). */
 static int contiguous(PyObject *obj, Buffer *buf, const char *name, Py_ssize_t itemsize,

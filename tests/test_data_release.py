@@ -58,6 +58,12 @@ def _serve(server, registry, name, data):
     return entry, rel
 
 
+def _cli_build_ifeval(tmp_path, out):
+    """`cbmm data build` of IFEval from tmp_path/reg.yaml into ``out``; the exit status."""
+    return cli_main(["data", "build", "--name", "IFEval", "--registry", str(tmp_path / "reg.yaml"),
+                     "--out", str(out), "--cache-dir", str(tmp_path / "cache")])
+
+
 @needs_shared
 def test_math500_release_file_verified_end_to_end(lfs, tmp_path):
     registry = load_registry(REGISTRY)
@@ -102,20 +108,7 @@ def test_standin_leaderboard_file_and_cli(lfs, tmp_path):
     lfs.files[f"/media/JackQuu/cBMM/{COMMIT}/data/IFEval.csv"] = data
     lfs.fail[f"/media/JackQuu/cBMM/{COMMIT}/data/IFEval.csv"] = [502]
     out = tmp_path / "IFEval.parquet"
-    status = cli_main(
-        [
-            "data",
-            "build",
-            "--name",
-            "IFEval",
-            "--registry",
-            str(tmp_path / "reg.yaml"),
-            "--out",
-            str(out),
-            "--cache-dir",
-            str(tmp_path / "cache"),
-        ]
-    )
+    status = _cli_build_ifeval(tmp_path, out)
     assert status == 0
     got = read_matrix(out)
     expected = pd.read_csv(io.BytesIO(data), index_col=0)
@@ -168,20 +161,7 @@ def test_offline_names_the_dataset_and_a_pre_filled_cache_works(lfs, tmp_path, c
     (tmp_path / "reg.yaml").write_text(
         json.dumps({"release": offline, "datasets": {"IFEval": entry}})
     )
-    status = cli_main(
-        [
-            "data",
-            "build",
-            "--name",
-            "IFEval",
-            "--registry",
-            str(tmp_path / "reg.yaml"),
-            "--out",
-            str(out),
-            "--cache-dir",
-            str(tmp_path / "cache"),
-        ]
-    )
+    status = _cli_build_ifeval(tmp_path, out)
     assert status == 2
     assert capsys.readouterr().err.count("\n") == 1  # one line on stderr, no traceback
 

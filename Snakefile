@@ -32,7 +32,7 @@ wildcard_constraints:
     batch=r"\d+",
     seed=r"\d+",
     init_scale=r"[0-9][0-9.e+-]*",
-    method=method_constraint(),
+    env=env_constraint(),
     stopping=f"{PAPER}|{CONVERGED}",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     figure=r"[A-Za-z0-9_.-]+",

@@ -160,13 +160,13 @@ def lock_versions() -> dict[str, str]:
 
 
 def env_file_of(expression: str, method: str | None) -> Path:
-    if expression == "method_env":
+    if expression == "batch_env":
         return ENVS / f"{get_method(method).env}.yaml"
     return (REPO / "workflow" / "rules" / expression).resolve()
 
 
 CASES = [(rule, method, conda, script) for rule, conda, script in rule_blocks()
-         for method in (cbmm.available_methods() if conda == "method_env" else [None])]
+         for method in (cbmm.available_methods() if conda == "batch_env" else [None])]
 
 
 def test_every_script_rule_was_found():

@@ -159,7 +159,7 @@ def test_an_interrupted_batch_resumes_from_its_finished_fits(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     after = stored_fits(workdir)
     assert len(after) == 4 and all(after[folder] == files for folder, files in done.items())
-    log = next(workdir.glob("logs/fit_simulation/mcar/toy/batch_0.log")).read_text()
+    log = next(workdir.glob("logs/fit_simulation/core/batch_0.log")).read_text()
     assert f"4 fits, {len(done)} reused" in log
     # other batch sizes give other jobs (one fit each here), which refit nothing
     repacked = overlay(tmp_path, "repacked", {"fit": {"batch_seconds": 0.001}})
@@ -167,7 +167,7 @@ def test_an_interrupted_batch_resumes_from_its_finished_fits(tmp_path):
                      configfiles=(TEST_CONFIG, config, repacked))
     assert done.returncode == 0, done.stderr[-3000:]
     assert stored_fits(workdir) == after
-    logs = [p.read_text() for p in workdir.glob("logs/fit_simulation/mcar/toy/batch_*.log")]
+    logs = [p.read_text() for p in workdir.glob("logs/fit_simulation/core/batch_*.log")]
     assert len(logs) == 4 and all("1 fits, 1 reused" in log for log in logs)
 
 
@@ -243,10 +243,14 @@ def test_simulation_tables_have_one_row_per_fit(test_run):
 
 def test_fits_are_batched_several_per_job(test_run):
     workdir = test_run["workdir"]
-    batches = list(workdir.glob("results/batches/simulation/*/*/batch_*.csv"))
-    sizes = [len(pd.read_csv(path)) for path in batches]
+    batches = list(workdir.glob("results/batches/simulation/*/batch_*.csv"))
+    tables = [pd.read_csv(path) for path in batches]
+    sizes = [len(table) for table in tables]
     assert max(sizes) > 1  # several fits per job...
-    assert len(list(workdir.glob("results/batches/simulation/mcar/lbfgsb/batch_*.csv"))) > 1
+    # ... of every method sharing the job's conda env (cbmm and lbfgsb: envs/core.yaml)
+    assert max(table["method"].nunique() for table in tables) == 2
+    assert max(table["study"].nunique() for table in tables) > 1  # and of several studies
+    assert len(batches) > 1
     assert sum(sizes) == len(list(workdir.glob("results/fits/simulation/**/unit.json")))
 
 
@@ -402,18 +406,21 @@ def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
     n_sim = sum(len(sim["studies"][s]["levels"]) for s in sim["run"]) * sim["replicates"]
     assert n_sim == (5 + 5 + 7 + 9 + 9 + 6 + 6) * 50  # the paper's sizes
     # declared cost of every simulated fit, and the fewest jobs that can hold them: a batch
-    # is one study and method, its levels in order, a fit above the target alone
-    target = 300.0
+    # holds fits of the methods of one conda env, a fit above the target alone
+    target = config["fit"]["batch_seconds"]
     least = 0
+    envs = {}
     for method in config["methods"]:
-        per_million = cbmm.registry.get_method(method).seconds_per_million_cells
-        for study in sim["run"]:
-            spec = sim["studies"][study]
-            costs = [per_million * design["n_models"] * design["n_items"] / 1e6
-                     for design in (dict(sim["defaults"], **{spec["factor"]: level})
-                                    for level in spec["levels"])]
-            least += sim["replicates"] * sum(cost > target for cost in costs)
-            least += math.ceil(sim["replicates"] * sum(c for c in costs if c <= target) / target)
+        envs.setdefault(cbmm.registry.get_method(method).env, []).append(method)
+    for methods in envs.values():
+        costs = [cbmm.registry.get_method(method).seconds_per_million_cells
+                 * design["n_models"] * design["n_items"] / 1e6
+                 for study in sim["run"]
+                 for design in (dict(sim["defaults"], **{sim["studies"][study]["factor"]: v})
+                                for v in sim["studies"][study]["levels"])
+                 for method in methods]
+        least += sim["replicates"] * sum(cost > target for cost in costs)
+        least += math.ceil(sim["replicates"] * sum(c for c in costs if c <= target) / target)
     n_fits = n_sim * len(config["methods"])
     # packing in order (next fit) needs at most twice the fewest jobs; py-irt and mirt fits,
     # each above the target, are one job each
@@ -423,7 +430,7 @@ def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
                 | {p["dataset"] for p in real["interpretability"]["rankflow"]}
                 | {real["interpretability"]["math500"]["dataset"]})
     expected = {
-        "aggregate_simulation": len(sim["run"]), "render_sensitivity": len(sim["run"]),
+        "aggregate_simulation": 1, "render_sensitivity": 1,
         "build_dataset": len(datasets), "math500_items": 1, "math500_models": 1,
         "metrics_real": len(real["interpretability"]["datasets"]),
         "stability": len(real["stability"]["datasets"]), "math500_tables": 1,
@@ -448,9 +455,9 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
     n_studies = len(config["simulation"]["run"])
     assert n_studies == 7
     expected = {
-        "render_sensitivity": n_studies, "render_runtime": 1, "render_math500_ability": 1,
+        "render_sensitivity": 1, "render_runtime": 1, "render_math500_ability": 1,
         "render_item_difficulty": 1, "render_discrimination": 1, "render_rankflow": 1,
-        "render_rankflow_dataset": len(config["real"]["interpretability"]["datasets"]),
+        "render_rankflow_datasets": 1,
         "render_stability_tables": 1, "render_runtime_tables": 1,
         "render_math500_models_table": 1,
     }

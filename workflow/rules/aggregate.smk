@@ -9,20 +9,30 @@ localrules:
     math500_tables,
 
 
+# One job writes the table of every simulation study (one start-up for all of them).
 rule aggregate_simulation:
     input:
-        lambda wc: sim_batch_files(wc.study),
+        sim_batch_files(),
     output:
-        report_table(SIM_TABLE, "table_simulation", "Simulation studies", "{study}"),
+        [
+            report_table(
+                SIM_TABLE.format(study=study),
+                "table_simulation",
+                "Simulation studies",
+                study,
+            )
+            for study in sim_studies()
+        ],
     log:
-        log_file("aggregate_simulation", "{study}"),
+        log_file("aggregate_simulation", "aggregate_simulation"),
     benchmark:
-        benchmark_file("aggregate_simulation", "{study}")
+        benchmark_file("aggregate_simulation", "aggregate_simulation")
     conda:
         "../../envs/core.yaml"
     params:
         sort=["level", "method", "replicate"],
         method_order=methods_in_order(),
+        split_by=["study", sim_studies()],
     script:
         "../scripts/aggregate_rows.py"
 

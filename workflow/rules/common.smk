@@ -326,9 +326,10 @@ SIM_FIT_DIR = "results/fits/simulation/{study}/level_{level}/{method}/rep_{repli
 REAL_FIT_DIR = (
     "results/fits/real/{dataset}/{method}/{stopping}/s2_{init_scale}/seed_{seed}"
 )
-# One row per fit of a batch job (the job's declared output).
-SIM_BATCH = "results/batches/simulation/{study}/{method}/batch_{batch}.csv"
-REAL_BATCH = "results/batches/real/{dataset}/{method}/{stopping}/batch_{batch}.csv"
+# One row per fit of a batch job (the job's declared output).  A batch holds the fits
+# of every configured method that runs in conda env {env}.
+SIM_BATCH = "results/batches/simulation/{env}/batch_{batch}.csv"
+REAL_BATCH = "results/batches/real/{dataset}/{env}/{stopping}/batch_{batch}.csv"
 REAL_METRICS = "results/metrics/real/{dataset}.json"
 STABILITY = "results/metrics/stability/{dataset}.csv"
 SIM_TABLE = "results/tables/sim_{study}.csv"
@@ -380,8 +381,18 @@ def method_env_file(method):
     return REPO / "envs" / f"{get_method(method).env}.yaml"
 
 
-def method_env(wildcards):
-    return str(method_env_file(wildcards.method))
+def batch_env(wildcards):
+    """The conda env of a batch job: envs/<env>.yaml."""
+    return str(REPO / "envs" / f"{wildcards.env}.yaml")
+
+
+def env_methods(methods):
+    """``methods`` grouped by the conda env they run in: {env: [method, ...]}, both in
+    the order given.  The fits of one env share batch jobs (one Python start-up)."""
+    groups = {}
+    for method in methods:
+        groups.setdefault(get_method(method).env, []).append(method)
+    return groups
 
 
 def method_options(method):
@@ -486,42 +497,52 @@ def sim_seed(study, level, replicate):
 
 
 @functools.cache
-def sim_batches(study, method):
-    """The fits of one study and method (every level and replicate) packed into jobs."""
+def sim_batches(env):
+    """The simulated fits of the methods of one env packed into jobs: every study,
+    level, replicate and method in that order, so a job draws each data set once for
+    all its methods."""
     fit = config["fit"]
     units = []
-    for level in sim_levels(study):
-        design = sim_design(study, level)
-        cells = design["n_models"] * design["n_items"]
-        for replicate in sim_replicates():
-            units.append(
-                {
-                    "level": level,
-                    "replicate": replicate,
-                    "design": design,
-                    "seed": sim_seed(study, level, replicate),
-                    "fit_dir": SIM_FIT_DIR.format(
-                        study=study, level=level, method=method, replicate=replicate
-                    ),
-                    "cells": cells,
-                    "cost_s": fit_cost_s(method, cells),
-                    "timeout_s": fit_timeout_s(method, cells, fit["max_iter"]),
-                }
-            )
+    for study in sim_studies():
+        for level in sim_levels(study):
+            design = sim_design(study, level)
+            cells = design["n_models"] * design["n_items"]
+            for replicate in sim_replicates():
+                for method in env_methods(config["methods"])[env]:
+                    units.append(
+                        {
+                            "study": study,
+                            "level": level,
+                            "replicate": replicate,
+                            "method": method,
+                            "options": method_options(method),
+                            "design": design,
+                            "seed": sim_seed(study, level, replicate),
+                            "fit_dir": SIM_FIT_DIR.format(
+                                study=study,
+                                level=level,
+                                method=method,
+                                replicate=replicate,
+                            ),
+                            "cells": cells,
+                            "cost_s": fit_cost_s(method, cells),
+                            "timeout_s": fit_timeout_s(method, cells, fit["max_iter"]),
+                        }
+                    )
     return pack(units, [u["cost_s"] for u in units], fit["batch_seconds"])
 
 
-def sim_batch_files(study):
-    """Batch tables of every method of one study."""
+def sim_batch_files():
+    """Batch tables of every simulated fit."""
     return [
-        SIM_BATCH.format(study=study, method=method, batch=k)
-        for method in config["methods"]
-        for k in range(len(sim_batches(study, method)))
+        SIM_BATCH.format(env=env, batch=k)
+        for env in env_methods(config["methods"])
+        for k in range(len(sim_batches(env)))
     ]
 
 
 def sim_batch(wildcards):
-    return sim_batches(wildcards.study, wildcards.method)[int(wildcards.batch)]
+    return sim_batches(wildcards.env)[int(wildcards.batch)]
 
 
 # --------------------------------------------------------------------------
@@ -603,23 +624,26 @@ def real_fit_dir(fit):
 
 
 @functools.cache
-def real_batches(dataset, method, stopping):
-    """The fits of one dataset, method and rule packed into jobs by their cost at the
-    dataset's size (known once build_dataset, a checkpoint, has run: call this only
-    from input functions)."""
-    tol, max_iter, options = real_settings(stopping)
+def real_batches(dataset, env, stopping):
+    """The fits of one dataset and rule by the methods of one env packed into jobs by
+    their cost at the dataset's size (known once build_dataset, a checkpoint, has run:
+    call this only from input functions)."""
+    tol, max_iter, rule_options = real_settings(stopping)
     cells = real_cells(dataset)
     units = [
         {
-            "init_scale": float(fit[3]),
-            "seed": fit[4],
+            "method": method,
+            "options": {**method_options(method), **rule_options},
+            "init_scale": float(scale),
+            "seed": seed,
             "fit_dir": real_fit_dir(fit),
             "cells": cells,
             "cost_s": fit_cost_s(method, cells),
             "timeout_s": fit_timeout_s(method, cells, max_iter),
         }
         for fit in real_units()
-        if fit[:3] == (dataset, method, stopping)
+        for _, method, rule, scale, seed in [fit]
+        if fit[0] == dataset and rule == stopping and get_method(method).env == env
     ]
     return pack(units, [u["cost_s"] for u in units], config["fit"]["batch_seconds"])
 
@@ -632,33 +656,22 @@ def real_cells(dataset):
     return shape["n_models"] * shape["n_items"]
 
 
-def real_batch_files(dataset, method, stopping):
-    return [
-        REAL_BATCH.format(dataset=dataset, method=method, stopping=stopping, batch=k)
-        for k in range(len(real_batches(dataset, method, stopping)))
-    ]
-
-
 def real_batch_of(fit):
     """The batch table holding one real fit."""
     dataset, method, stopping = fit[:3]
-    for k, batch in enumerate(real_batches(dataset, method, stopping)):
+    env = get_method(method).env
+    for k, batch in enumerate(real_batches(dataset, env, stopping)):
         if any(u["fit_dir"] == real_fit_dir(fit) for u in batch):
             return REAL_BATCH.format(
-                dataset=dataset, method=method, stopping=stopping, batch=k
+                dataset=dataset, env=env, stopping=stopping, batch=k
             )
     raise KeyError(fit)
 
 
 def real_batch(wildcards):
-    return real_batches(wildcards.dataset, wildcards.method, wildcards.stopping)[
+    return real_batches(wildcards.dataset, wildcards.env, wildcards.stopping)[
         int(wildcards.batch)
     ]
-
-
-def real_job_groups():
-    """(dataset, method, rule) of every real batch."""
-    return list(dict.fromkeys(fit[:3] for fit in real_units()))
 
 
 # input functions of the real-data rules (metrics.smk, aggregate.smk)
@@ -674,14 +687,7 @@ def stability_inputs(wildcards):
 
 
 def runtime_batch_files(wildcards):
-    return sorted(
-        {
-            file
-            for dataset in config["real"]["runtime"]["datasets"]
-            for method in runtime_methods()
-            for file in real_batch_files(dataset, method, PAPER)
-        }
-    )
+    return sorted({real_batch_of(fit) for fit in runtime_fits()})
 
 
 def math500_fit_batch(wildcards):
@@ -692,6 +698,15 @@ def math500():
     """The MATH-500 settings, or None when real.interpretability.math500.dataset is null."""
     settings = config["real"]["interpretability"]["math500"]
     return settings if settings["dataset"] is not None else None
+
+
+def interpretability_datasets():
+    return config["real"]["interpretability"]["datasets"]
+
+
+def rankflow_top():
+    """How many models a single-dataset rank-flow figure shows."""
+    return config["real"]["interpretability"]["rankflow_top"]
 
 
 def rankflow_panels():
@@ -778,17 +793,19 @@ def report_table(path, caption, category, subcategory=None):
 
 
 def figure_outputs(name, category, subcategory=None):
-    """PDF, PNG (shown in the report) and caption of one figure.
+    """PDF, PNG (shown in the report) and caption of one figure, in that order (the
+    order render.py reads them in).
 
     The caption is written by the render job from the figure's own caption
-    function (cbmm.figures.FIGURES[...].caption); workflow/report/figure.rst
-    shows that file's text in the report."""
+    function (cbmm.figures.FIGURES[...].caption); the report shows that file as
+    the PNG's caption (by its absolute path: it lies in the working directory, not
+    beside the rules)."""
     stem = FIGURE.format(figure=name)
     return {
         "pdf": f"{stem}.pdf",
         "png": report(
             f"{stem}.png",
-            caption="../report/figure.rst",
+            caption=os.path.abspath(f"{stem}.caption.rst"),
             category=category,
             subcategory=subcategory,
         ),
@@ -796,11 +813,8 @@ def figure_outputs(name, category, subcategory=None):
     }
 
 
-def caption_file(wildcards, output):
-    """The caption the report shows (a Path: figure.rst calls its read_text())."""
-    return Path(output.caption)
-
-
-def method_constraint():
-    """Wildcard constraint of {method}: the registered names (user methods included)."""
-    return "|".join(map(re.escape, cbmm.available_methods()))
+def env_constraint():
+    """Wildcard constraint of {env}: the conda envs of the registered methods (user
+    methods included)."""
+    envs = {get_method(m).env for m in cbmm.available_methods()}
+    return "|".join(map(re.escape, sorted(envs)))

@@ -1,7 +1,9 @@
 """Fits, packed into jobs (batches) by their declared cost (common.smk, pack).
 
 A batch job fits its units one after the other in one Python process and writes one
-row per fit to its batch table.  Each fit is also kept on its own (SIM_FIT_DIR,
+row per fit to its batch table.  Its units are the fits of every configured method
+that runs in the job's conda env (e.g. cBMM, L-BFGS-B and Manopt in envs/core.yaml),
+so one start-up serves them all.  Each fit is also kept on its own (SIM_FIT_DIR,
 REAL_FIT_DIR: fit.json, abilities.csv, items.csv and unit.json) and reused by a later
 job with the same settings, so an interrupted batch resumes where it stopped and a
 change of the packing refits nothing.  A method's failure is a row with status
@@ -12,24 +14,21 @@ rule fit_simulation:
     output:
         SIM_BATCH,
     log:
-        log_file("fit_simulation", "{study}/{method}/batch_{batch}"),
+        log_file("fit_simulation", "{env}/batch_{batch}"),
     benchmark:
-        benchmark_file("fit_simulation", "{study}/{method}/batch_{batch}")
+        benchmark_file("fit_simulation", "{env}/batch_{batch}")
     conda:
-        method_env
+        batch_env
     threads: 1
     resources:
         mem_mb=lambda wc, attempt: batch_resources(sim_batch(wc))[0] * attempt,
         runtime=lambda wc, attempt: batch_resources(sim_batch(wc))[1] * attempt,
     params:
         units=sim_batch,
-        method=lambda wc: wc.method,
-        study=lambda wc: wc.study,
         tol=config["fit"]["tol"],
         max_iter=config["fit"]["max_iter"],
         init_scale=config["fit"]["init_scale"],
         progress_every=config["fit"]["progress_every"],
-        options=lambda wc: method_options(wc.method),
         method_modules=method_modules(),
     script:
         "../scripts/fit_simulation.py"
@@ -41,27 +40,22 @@ rule fit_real:
     output:
         REAL_BATCH,
     log:
-        log_file("fit_real", "{dataset}/{method}/{stopping}/batch_{batch}"),
+        log_file("fit_real", "{dataset}/{env}/{stopping}/batch_{batch}"),
     benchmark:
-        benchmark_file("fit_real", "{dataset}/{method}/{stopping}/batch_{batch}")
+        benchmark_file("fit_real", "{dataset}/{env}/{stopping}/batch_{batch}")
     conda:
-        method_env
+        batch_env
     threads: 1
     resources:
         mem_mb=lambda wc, attempt: batch_resources(real_batch(wc))[0] * attempt,
         runtime=lambda wc, attempt: batch_resources(real_batch(wc))[1] * attempt,
     params:
         units=real_batch,
-        method=lambda wc: wc.method,
         dataset=lambda wc: wc.dataset,
         stopping=lambda wc: wc.stopping,
         sigma=config["fit"]["sigma"],
         tol=lambda wc: real_settings(wc.stopping)[0],
         max_iter=lambda wc: real_settings(wc.stopping)[1],
-        options=lambda wc: {
-            **method_options(wc.method),
-            **real_settings(wc.stopping)[2],
-        },
         progress_every=config["fit"]["progress_every"],
         method_modules=method_modules(),
     script:

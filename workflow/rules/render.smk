@@ -10,32 +10,45 @@ localrules:
     render_item_difficulty,
     render_discrimination,
     render_rankflow,
-    render_rankflow_dataset,
+    render_rankflow_datasets,
     render_stability_tables,
     render_runtime_tables,
     render_math500_models_table,
 
 
+# One job draws the figures of every simulation study (one start-up for all of them).
 rule render_sensitivity:
     input:
-        SIM_TABLE,
+        [SIM_TABLE.format(study=study) for study in sim_studies()],
     output:
-        **figure_outputs("sensitivity_{study}", "Simulation studies", "{study}"),
+        [
+            path
+            for study in sim_studies()
+            for path in figure_outputs(
+                f"sensitivity_{study}", "Simulation studies", study
+            ).values()
+        ],
     log:
-        log_file("render", "sensitivity_{study}"),
+        log_file("render", "sensitivity"),
     benchmark:
-        benchmark_file("render", "sensitivity_{study}")
+        benchmark_file("render", "sensitivity")
     conda:
         "../../envs/core.yaml"
     params:
-        figure=lambda wc: f"sensitivity_{wc.study}",
-        args=lambda wc, input: [input[0]],
-        caption=caption_file,
-        kwargs={"definitions": config["figures"]["metric_definitions"]},
-        caption_args={
-            "config_summary": {"n_replicates": config["simulation"]["replicates"]},
-            "definitions": config["figures"]["metric_definitions"],
-        },
+        figures=lambda wc, input: [
+            {
+                "figure": f"sensitivity_{study}",
+                "args": [table],
+                "kwargs": {"definitions": config["figures"]["metric_definitions"]},
+                "caption_args": {
+                    "config_summary": {
+                        "n_replicates": config["simulation"]["replicates"]
+                    },
+                    "definitions": config["figures"]["metric_definitions"],
+                },
+            }
+            for study, table in zip(sim_studies(), input)
+        ],
         method_modules=method_modules(),
     script:
         "../scripts/render.py"
@@ -53,12 +66,17 @@ rule render_runtime:
     conda:
         "../../envs/core.yaml"
     params:
-        figure="runtime",
-        args=lambda wc, input: [input[0]],
-        caption=caption_file,
-        caption_args={
-            "config_summary": {"n_replicates": config["real"]["runtime"]["replicates"]}
-        },
+        figures=lambda wc, input: [
+            {
+                "figure": "runtime",
+                "args": [input[0]],
+                "caption_args": {
+                    "config_summary": {
+                        "n_replicates": config["real"]["runtime"]["replicates"]
+                    }
+                },
+            }
+        ],
         method_modules=method_modules(),
     script:
         "../scripts/render.py"
@@ -76,9 +94,7 @@ rule render_math500_ability:
     conda:
         "../../envs/core.yaml"
     params:
-        figure="math500_ability",
-        args=lambda wc, input: [input[0]],
-        caption=caption_file,
+        figures=lambda wc, input: [{"figure": "math500_ability", "args": [input[0]]}],
     script:
         "../scripts/render.py"
 
@@ -95,9 +111,7 @@ rule render_item_difficulty:
     conda:
         "../../envs/core.yaml"
     params:
-        figure="item_difficulty",
-        args=lambda wc, input: [input[0]],
-        caption=caption_file,
+        figures=lambda wc, input: [{"figure": "item_difficulty", "args": [input[0]]}],
     script:
         "../scripts/render.py"
 
@@ -114,9 +128,7 @@ rule render_discrimination:
     conda:
         "../../envs/core.yaml"
     params:
-        figure="discrimination",
-        args=lambda wc, input: [input[0]],
-        caption=caption_file,
+        figures=lambda wc, input: [{"figure": "discrimination", "args": [input[0]]}],
     script:
         "../scripts/render.py"
 
@@ -134,42 +146,47 @@ rule render_rankflow:
     conda:
         "../../envs/core.yaml"
     params:
-        figure="rankflow",
-        args=lambda wc, input: [
-            dict(zip(rankflow_panels(), input.rankings)),
-            input.summary,
+        figures=lambda wc, input: [
+            {
+                "figure": "rankflow",
+                "args": [dict(zip(rankflow_panels(), input.rankings)), input.summary],
+                "kwargs": {"top": rankflow_panels()},
+                "caption_args": {"config_summary": {"top": rankflow_panels()}},
+            }
         ],
-        kwargs={"top": rankflow_panels()},
-        caption=caption_file,
-        caption_args={"config_summary": {"top": rankflow_panels()}},
     script:
         "../scripts/render.py"
 
 
-rule render_rankflow_dataset:
+# One job draws the rank-flow figure of every interpretability dataset.
+rule render_rankflow_datasets:
     input:
         summary=DISCRIMINATION_TABLE,
-        rankings=RANKINGS,
+        rankings=[RANKINGS.format(dataset=d) for d in interpretability_datasets()],
     output:
-        **figure_outputs("rankflow_{dataset}", "Rankings", "{dataset}"),
+        [
+            path
+            for dataset in interpretability_datasets()
+            for path in figure_outputs(
+                f"rankflow_{dataset}", "Rankings", dataset
+            ).values()
+        ],
     log:
-        log_file("render", "rankflow_{dataset}"),
+        log_file("render", "rankflow_datasets"),
     benchmark:
-        benchmark_file("render", "rankflow_{dataset}")
+        benchmark_file("render", "rankflow_datasets")
     conda:
         "../../envs/core.yaml"
     params:
-        figure="rankflow",
-        args=lambda wc, input: [{wc.dataset: input.rankings}, input.summary],
-        kwargs=lambda wc: {
-            "top": {wc.dataset: config["real"]["interpretability"]["rankflow_top"]}
-        },
-        caption=caption_file,
-        caption_args=lambda wc: {
-            "config_summary": {
-                "top": {wc.dataset: config["real"]["interpretability"]["rankflow_top"]}
+        figures=lambda wc, input: [
+            {
+                "figure": "rankflow",
+                "args": [{dataset: rankings}, input.summary],
+                "kwargs": {"top": {dataset: rankflow_top()}},
+                "caption_args": {"config_summary": {"top": {dataset: rankflow_top()}}},
             }
-        },
+            for dataset, rankings in zip(interpretability_datasets(), input.rankings)
+        ],
     script:
         "../scripts/render.py"
 

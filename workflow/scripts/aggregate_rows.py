@@ -2,7 +2,8 @@
 (rules aggregate_simulation, aggregate_discrimination, aggregate_stability).
 
 ``params.sort`` names the columns to sort by; methods sort in ``params.method_order``
-(the registry's display order).
+(the registry's display order).  With ``params.split_by = [column, values]`` the rows
+go to one table per value instead, the outputs in the order of ``values``.
 """
 
 import json
@@ -28,4 +29,10 @@ if sort:
     table = table.sort_values(sort, key=lambda col: col.map(rank[col.name]) if col.name in rank
                               else col, kind="stable", ignore_index=True)
 log.info("%d rows from %d files", len(table), len(snakemake.input))
-write_csv(table, snakemake.output[0])
+split_by = getattr(snakemake.params, "split_by", None)
+if split_by is None:
+    write_csv(table, snakemake.output[0])
+else:
+    column, values = split_by
+    for value, path in zip(values, snakemake.output, strict=True):
+        write_csv(table[table[column] == value], path)

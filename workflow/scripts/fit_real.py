@@ -1,6 +1,6 @@
-"""Fit one batch of real-data fits with one method and stopping rule (rule fit_real).
+"""Fit one batch of real-data fits under one stopping rule (rule fit_real).
 
-Each unit is one (start variance s^2, seed) of the dataset's matrix, fitted at
+Each unit is one (method, start variance s^2, seed) of the dataset's matrix, fitted at
 ``fit.sigma``.  A fit already stored with the same settings (and the same
 matrix file) is reused.  Writes one row per unit.
 cbmm.fit runs each fit in a forked worker under the unit's time limit, so a
@@ -35,7 +35,7 @@ def settings_of(unit):
 
 
 def key_of(unit):
-    return fit_key(data=data_digest, method=p.method, options=p.options,
+    return fit_key(data=data_digest, method=unit["method"], options=unit["options"],
                    timeout_s=unit["timeout_s"], cbmm=cbmm.__version__, **settings_of(unit))
 
 
@@ -49,16 +49,16 @@ def matrix_responses():
 
 def fit_unit(unit):
     responses = matrix_responses()
-    result = cbmm.fit(responses, p.method, timeout_s=unit["timeout_s"],
-                      verbose=p.progress_every, **settings_of(unit), **p.options)
+    result = cbmm.fit(responses, unit["method"], timeout_s=unit["timeout_s"],
+                      verbose=p.progress_every, **settings_of(unit), **unit["options"])
     n_models, n_items = responses.shape
-    row = {"dataset": p.dataset, "n_models": n_models, "n_items": n_items, "method": p.method,
+    row = {"dataset": p.dataset, "n_models": n_models, "n_items": n_items, "method": unit["method"],
            "stopping": p.stopping, "init_scale": unit["init_scale"], "seed": unit["seed"],
            "status": result.status, "runtime_s": result.runtime_s, "n_iter": result.n_iter,
            "loss": result.loss, "stationarity": result.info.get("stationarity"),
            "fit_dir": unit["fit_dir"]}
-    log.info("s2 %g seed %d: %s, %d iterations, %.3f s", unit["init_scale"], unit["seed"],
-             result.status, result.n_iter, result.runtime_s)
+    log.info("%s, s2 %g seed %d: %s, %d iterations, %.3f s", unit["method"],
+             unit["init_scale"], unit["seed"], result.status, result.n_iter, result.runtime_s)
     return result, row
 
 

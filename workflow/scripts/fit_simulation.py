@@ -1,11 +1,12 @@
-"""Fit one batch of simulated replicates with one method and score each fit against its
-truth (rule fit_simulation).
+"""Fit one batch of simulated replicates and score each fit against its truth
+(rule fit_simulation).
 
-Each unit is one (level, replicate) of the study: the data are drawn from the
-design and the replicate's seed (the same draw for every method), fitted from
-the shared start with that seed at the true temperature, and scored with
-cbmm.metrics.fit_metrics.  A fit already stored with the same settings
-is reused.  Writes one row per unit: the tidy rows of results/tables/sim_<study>.csv.
+Each unit is one (study, level, replicate, method): the data are drawn
+from the design and the replicate's seed (the same draw for every method; drawn
+once for the consecutive units of one replicate), fitted from the shared start
+with that seed at the true temperature, and scored with
+cbmm.metrics.fit_metrics.  A fit already stored with the same settings is
+reused.  Writes one row per unit: the tidy rows of results/tables/sim_<study>.csv.
 cbmm.fit runs each fit in a forked worker under the unit's time limit, so a
 crash, a hang or an exception of the method is a ``failed: ...`` row, not a
 failed job.
@@ -16,6 +17,9 @@ import os
 # One core per fit, as in the paper: BLAS and cbmm's threads use the job's threads.
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CBMM_NUM_THREADS"):
     os.environ[_var] = str(snakemake.threads)
+
+import functools  # noqa: E402
+import json  # noqa: E402
 
 import cbmm  # noqa: E402
 import pandas as pd  # noqa: E402
@@ -33,20 +37,29 @@ def settings_of(unit):
 
 
 def key_of(unit):
-    return fit_key(data=("simulation", unit["design"]), method=p.method, options=p.options,
-                   timeout_s=unit["timeout_s"], cbmm=cbmm.__version__, **settings_of(unit))
+    return fit_key(data=("simulation", unit["design"]), method=unit["method"],
+                   options=unit["options"], timeout_s=unit["timeout_s"], cbmm=cbmm.__version__,
+                   **settings_of(unit))
+
+
+@functools.lru_cache(maxsize=1)
+def draw(design_json, seed):
+    """The replicate's data set and truth (kept for the next unit: the same draw)."""
+    return simulate(**json.loads(design_json), seed=seed)
 
 
 def fit_unit(unit):
-    truth = simulate(**unit["design"], seed=unit["seed"])
-    result = cbmm.fit(truth.responses, p.method, sigma=truth.sigma, timeout_s=unit["timeout_s"],
-                      verbose=p.progress_every, **settings_of(unit), **p.options)
-    row = {"study": p.study, "level": float(unit["level"]), "method": p.method,
+    truth = draw(json.dumps(unit["design"], sort_keys=True), unit["seed"])
+    result = cbmm.fit(truth.responses, unit["method"], sigma=truth.sigma,
+                      timeout_s=unit["timeout_s"], verbose=p.progress_every,
+                      **settings_of(unit), **unit["options"])
+    row = {"study": unit["study"], "level": float(unit["level"]), "method": unit["method"],
            "replicate": unit["replicate"], "status": result.status,
            "runtime_s": result.runtime_s, "n_iter": result.n_iter, "loss": result.loss,
            **fit_metrics(result, truth)}
-    log.info("level %s replicate %d: %s, %d iterations, %.3f s", unit["level"],
-             unit["replicate"], result.status, result.n_iter, result.runtime_s)
+    log.info("%s, %s level %s replicate %d: %s, %d iterations, %.3f s", unit["method"],
+             unit["study"], unit["level"], unit["replicate"], result.status, result.n_iter,
+             result.runtime_s)
     return result, row
 
 

@@ -1,23 +1,26 @@
-"""Draw one figure of cbmm.figures.FIGURES from its tables, with its caption
+"""Draw figures of cbmm.figures.FIGURES from their tables, with their captions
 (rules render_*).
 
-``params.figure`` names the figure, ``params.args`` are its table arguments
-(paths, or a mapping dataset -> path), ``params.kwargs`` any options and
-``params.caption_args`` the caption function's arguments (what it is told about
-the run, e.g. the number of replicates).  The caption goes to ``output.caption``,
-which the Snakemake report shows beside the PNG (workflow/report/figure.rst).
-Figures that show methods get ``params.method_modules``: the user's methods'
-labels and colours come from their registry entries.
+``params.figures`` lists the figures of the job, each a mapping: ``figure``
+names it, ``args`` are its table arguments (paths, or a mapping dataset ->
+path), ``kwargs`` any options and ``caption_args`` the caption function's
+arguments (what it is told about the run, e.g. the number of replicates).  The
+outputs are each figure's PDF, PNG and caption, in that order
+(common.smk, figure_outputs); the Snakemake report shows the caption beside the
+PNG.  Figures that show methods get ``params.method_modules``: the user's
+methods' labels and colours come from their registry entries.
 """
 
 from cbmm.figures import FIGURES
 from helpers import atomic_path, import_method_modules, start_log
 
 log = start_log(snakemake.log[0], job="render")
-p, out = snakemake.params, snakemake.output
+p, paths = snakemake.params, list(snakemake.output)
 import_method_modules(getattr(p, "method_modules", []))
-figure = FIGURES[p.figure]
-figure.plot(*p.args, out_paths=[out.pdf, out.png], **getattr(p, "kwargs", {}))
-with atomic_path(out.caption) as tmp:
-    tmp.write_text(figure.caption(**getattr(p, "caption_args", {})) + "\n")
-log.info("wrote %s", list(out))
+for k, spec in enumerate(p.figures):
+    pdf, png, caption = paths[3 * k:3 * k + 3]
+    figure = FIGURES[spec["figure"]]
+    figure.plot(*spec["args"], out_paths=[pdf, png], **spec.get("kwargs", {}))
+    with atomic_path(caption) as tmp:
+        tmp.write_text(figure.caption(**spec.get("caption_args", {})) + "\n")
+    log.info("wrote %s, %s and %s", pdf, png, caption)

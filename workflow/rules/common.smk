@@ -376,14 +376,19 @@ def methods_in_order():
     return method_order(used_methods(config))
 
 
+def env_file(env):
+    """A conda env of the jobs: envs/<env>.yaml."""
+    return REPO / "envs" / f"{env}.yaml"
+
+
 def method_env_file(method):
-    """The conda env of a method's fit jobs: envs/<Method.env>.yaml."""
-    return REPO / "envs" / f"{get_method(method).env}.yaml"
+    """The conda env of a method's fits: that of its registry entry (Method.env)."""
+    return env_file(get_method(method).env)
 
 
 def batch_env(wildcards):
-    """The conda env of a batch job: envs/<env>.yaml."""
-    return str(REPO / "envs" / f"{wildcards.env}.yaml")
+    """The conda env of a batch job (the env its methods share)."""
+    return str(env_file(wildcards.env))
 
 
 def env_methods(methods):
@@ -502,13 +507,14 @@ def sim_batches(env):
     level, replicate and method in that order, so a job draws each data set once for
     all its methods."""
     fit = config["fit"]
+    methods = env_methods(config["methods"])[env]
     units = []
     for study in sim_studies():
         for level in sim_levels(study):
             design = sim_design(study, level)
             cells = design["n_models"] * design["n_items"]
             for replicate in sim_replicates():
-                for method in env_methods(config["methods"])[env]:
+                for method in methods:
                     units.append(
                         {
                             "study": study,

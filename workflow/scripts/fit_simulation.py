@@ -12,22 +12,18 @@ crash, a hang or an exception of the method is a ``failed: ...`` row, not a
 failed job.
 """
 
-import os
+import functools
+import json
 
-# One core per fit, as in the paper: BLAS and cbmm's threads use the job's threads.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CBMM_NUM_THREADS"):
-    os.environ[_var] = str(snakemake.threads)
-
-import functools  # noqa: E402
-import json  # noqa: E402
-
-import cbmm  # noqa: E402
-import pandas as pd  # noqa: E402
-from cbmm.metrics import fit_metrics  # noqa: E402
-from cbmm.simulate import simulate  # noqa: E402
-from helpers import batch_rows, fit_key, import_method_modules, start_log, write_csv  # noqa: E402
+import cbmm
+import pandas as pd
+from cbmm.metrics import fit_metrics
+from cbmm.simulate import simulate
+from helpers import (batch_rows, fit_key, import_method_modules, start_log, use_job_threads,
+                     write_csv)
 
 log = start_log(snakemake.log[0], job="fit_simulation")
+use_job_threads(snakemake.threads)
 p = snakemake.params
 import_method_modules(p.method_modules)
 

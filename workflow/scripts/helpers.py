@@ -25,7 +25,7 @@ from cbmm import io as cbmm_io
 from cbmm.io import atomic_path, write_csv
 
 __all__ = [
-    "start_log", "atomic_path", "write_json", "write_csv", "json_safe",
+    "start_log", "use_job_threads", "atomic_path", "write_json", "write_csv", "json_safe",
     "import_method_modules", "fit_key", "batch_rows",
 ]
 
@@ -46,6 +46,16 @@ def start_log(log_path, *, job: str) -> logging.Logger:
     logger = logging.getLogger(job)
     stream.write(f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', 'none')}\n")
     return logger
+
+
+def use_job_threads(threads: int) -> None:
+    """cbmm's fused passes use the job's ``threads`` (one core per fit, as in the paper).
+
+    Snakemake's script runner already sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
+    MKL_NUM_THREADS to them; this overrides a ``CBMM_NUM_THREADS`` the user exported,
+    which cbmm reads at each fit (so it may be set after import).
+    """
+    os.environ["CBMM_NUM_THREADS"] = str(threads)
 
 
 # ------------------------------------------------------------------ writers

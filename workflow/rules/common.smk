@@ -634,23 +634,25 @@ def real_batches(dataset, env, stopping):
     """The fits of one dataset and rule by the methods of one env packed into jobs by
     their cost at the dataset's size (known once build_dataset, a checkpoint, has run:
     call this only from input functions)."""
-    tol, max_iter, rule_options = real_settings(stopping)
+    _, max_iter, rule_options = real_settings(stopping)
     cells = real_cells(dataset)
-    units = [
-        {
-            "method": method,
-            "options": {**method_options(method), **rule_options},
-            "init_scale": float(scale),
-            "seed": seed,
-            "fit_dir": real_fit_dir(fit),
-            "cells": cells,
-            "cost_s": fit_cost_s(method, cells),
-            "timeout_s": fit_timeout_s(method, cells, max_iter),
-        }
-        for fit in real_units()
-        for _, method, rule, scale, seed in [fit]
-        if fit[0] == dataset and rule == stopping and get_method(method).env == env
-    ]
+    units = []
+    for fit in real_units():
+        fit_dataset, method, rule, scale, seed = fit
+        if (fit_dataset, rule, get_method(method).env) != (dataset, stopping, env):
+            continue
+        units.append(
+            {
+                "method": method,
+                "options": {**method_options(method), **rule_options},
+                "init_scale": float(scale),
+                "seed": seed,
+                "fit_dir": real_fit_dir(fit),
+                "cells": cells,
+                "cost_s": fit_cost_s(method, cells),
+                "timeout_s": fit_timeout_s(method, cells, max_iter),
+            }
+        )
     return pack(units, [u["cost_s"] for u in units], config["fit"]["batch_seconds"])
 
 

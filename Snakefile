@@ -33,7 +33,6 @@ wildcard_constraints:
     seed=r"\d+",
     init_scale=r"[0-9][0-9.e+-]*",
     env=env_constraint(),
-    stopping=f"{PAPER}|{CONVERGED}",
     dataset=r"[A-Za-z0-9][A-Za-z0-9_.-]*",
     figure=r"[A-Za-z0-9_.-]+",
 

@@ -254,6 +254,51 @@ def test_fits_are_batched_several_per_job(test_run):
     assert sum(sizes) == len(list(workdir.glob("results/fits/simulation/**/unit.json")))
 
 
+def test_real_fits_of_both_stopping_rules_share_a_batch(test_run):
+    """A dataset's fits under the paper's rule and the converged rule are packed together
+    (one start-up); each row keeps its rule and the rule's settings reached the fit."""
+    workdir, config = test_run["workdir"], test_run["config"]
+    tables = [pd.read_csv(path) for path in workdir.glob("results/batches/real/*/*/batch_*.csv")]
+    assert any(set(table["stopping"]) == {"paper", "converged"} for table in tables)
+    for table in tables:
+        for row in table.itertuples():
+            fit = json.loads((workdir / row.fit_dir / "fit.json").read_text())
+            expected = config["real"]["converged"]["tol"] if row.stopping == "converged" \
+                else config["fit"]["tol"]
+            assert fit["tol"] == pytest.approx(expected), row.fit_dir
+
+
+def test_every_job_logs_its_start_up(test_run):
+    """Each script job logs the CPU of its start-up (benchmarks/bench_workflow.py sums
+    them)."""
+    workdir = test_run["workdir"]
+    logs = list(workdir.glob("logs/**/*.log"))
+    assert logs
+    for log in logs:
+        found = re.findall(r"start-up: ([0-9.]+) CPU-s", log.read_text())
+        assert found and 0 < float(found[-1]) < 30, log
+
+
+def test_a_batch_job_loads_manopt_without_the_torch_its_env_lacks():
+    """pymanopt imports torch whenever it is installed (1.3 s); a job of envs/core.yaml,
+    which has no torch, hides it while loading its methods, then torch is importable
+    again and Manopt fits."""
+    pytest.importorskip("torch")
+    pytest.importorskip("pymanopt")
+    code = "\n".join([
+        "import sys", f"sys.path.insert(0, {str(REPO / 'workflow' / 'scripts')!r})",
+        "import cbmm, cbmm.simulate, helpers",
+        "helpers.load_method_software(['cbmm', 'manopt'], ['torch'])",
+        "assert 'pymanopt' in sys.modules and 'torch' not in sys.modules",
+        "y = cbmm.simulate.simulate(30, 20, seed=1).responses",
+        "assert not cbmm.fit(y, 'manopt', max_iter=20).failed",
+        "assert 'torch' not in sys.modules",
+        "import torch",
+    ])
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
 def test_fit_logs_show_the_progress_of_each_fit(test_run):
     """fit.progress_every (2 in the test config) reaches cbmm.fit's verbose: the job's log
     has a progress line for the fits that ran past two iterations."""

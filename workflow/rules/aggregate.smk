@@ -50,6 +50,7 @@ rule aggregate_runtime:
         "../../envs/core.yaml"
     params:
         method_order=methods_in_order(),
+        stopping=PAPER,
         datasets=config["real"]["runtime"]["datasets"],
         methods=runtime_methods(),
         replicates=config["real"]["runtime"]["replicates"],

@@ -329,7 +329,7 @@ REAL_FIT_DIR = (
 # One row per fit of a batch job (the job's declared output).  A batch holds the fits
 # of every configured method that runs in conda env {env}.
 SIM_BATCH = "results/batches/simulation/{env}/batch_{batch}.csv"
-REAL_BATCH = "results/batches/real/{dataset}/{env}/{stopping}/batch_{batch}.csv"
+REAL_BATCH = "results/batches/real/{dataset}/{env}/batch_{batch}.csv"
 REAL_METRICS = "results/metrics/real/{dataset}.json"
 STABILITY = "results/metrics/stability/{dataset}.csv"
 SIM_TABLE = "results/tables/sim_{study}.csv"
@@ -389,6 +389,26 @@ def method_env_file(method):
 def batch_env(wildcards):
     """The conda env of a batch job (the env its methods share)."""
     return str(env_file(wildcards.env))
+
+
+#: Frameworks that a method's library imports whenever they are installed, though the
+#: method does not use them: pymanopt loads torch as an autodiff back-end (1.3 CPU-s)
+#: while cBMM's Manopt passes analytic NumPy gradients.  {import name: package names}
+OPTIONAL_FRAMEWORKS = {"torch": {"torch", "pytorch"}}
+
+
+def absent_frameworks(wildcards):
+    """The OPTIONAL_FRAMEWORKS that a batch job's env file does not list.  The job hides
+    them while it loads its methods' software, as they would be absent in that env under
+    --sdm conda, so that one shared environment (.venv) costs the same start-up."""
+    env = yaml.safe_load(env_file(wildcards.env).read_text())
+    listed = set()
+    for dependency in env["dependencies"]:
+        for spec in dependency["pip"] if isinstance(dependency, dict) else [dependency]:
+            listed.add(re.split(r"[\s=<>!\[]", spec.strip(), maxsplit=1)[0].lower())
+    return [
+        name for name, packages in OPTIONAL_FRAMEWORKS.items() if not packages & listed
+    ]
 
 
 def env_methods(methods):
@@ -630,21 +650,24 @@ def real_fit_dir(fit):
 
 
 @functools.cache
-def real_batches(dataset, env, stopping):
-    """The fits of one dataset and rule by the methods of one env packed into jobs by
-    their cost at the dataset's size (known once build_dataset, a checkpoint, has run:
-    call this only from input functions)."""
-    _, max_iter, rule_options = real_settings(stopping)
+def real_batches(dataset, env):
+    """The fits of one dataset by the methods of one env, under both stopping rules,
+    packed into jobs by their cost at the dataset's size (known once build_dataset, a
+    checkpoint, has run: call this only from input functions)."""
     cells = real_cells(dataset)
     units = []
     for fit in real_units():
-        fit_dataset, method, rule, scale, seed = fit
-        if (fit_dataset, rule, get_method(method).env) != (dataset, stopping, env):
+        fit_dataset, method, stopping, scale, seed = fit
+        if (fit_dataset, get_method(method).env) != (dataset, env):
             continue
+        tol, max_iter, rule_options = real_settings(stopping)
         units.append(
             {
                 "method": method,
                 "options": {**method_options(method), **rule_options},
+                "stopping": stopping,
+                "tol": tol,
+                "max_iter": max_iter,
                 "init_scale": float(scale),
                 "seed": seed,
                 "fit_dir": real_fit_dir(fit),
@@ -666,20 +689,16 @@ def real_cells(dataset):
 
 def real_batch_of(fit):
     """The batch table holding one real fit."""
-    dataset, method, stopping = fit[:3]
+    dataset, method = fit[:2]
     env = get_method(method).env
-    for k, batch in enumerate(real_batches(dataset, env, stopping)):
+    for k, batch in enumerate(real_batches(dataset, env)):
         if any(u["fit_dir"] == real_fit_dir(fit) for u in batch):
-            return REAL_BATCH.format(
-                dataset=dataset, env=env, stopping=stopping, batch=k
-            )
+            return REAL_BATCH.format(dataset=dataset, env=env, batch=k)
     raise KeyError(fit)
 
 
 def real_batch(wildcards):
-    return real_batches(wildcards.dataset, wildcards.env, wildcards.stopping)[
-        int(wildcards.batch)
-    ]
+    return real_batches(wildcards.dataset, wildcards.env)[int(wildcards.batch)]
 
 
 # input functions of the real-data rules (metrics.smk, aggregate.smk)

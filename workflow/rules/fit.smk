@@ -30,6 +30,7 @@ rule fit_simulation:
         init_scale=config["fit"]["init_scale"],
         progress_every=config["fit"]["progress_every"],
         method_modules=method_modules(),
+        absent_frameworks=absent_frameworks,
     script:
         "../scripts/fit_simulation.py"
 
@@ -40,9 +41,9 @@ rule fit_real:
     output:
         REAL_BATCH,
     log:
-        log_file("fit_real", "{dataset}/{env}/{stopping}/batch_{batch}"),
+        log_file("fit_real", "{dataset}/{env}/batch_{batch}"),
     benchmark:
-        benchmark_file("fit_real", "{dataset}/{env}/{stopping}/batch_{batch}")
+        benchmark_file("fit_real", "{dataset}/{env}/batch_{batch}")
     conda:
         batch_env
     threads: 1
@@ -52,11 +53,9 @@ rule fit_real:
     params:
         units=real_batch,
         dataset=lambda wc: wc.dataset,
-        stopping=lambda wc: wc.stopping,
         sigma=config["fit"]["sigma"],
-        tol=lambda wc: real_settings(wc.stopping)[0],
-        max_iter=lambda wc: real_settings(wc.stopping)[1],
         progress_every=config["fit"]["progress_every"],
         method_modules=method_modules(),
+        absent_frameworks=absent_frameworks,
     script:
         "../scripts/fit_real.py"

@@ -1,7 +1,7 @@
 """Runtime study table: one row per (dataset, method, replicate) fit at the paper's
 stopping rule (rule aggregate_runtime).  Replicates are the seeds 0..R-1 of the
 configured start variance; the batch tables may hold other fits too (e.g. an
-interpretability fit with another seed), which are left out."""
+interpretability fit with another seed, or at the converged rule), which are left out."""
 
 import pandas as pd
 from helpers import start_log, write_csv
@@ -13,8 +13,9 @@ log = start_log(snakemake.log[0], job="aggregate_runtime")
 p = snakemake.params
 rows = pd.concat([pd.read_csv(path) for path in snakemake.input.batches],
                  ignore_index=True)
-rows = rows[rows["dataset"].isin(p.datasets) & rows["method"].isin(p.methods)
-            & (rows["seed"] < p.replicates) & (rows["init_scale"] == p.init_scale)]
+rows = rows[(rows["stopping"] == p.stopping) & rows["dataset"].isin(p.datasets)
+            & rows["method"].isin(p.methods) & (rows["seed"] < p.replicates)
+            & (rows["init_scale"] == p.init_scale)]
 table = rows.rename(columns={"seed": "replicate"})[COLUMNS]
 order = {m: i for i, m in enumerate(p.method_order)}
 datasets = {d: i for i, d in enumerate(p.datasets)}

@@ -1,8 +1,8 @@
-"""Fit one batch of real-data fits under one stopping rule (rule fit_real).
+"""Fit one batch of real-data fits of one dataset (rule fit_real).
 
-Each unit is one (method, start variance s^2, seed) of the dataset's matrix, fitted at
-``fit.sigma``.  A fit already stored with the same settings (and the same
-matrix file) is reused.  Writes one row per unit.
+Each unit is one (method, stopping rule, start variance s^2, seed) of the dataset's
+matrix, fitted at ``fit.sigma`` with its rule's tolerance, iteration limit and options.
+A fit already stored with the same settings (and the same matrix file) is reused.  Writes one row per unit.
 cbmm.fit runs each fit in a forked worker under the unit's time limit, so a
 crash, a hang or an exception of the method is a ``failed: ...`` row, not a
 failed job.
@@ -14,19 +14,21 @@ import hashlib
 import cbmm
 import pandas as pd
 from cbmm.data import read_matrix
-from helpers import (batch_rows, fit_key, import_method_modules, start_log, use_job_threads,
-                     write_csv)
+from helpers import (batch_rows, fit_key, import_method_modules, load_method_software,
+                     log_start_up, start_log, use_job_threads, write_csv)
 
 log = start_log(snakemake.log[0], job="fit_real")
 use_job_threads(snakemake.threads)
 p, matrix = snakemake.params, snakemake.input.matrix
 import_method_modules(p.method_modules)
+load_method_software([unit["method"] for unit in p.units], p.absent_frameworks)
+log_start_up(log)
 with open(matrix, "rb") as stream:
     data_digest = hashlib.file_digest(stream, "sha256").hexdigest()
 
 
 def settings_of(unit):
-    return dict(sigma=p.sigma, tol=p.tol, max_iter=p.max_iter, seed=unit["seed"],
+    return dict(sigma=p.sigma, tol=unit["tol"], max_iter=unit["max_iter"], seed=unit["seed"],
                 init_scale=unit["init_scale"])
 
 
@@ -49,12 +51,13 @@ def fit_unit(unit):
                       verbose=p.progress_every, **settings_of(unit), **unit["options"])
     n_models, n_items = responses.shape
     row = {"dataset": p.dataset, "n_models": n_models, "n_items": n_items, "method": unit["method"],
-           "stopping": p.stopping, "init_scale": unit["init_scale"], "seed": unit["seed"],
+           "stopping": unit["stopping"], "init_scale": unit["init_scale"], "seed": unit["seed"],
            "status": result.status, "runtime_s": result.runtime_s, "n_iter": result.n_iter,
            "loss": result.loss, "stationarity": result.info.get("stationarity"),
            "fit_dir": unit["fit_dir"]}
-    log.info("%s, s2 %g seed %d: %s, %d iterations, %.3f s", unit["method"],
-             unit["init_scale"], unit["seed"], result.status, result.n_iter, result.runtime_s)
+    log.info("%s, %s rule, s2 %g seed %d: %s, %d iterations, %.3f s", unit["method"],
+             unit["stopping"], unit["init_scale"], unit["seed"], result.status, result.n_iter,
+             result.runtime_s)
     return result, row
 
 

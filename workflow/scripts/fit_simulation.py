@@ -19,13 +19,15 @@ import cbmm
 import pandas as pd
 from cbmm.metrics import fit_metrics
 from cbmm.simulate import simulate
-from helpers import (batch_rows, fit_key, import_method_modules, start_log, use_job_threads,
-                     write_csv)
+from helpers import (batch_rows, fit_key, import_method_modules, load_method_software,
+                     log_start_up, start_log, use_job_threads, write_csv)
 
 log = start_log(snakemake.log[0], job="fit_simulation")
 use_job_threads(snakemake.threads)
 p = snakemake.params
 import_method_modules(p.method_modules)
+load_method_software([unit["method"] for unit in p.units], p.absent_frameworks)
+log_start_up(log)
 
 
 def settings_of(unit):

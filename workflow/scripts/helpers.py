@@ -18,15 +18,17 @@ import os
 import secrets
 import shutil
 import sys
+import time
 import warnings
 from pathlib import Path
 
+import cbmm
 from cbmm import io as cbmm_io
 from cbmm.io import atomic_path, write_csv
 
 __all__ = [
-    "start_log", "use_job_threads", "atomic_path", "write_json", "write_csv", "json_safe",
-    "import_method_modules", "fit_key", "batch_rows",
+    "start_log", "log_start_up", "load_method_software", "use_job_threads", "atomic_path",
+    "write_json", "write_csv", "json_safe", "import_method_modules", "fit_key", "batch_rows",
 ]
 
 
@@ -34,7 +36,8 @@ def start_log(log_path, *, job: str) -> logging.Logger:
     """Send this job's messages, warnings and uncaught errors to its log file.
 
     The first line records ``SLURM_JOB_ID`` (``none`` outside SLURM) so a log
-    can be matched with the scheduler's accounting.
+    can be matched with the scheduler's accounting; the second the job's start-up
+    (:func:`log_start_up`).
     """
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
     stream = open(log_path, "w", buffering=1)  # noqa: SIM115 (lives as long as the job)
@@ -45,7 +48,38 @@ def start_log(log_path, *, job: str) -> logging.Logger:
     warnings.simplefilter("default")
     logger = logging.getLogger(job)
     stream.write(f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', 'none')}\n")
+    log_start_up(logger)
     return logger
+
+
+def log_start_up(log) -> None:
+    """Log the CPU this process has used so far: its start-up before the job's work
+    (interpreter, Snakemake's script preamble, imports; a fit job logs it again once
+    its methods' software is loaded). ``benchmarks/bench_workflow.py`` sums the last
+    such line of each job's log."""
+    log.info("start-up: %.3f CPU-s", time.process_time())
+
+
+def load_method_software(methods, absent=()) -> None:
+    """Import the software of ``methods`` now, as cbmm.fit would at the first fit of each.
+
+    The modules named in ``absent`` (frameworks the job's conda env lacks; common.smk,
+    absent_frameworks) cannot be imported meanwhile, so a library that imports them
+    only when installed skips them here as it would in that env.  A method whose
+    software is missing is left to cbmm.fit, which records each of its fits as
+    ``failed`` with the install command.
+    """
+    hidden = [name for name in absent if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(hidden))  # None: importing them raises ImportError
+    try:
+        for name in dict.fromkeys(methods):
+            try:
+                cbmm.check_methods([name])
+            except cbmm.MethodUnavailableError:
+                pass
+    finally:
+        for name in hidden:
+            del sys.modules[name]
 
 
 def use_job_threads(threads: int) -> None:

@@ -500,10 +500,8 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
     n_studies = len(config["simulation"]["run"])
     assert n_studies == 7
     expected = {
-        "render_sensitivity": 1, "render_runtime": 1, "render_math500_ability": 1,
-        "render_item_difficulty": 1, "render_discrimination": 1, "render_rankflow": 1,
-        "render_rankflow_datasets": 1,
-        "render_stability_tables": 1, "render_runtime_tables": 1,
+        "render_sensitivity": 1, "render_runtime": 1, "render_math500": 1,
+        "render_interpretability": 1, "render_stability_tables": 1, "render_runtime_tables": 1,
         "render_math500_models_table": 1,
     }
     assert {rule: counts.get(rule) for rule in expected} == expected

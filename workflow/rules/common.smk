@@ -819,6 +819,42 @@ def report_table(path, caption, category, subcategory=None):
     )
 
 
+def interpretability_figures():
+    """(figure, report category, subcategory) drawn by render_interpretability, in the
+    order of interpretability_figure_specs."""
+    figures = [("discrimination", "Interpretability", None)]
+    if rankflow_panels():
+        figures.append(("rankflow", "Interpretability", None))
+    return figures + [
+        (f"rankflow_{dataset}", "Rankings", dataset)
+        for dataset in interpretability_datasets()
+    ]
+
+
+def interpretability_figure_specs(summary, rankings):
+    """render.py's specs of interpretability_figures(); ``rankings``: {dataset: path}."""
+    panels = rankflow_panels()
+    specs = [{"figure": "discrimination", "args": [summary]}]
+    if panels:
+        specs.append(
+            {
+                "figure": "rankflow",
+                "args": [{d: rankings[d] for d in panels}, summary],
+                "kwargs": {"top": panels},
+                "caption_args": {"config_summary": {"top": panels}},
+            }
+        )
+    return specs + [
+        {
+            "figure": "rankflow",
+            "args": [{dataset: rankings[dataset]}, summary],
+            "kwargs": {"top": {dataset: rankflow_top()}},
+            "caption_args": {"config_summary": {"top": {dataset: rankflow_top()}}},
+        }
+        for dataset in interpretability_datasets()
+    ]
+
+
 def figure_outputs(name, category, subcategory=None):
     """PDF, PNG (shown in the report) and caption of one figure, in that order (the
     order render.py reads them in).

@@ -6,11 +6,8 @@ produced by the figure's own caption function; the report shows it beside the PN
 localrules:
     render_sensitivity,
     render_runtime,
-    render_math500_ability,
-    render_item_difficulty,
-    render_discrimination,
-    render_rankflow,
-    render_rankflow_datasets,
+    render_math500,
+    render_interpretability,
     render_stability_tables,
     render_runtime_tables,
     render_math500_models_table,
@@ -82,111 +79,56 @@ rule render_runtime:
         "../scripts/render.py"
 
 
-rule render_math500_ability:
+# One job draws the two MATH-500 figures.
+rule render_math500:
     input:
-        MATH500_ABILITIES,
+        abilities=MATH500_ABILITIES,
+        difficulty=MATH500_ITEMS_TABLE,
     output:
         **figure_outputs("math500_ability", "Interpretability"),
+        **{
+            f"difficulty_{kind}": path
+            for kind, path in figure_outputs(
+                "item_difficulty", "Interpretability"
+            ).items()
+        },
     log:
-        log_file("render", "math500_ability"),
+        log_file("render", "math500"),
     benchmark:
-        benchmark_file("render", "math500_ability")
-    conda:
-        "../../envs/core.yaml"
-    params:
-        figures=lambda wc, input: [{"figure": "math500_ability", "args": [input[0]]}],
-    script:
-        "../scripts/render.py"
-
-
-rule render_item_difficulty:
-    input:
-        MATH500_ITEMS_TABLE,
-    output:
-        **figure_outputs("item_difficulty", "Interpretability"),
-    log:
-        log_file("render", "item_difficulty"),
-    benchmark:
-        benchmark_file("render", "item_difficulty")
-    conda:
-        "../../envs/core.yaml"
-    params:
-        figures=lambda wc, input: [{"figure": "item_difficulty", "args": [input[0]]}],
-    script:
-        "../scripts/render.py"
-
-
-rule render_discrimination:
-    input:
-        DISCRIMINATION_TABLE,
-    output:
-        **figure_outputs("discrimination", "Interpretability"),
-    log:
-        log_file("render", "discrimination"),
-    benchmark:
-        benchmark_file("render", "discrimination")
-    conda:
-        "../../envs/core.yaml"
-    params:
-        figures=lambda wc, input: [{"figure": "discrimination", "args": [input[0]]}],
-    script:
-        "../scripts/render.py"
-
-
-rule render_rankflow:
-    input:
-        summary=DISCRIMINATION_TABLE,
-        rankings=[RANKINGS.format(dataset=d) for d in rankflow_panels()],
-    output:
-        **figure_outputs("rankflow", "Interpretability"),
-    log:
-        log_file("render", "rankflow"),
-    benchmark:
-        benchmark_file("render", "rankflow")
+        benchmark_file("render", "math500")
     conda:
         "../../envs/core.yaml"
     params:
         figures=lambda wc, input: [
-            {
-                "figure": "rankflow",
-                "args": [dict(zip(rankflow_panels(), input.rankings)), input.summary],
-                "kwargs": {"top": rankflow_panels()},
-                "caption_args": {"config_summary": {"top": rankflow_panels()}},
-            }
+            {"figure": "math500_ability", "args": [input.abilities]},
+            {"figure": "item_difficulty", "args": [input.difficulty]},
         ],
     script:
         "../scripts/render.py"
 
 
-# One job draws the rank-flow figure of every interpretability dataset.
-rule render_rankflow_datasets:
+# One job draws the figures of the interpretability datasets: the discrimination
+# summary, the paper's rank-flow panels and each dataset's own rank flow.
+rule render_interpretability:
     input:
         summary=DISCRIMINATION_TABLE,
         rankings=[RANKINGS.format(dataset=d) for d in interpretability_datasets()],
     output:
         [
             path
-            for dataset in interpretability_datasets()
-            for path in figure_outputs(
-                f"rankflow_{dataset}", "Rankings", dataset
-            ).values()
+            for name, category, subcategory in interpretability_figures()
+            for path in figure_outputs(name, category, subcategory).values()
         ],
     log:
-        log_file("render", "rankflow_datasets"),
+        log_file("render", "interpretability"),
     benchmark:
-        benchmark_file("render", "rankflow_datasets")
+        benchmark_file("render", "interpretability")
     conda:
         "../../envs/core.yaml"
     params:
-        figures=lambda wc, input: [
-            {
-                "figure": "rankflow",
-                "args": [{dataset: rankings}, input.summary],
-                "kwargs": {"top": {dataset: rankflow_top()}},
-                "caption_args": {"config_summary": {"top": {dataset: rankflow_top()}}},
-            }
-            for dataset, rankings in zip(interpretability_datasets(), input.rankings)
-        ],
+        figures=lambda wc, input: interpretability_figure_specs(
+            input.summary, dict(zip(interpretability_datasets(), input.rankings))
+        ),
     script:
         "../scripts/render.py"
 

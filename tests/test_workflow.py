@@ -501,8 +501,8 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
     assert n_studies == 7
     expected = {
         "render_sensitivity": 1, "render_runtime": 1, "render_math500": 1,
-        "render_interpretability": 1, "render_stability_tables": 1, "render_runtime_tables": 1,
-        "render_math500_models_table": 1,
+        "render_interpretability": 1, "aggregate_stability": 1, "aggregate_runtime": 1,
+        "math500_tables": 1,
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
 

@@ -41,7 +41,9 @@ rule aggregate_runtime:
     input:
         batches=runtime_batch_files,
     output:
-        report_table(RUNTIME_TABLE, "table_runtime", "Scalability"),
+        table=report_table(RUNTIME_TABLE, "table_runtime", "Scalability"),
+        summary=report_table(RUNTIME_SUMMARY, "table_runtime", "Scalability"),
+        speedup=report_table(SPEEDUP_TABLE, "table_runtime", "Scalability"),
     log:
         log_file("aggregate_runtime", "aggregate_runtime"),
     benchmark:
@@ -55,6 +57,7 @@ rule aggregate_runtime:
         methods=runtime_methods(),
         replicates=config["real"]["runtime"]["replicates"],
         init_scale=float(config["fit"]["init_scale"]),
+        method_modules=method_modules(),
     script:
         "../scripts/aggregate_runtime.py"
 
@@ -77,11 +80,22 @@ rule aggregate_discrimination:
         "../scripts/aggregate_rows.py"
 
 
+# The raw correlations of every stability dataset, their summary and the paper's
+# three LaTeX tables.
 rule aggregate_stability:
     input:
         expand(STABILITY, dataset=config["real"]["stability"]["datasets"]),
     output:
-        report_table(STABILITY_TABLE, "table_stability_raw", "Recovery stability"),
+        raw=report_table(STABILITY_TABLE, "table_stability_raw", "Recovery stability"),
+        summary=report_table(STABILITY_SUMMARY, "table_stability", "Recovery stability"),
+        tex=[
+            report_table(
+                STABILITY_TEX.format(parameter=p),
+                "table_stability",
+                "Recovery stability",
+            )
+            for p in STABILITY_PARAMETERS
+        ],
     log:
         log_file("aggregate_stability", "aggregate_stability"),
     benchmark:
@@ -89,10 +103,10 @@ rule aggregate_stability:
     conda:
         "../../envs/core.yaml"
     params:
-        sort=[],
-        method_order=[],
+        datasets=config["real"]["stability"]["datasets"],
+        parameters=STABILITY_PARAMETERS,
     script:
-        "../scripts/aggregate_rows.py"
+        "../scripts/aggregate_stability.py"
 
 
 if math500() is not None:
@@ -109,6 +123,9 @@ if math500() is not None:
             ),
             item_table=report_table(
                 MATH500_ITEMS_TABLE, "table_math500", "Interpretability"
+            ),
+            models_tex=report_table(
+                MATH500_MODELS_TEX, "table_math500_models", "Interpretability"
             ),
         log:
             log_file("math500_tables", "math500_tables"),

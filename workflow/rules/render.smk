@@ -8,9 +8,6 @@ localrules:
     render_runtime,
     render_math500,
     render_interpretability,
-    render_stability_tables,
-    render_runtime_tables,
-    render_math500_models_table,
 
 
 # One job draws the figures of every simulation study (one start-up for all of them).
@@ -131,62 +128,3 @@ rule render_interpretability:
         ),
     script:
         "../scripts/render.py"
-
-
-rule render_stability_tables:
-    input:
-        STABILITY_TABLE,
-    output:
-        summary=report_table(STABILITY_SUMMARY, "table_stability", "Recovery stability"),
-        tex=[
-            report_table(
-                STABILITY_TEX.format(parameter=p),
-                "table_stability",
-                "Recovery stability",
-            )
-            for p in STABILITY_PARAMETERS
-        ],
-    log:
-        log_file("render", "stability_tables"),
-    benchmark:
-        benchmark_file("render", "stability_tables")
-    conda:
-        "../../envs/core.yaml"
-    params:
-        datasets=config["real"]["stability"]["datasets"],
-        parameters=STABILITY_PARAMETERS,
-    script:
-        "../scripts/render_stability_tables.py"
-
-
-rule render_runtime_tables:
-    input:
-        RUNTIME_TABLE,
-    output:
-        summary=report_table(RUNTIME_SUMMARY, "table_runtime", "Scalability"),
-        speedup=report_table(SPEEDUP_TABLE, "table_runtime", "Scalability"),
-    log:
-        log_file("render", "runtime_tables"),
-    benchmark:
-        benchmark_file("render", "runtime_tables")
-    conda:
-        "../../envs/core.yaml"
-    params:
-        method_modules=method_modules(),
-    script:
-        "../scripts/render_runtime_tables.py"
-
-
-rule render_math500_models_table:
-    input:
-        MATH500_MODELS,
-    output:
-        report_table(MATH500_MODELS_TEX, "table_math500_models", "Interpretability"),
-    log:
-        log_file("render", "math500_models_table"),
-    benchmark:
-        benchmark_file("render", "math500_models_table")
-    conda:
-        "../../envs/core.yaml"
-    script:
-        "../scripts/render_math500_models_table.py"

@@ -1,5 +1,5 @@
 """Concatenate per-job rows (CSV tables or JSON objects) into one CSV table
-(rules aggregate_simulation, aggregate_discrimination, aggregate_stability).
+(rules aggregate_simulation, aggregate_discrimination).
 
 ``params.sort`` names the columns to sort by; methods sort in ``params.method_order``
 (the registry's display order).  With ``params.split_by = [column, values]`` the rows

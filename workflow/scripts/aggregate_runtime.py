@@ -1,16 +1,21 @@
-"""Runtime study table: one row per (dataset, method, replicate) fit at the paper's
-stopping rule (rule aggregate_runtime).  Replicates are the seeds 0..R-1 of the
+"""Runtime study tables (rule aggregate_runtime): one row per (dataset, method,
+replicate) fit at the paper's stopping rule, its summary (mean/min/max per suite and
+method) and cBMM's speedup over the fastest baseline.  Replicates are the seeds 0..R-1 of the
 configured start variance; the batch tables may hold other fits too (e.g. an
-interpretability fit with another seed, or at the converged rule), which are left out."""
+interpretability fit with another seed, or at the converged rule), which are left out.
+The user's method modules are imported first: the summary names methods through the
+registry."""
 
 import pandas as pd
-from helpers import start_log, write_csv
+from cbmm.tables import runtime_summary, speedup_table
+from helpers import import_method_modules, start_log, write_csv
 
 COLUMNS = ["dataset", "n_models", "n_items", "method", "replicate", "status", "runtime_s",
            "n_iter", "loss"]
 
 log = start_log(snakemake.log[0], job="aggregate_runtime")
-p = snakemake.params
+p, out = snakemake.params, snakemake.output
+import_method_modules(p.method_modules)
 rows = pd.concat([pd.read_csv(path) for path in snakemake.input.batches],
                  ignore_index=True)
 rows = rows[(rows["stopping"] == p.stopping) & rows["dataset"].isin(p.datasets)
@@ -27,4 +32,8 @@ if len(table) != expected:
     raise RuntimeError(f"runtime study: {len(table)} fits found in the batch tables, "
                        f"expected {expected}")
 log.info("%d fits, %d failed", len(table), int(table["status"].str.startswith("failed").sum()))
-write_csv(table, snakemake.output[0])
+write_csv(table, out.table)
+summary = runtime_summary(table)
+write_csv(summary, out.summary)
+write_csv(speedup_table(summary), out.speedup)
+log.info("%s", summary.to_string())

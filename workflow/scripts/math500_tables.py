@@ -3,6 +3,7 @@
 math500_abilities.csv: row_label, model, prompt, params_b, release_date, tier, theta, accuracy
 (one row per matrix row, i.e. per model and prompt style).
 math500_items.csv: item, subject, level, a, b, accuracy (column j of the matrix is item j).
+math500_models.tex: the paper's list of the models, as a LaTeX table.
 Every matrix row and column must have its metadata; a gap stops the job naming it.
 """
 
@@ -12,6 +13,8 @@ from pathlib import Path
 import cbmm
 import pandas as pd
 from cbmm.data import read_matrix
+from cbmm.io import write_text
+from cbmm.tables import math500_model_latex, math500_model_table
 from helpers import start_log, write_csv
 
 
@@ -52,3 +55,6 @@ items["b"] = params.loc[col_labels, "b"].to_numpy()
 items["accuracy"] = responses.accuracy(axis=0)
 write_csv(items.reset_index(drop=True), out.item_table)
 log.info("%d models x prompts, %d items", len(table), len(items))
+write_text(math500_model_latex(math500_model_table(models),
+                               caption="List of LLM candidates in the MATH-500 suite",
+                               label="tab:llm_list"), out.models_tex)

@@ -1,6 +1,8 @@
-"""Stability summary (mean, sd, n per cell) and the paper's three LaTeX tables
-(theta, a, b) from stability_raw.csv (rule render_stability_tables)."""
+"""Stability study tables (rule aggregate_stability): the Spearman correlations of
+every dataset (stability_raw.csv, the rows of the stability jobs), their summary
+(mean, sd, n per cell) and the paper's three LaTeX tables (theta, a, b)."""
 
+import pandas as pd
 from cbmm.io import write_csv, write_text
 from cbmm.tables import stability_latex, stability_table
 from helpers import start_log
@@ -9,13 +11,17 @@ CAPTIONS = {"theta": r"Stability check for \texttt{cBMM}-recovered $\hat{\boldsy
             "a": r"Stability check for \texttt{cBMM}-recovered $\hat{\mathbf{a}}$.",
             "b": r"Stability check for \texttt{cBMM}-recovered $\hat{\mathbf{b}}$."}
 
-log = start_log(snakemake.log[0], job="render_stability_tables")
-table = stability_table(snakemake.input[0])
-write_csv(table, snakemake.output.summary)
-for parameter, path in zip(snakemake.params.parameters, snakemake.output.tex):
+log = start_log(snakemake.log[0], job="aggregate_stability")
+out = snakemake.output
+raw = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)
+write_csv(raw, out.raw)
+table = stability_table(raw)
+write_csv(table, out.summary)
+for parameter, path in zip(snakemake.params.parameters, out.tex):
     caption = (CAPTIONS[parameter] + " Each block corresponds to a benchmark suite. Cells report"
                " the mean and standard deviation (in parenthesis) of Spearman correlation"
                f" coefficients across {int(table['n'].max())} replicates.")
     write_text(stability_latex(table, parameter, datasets=snakemake.params.datasets,
                                caption=caption, label=f"tab:stable_{parameter}"), path)
-log.info("wrote %s", list(snakemake.output))
+log.info("%d correlations from %d datasets; wrote %s", len(raw), len(snakemake.input),
+         list(out))

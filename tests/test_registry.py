@@ -101,6 +101,7 @@ def test_options_are_checked_and_parsed_from_their_declaration(toy):
     ({"solve": "not callable"}, "solve must be callable"),
     ({"options": {"x": 3}}, "options must map names to cbmm.registry.Option"),
     ({"seconds_per_million_cells": 0}, "seconds_per_million_cells"),
+    ({"preload": ("scipy.optimize",)}, "preload must be callable"),
 ])
 def test_register_method_checks_its_arguments(kwargs, message):
     arguments = dict(name="toy_bad", solve=_toy_solve) | kwargs

@@ -1,11 +1,13 @@
 """cBMM iteration: MM property, KKT conditions, agreement of the engines, and
 the paper's full-matrix formulas."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.special import expit
 
-from cbmm import Responses, _fused, initial_values, loss, loss_and_gradient
+from cbmm import Responses, _fused, initial_values, loss, loss_and_gradient, model
 from cbmm.solver import MMOperator, mm_step_numpy, solve_cbmm
 
 
@@ -192,6 +194,18 @@ def test_elementwise_exp_log1p_accuracy(dtype, rtol):
         z = -sign * x.astype(np.float64)
         np.testing.assert_allclose(w, sign * expit(z), rtol=rtol, atol=5e-18)
         np.testing.assert_allclose(softplus, np.logaddexp(0.0, z), rtol=rtol, atol=5e-18)
+
+
+def test_numpy_expit_equals_scipys_to_rounding_without_overflow_warnings():
+    x = np.concatenate([np.random.default_rng(0).standard_normal(100_000) * 30,
+                        [0.0, -0.0, 36.0, -36.0, 709.0, -709.0, -710.0, -745.0, -800.0,
+                         800.0, np.inf, -np.inf]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = model.expit(x)
+    np.testing.assert_allclose(got, expit(x), rtol=4 * np.finfo(float).eps, atol=0)
+    assert np.isnan(model.expit(np.nan))
+    assert model.expit(np.float32([1.0, -2.0])).dtype == np.float32
 
 
 def test_items_with_zero_discrimination_or_no_signal_give_finite_values():

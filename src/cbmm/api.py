@@ -30,7 +30,6 @@ import time
 import warnings
 
 import numpy as np
-import pandas as pd
 
 from .initialization import initial_values
 from .model import check_sigma, loss_and_stationarity
@@ -180,6 +179,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     if data.storage == "sparse" and not spec.reads_sparse:
         data = data.to_dense()
     spec.availability()
+    # here, not in the forked worker, where the import would die with it and be paid again
+    # by every fit (Method.preload)
+    spec.import_modules(options)
 
     n, j = data.shape
     if timeout_s == "auto":
@@ -249,6 +251,8 @@ def _finish(out, data, start, method, settings, init_scale, bad_items, bad_model
 def _label(values, labels, name):
     if labels is None:
         return values
+    import pandas as pd  # labels come from pandas input: already imported
+
     return pd.Series(values, index=labels, name=name)
 
 

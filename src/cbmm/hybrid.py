@@ -51,6 +51,14 @@ import contextlib
 import time
 
 import numpy as np
+# Imported with this module, which cbmm.fit imports in the caller for accelerate="auto"
+# (Method.preload), so that the forked workers do not import them again on every fit.
+from scipy.optimize import Bounds, minimize
+
+try:
+    from threadpoolctl import threadpool_limits
+except ImportError:
+    threadpool_limits = None
 
 from .model import canonical_projected_norm
 from .result import SolverOutput
@@ -183,8 +191,6 @@ def _quasi_newton(op, theta, a, b, *, tol, target, max_iter, record, info):
     stalled : bool
         Whether the run ended by the window rule.
     """
-    from scipy.optimize import Bounds, minimize
-
     n, j = op.shape
     x0 = np.concatenate([theta, a, b])
     curvature = np.concatenate(op.curvature(theta, a, b))
@@ -252,9 +258,7 @@ def _blas_single_thread():
     """SciPy's L-BFGS-B runs BLAS on vectors of N + 2J numbers: threads only
     contend there (measured: 22 ms instead of 2.2 ms per iteration on MATH-500
     on a loaded 2-core machine).  Uses threadpoolctl when it is installed."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
+    if threadpool_limits is None:
         return contextlib.nullcontext()
     return threadpool_limits(1, user_api="blas")
 

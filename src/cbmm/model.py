@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import expit
 
 __all__ = [
     "SIGMA_RANGE",
     "canonical_projected_norm",
     "check_sigma",
     "dense_responses",
+    "expit",
     "fused_matrix",
     "loss",
     "loss_and_gradient",
@@ -107,6 +107,21 @@ def row_blocks(n_rows: int, n_cols: int, target_cells: int = 1 << 20):
 def scores(theta, a, b) -> np.ndarray:
     """Score matrix ``X = theta a^T + 1 b^T``."""
     return np.outer(theta, a) + b[None, :]
+
+
+def expit(x):
+    """The logistic function ``1 / (1 + exp(-x))``, elementwise.
+
+    SciPy's ``scipy.special.expit`` by the same formula, in NumPy: it agrees
+    with SciPy to 1 ulp (NumPy's and the C library's ``exp`` may round
+    differently), is faster on arrays, and keeps SciPy (0.4 s to import) out
+    of ``import cbmm``.  Below x = -709.78 ``exp(-x)`` overflows to inf and
+    the result is 0, as in SciPy (the exact value is below the smallest
+    normal float).  The tanh form ``(1 + tanh(x / 2)) / 2`` would lose the
+    relative precision of small probabilities.
+    """
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
 
 
 def probabilities(x, sigma: float = 1.0) -> np.ndarray:

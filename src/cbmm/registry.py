@@ -22,16 +22,19 @@ each iteration / epoch / EM cycle (``loss`` may be NaN where the method has
 no loss (3) at hand), and ``options`` the method's declared options, already
 validated and completed with their defaults.  An error inside ``solve`` is a
 failed fit (the paper's NA), not bad input.  Solvers import their heavy
-libraries lazily so that ``import cbmm`` stays cheap.
+libraries lazily so that ``import cbmm`` stays cheap (NumPy and the C
+extensions only), and name them in ``preload`` so that :func:`cbmm.fit`
+imports them in the caller, once, rather than in every forked worker.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 __all__ = ["Method", "Option", "MethodUnavailableError", "register_method", "get_method",
            "available_methods", "check_methods", "method_order", "AUTO_TIMEOUT_BASE_S",
@@ -45,6 +48,10 @@ AUTO_TIMEOUT_FACTOR = 10.0
 
 class MethodUnavailableError(RuntimeError):
     """A method's software is missing; the message says how to install it or drop it."""
+
+
+def _no_modules(options) -> tuple:
+    return ()
 
 
 _KINDS = {"int": (numbers.Integral,), "float": (numbers.Real,), "str": (str,), "bool": (bool,)}
@@ -184,6 +191,13 @@ class Method:
         Whether the solver reads sparse (CSR) :class:`cbmm.Responses`.  False
         (the default): :func:`cbmm.fit` hands it dense storage
         (``responses.y``), expanding sparse responses first.
+    preload : callable
+        ``preload(options)``: names of the modules the solver imports when run
+        with ``options`` (validated, defaults filled in); by default none.
+        :func:`cbmm.fit` imports them (:meth:`import_modules`) in the caller
+        before it forks the worker: a module first imported in the worker
+        dies with it, so every fit would import it again (SciPy's optimizers:
+        about 0.4 CPU-s).
     """
 
     name: str
@@ -197,6 +211,7 @@ class Method:
     env: str = "core"
     seconds_per_million_cells: float = 60.0
     reads_sparse: bool = False
+    preload: Callable[[Mapping[str, Any]], Sequence[str]] = _no_modules
 
     def check_options(self, options: Mapping) -> dict:
         """Validate ``options`` against the declared ones and fill in defaults.
@@ -220,6 +235,18 @@ class Method:
             except ValueError as exc:
                 raise ValueError(f"method {self.name!r}: {exc}") from None
         return checked
+
+    def import_modules(self, options: Mapping) -> None:
+        """Import the modules ``preload(options)`` names (``options`` as from
+        :meth:`check_options`).
+
+        Raises
+        ------
+        ImportError
+            One of them cannot be imported.
+        """
+        for name in self.preload(options):
+            importlib.import_module(name)
 
     def default_timeout_s(self, n_models: int, n_items: int, max_iter: int = 1000) -> float:
         """The time limit of ``timeout_s="auto"`` for an ``n_models x n_items`` fit.
@@ -248,7 +275,9 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
                     options: Mapping[str, Option] | None = None, color: str = "#555555",
                     order: int = 100, env: str = "core",
                     seconds_per_million_cells: float = 60.0,
-                    reads_sparse: bool = False) -> Method:
+                    reads_sparse: bool = False,
+                    preload: Callable[[Mapping[str, Any]], Sequence[str]] | None = None
+                    ) -> Method:
     """Register ``solve`` under ``name`` (replacing an earlier registration).
 
     See :class:`Method` for the fields.  Returns the entry.
@@ -257,6 +286,8 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
         raise ValueError(f"method names are lower-case identifiers, got {name!r}")
     if not callable(solve):
         raise ValueError(f"method {name!r}: solve must be callable, got {solve!r}")
+    if preload is not None and not callable(preload):
+        raise ValueError(f"method {name!r}: preload must be callable, got {preload!r}")
     bad = [key for key, spec in (options or {}).items() if not isinstance(spec, Option)]
     if bad:
         raise ValueError(f"method {name!r}: options must map names to cbmm.registry.Option, "
@@ -269,7 +300,7 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
                     availability=availability or _always_available, description=description,
                     options=dict(options or {}), color=color, order=order, env=env,
                     seconds_per_million_cells=float(seconds_per_million_cells),
-                    reads_sparse=bool(reads_sparse))
+                    reads_sparse=bool(reads_sparse), preload=preload or _no_modules)
     _METHODS[name] = method
     return method
 

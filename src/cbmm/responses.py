@@ -21,13 +21,16 @@ degenerate rows/columns without another pass over the data.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-import scipy.sparse
 
 from . import _ingest
+
+if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
+    import pandas as pd
 
 __all__ = ["CODINGS", "LONG_COLUMNS", "SPARSE_BELOW", "ResponseError", "Responses", "as_responses"]
 
@@ -145,6 +148,8 @@ class Responses:
             if self.y is not None:
                 self._cache["observed"] = self.y != 0
             else:
+                import scipy.sparse
+
                 self._cache["observed"] = scipy.sparse.csr_array(
                     (np.ones(self.indices.size, dtype=bool), self.indices, self.indptr),
                     shape=self.shape)
@@ -217,6 +222,8 @@ class Responses:
 
     def to_frame(self) -> pd.DataFrame:
         """Dense 0/1/NaN float DataFrame (the user-facing coding; 8 bytes per cell)."""
+        import pandas as pd
+
         dense = self.to_dense()
         values = np.where(dense.y == 0, np.nan, (dense.y + 1) / 2)
         return pd.DataFrame(values, index=self.row_labels, columns=self.col_labels)
@@ -224,6 +231,8 @@ class Responses:
     def to_long(self) -> pd.DataFrame:
         """The observed cells as a long table: columns ``model``, ``item`` (labels, or row and
         column numbers) and ``correct`` (1/0, int8), rows in row-major order."""
+        import pandas as pd
+
         sparse = self.to_sparse()
         rows = np.repeat(np.arange(self.shape[0]), np.diff(sparse.indptr))
         model = self.row_labels[rows] if self.row_labels is not None else rows
@@ -311,15 +320,15 @@ def as_responses(data, *, coding: str | None = None, storage: str = "auto",
         raise ResponseError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
     if isinstance(data, Responses):
         responses = data
-    elif isinstance(data, pd.DataFrame) and (layout == "long" or (
+    elif _is_frame(data) and (layout == "long" or (
             layout == "auto" and all(c in data.columns for c in LONG_COLUMNS))):
         responses = _from_long(data, coding, source)
     elif layout == "long":
         raise ResponseError(f"{source}: layout='long' needs a DataFrame with columns "
                             f"{', '.join(LONG_COLUMNS)}; got {type(data).__name__}")
-    elif scipy.sparse.issparse(data):
+    elif _is_scipy_sparse(data):
         responses = _from_scipy(data, coding, source)
-    elif isinstance(data, pd.DataFrame):
+    elif _is_frame(data):
         responses = _from_frame(data, coding, source)
     else:
         responses = _from_array(data, coding, source)
@@ -329,6 +338,19 @@ def as_responses(data, *, coding: str | None = None, storage: str = "auto",
     if storage == "sparse" or (storage == "auto" and responses.n_observed < SPARSE_BELOW * n * j):
         return responses.to_sparse()
     return responses.to_dense()
+
+
+# The input types of pandas and SciPy are recognised without importing them: an object of
+# theirs exists only once the library has been imported.
+
+def _is_frame(data) -> bool:
+    pandas = sys.modules.get("pandas")
+    return pandas is not None and isinstance(data, pandas.DataFrame)
+
+
+def _is_scipy_sparse(data) -> bool:
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(data)
 
 
 # ---- wide input --------------------------------------------------------------------------------
@@ -407,6 +429,8 @@ def _float_block(block, mask):
     if block.dtype.kind in "biuf":
         out = block.astype(np.float64)
     else:
+        import pandas as pd
+
         out = _numeric(pd.Series(block.ravel(), dtype=object)).reshape(block.shape)
     if mask is not None:
         out[mask] = np.nan
@@ -417,12 +441,16 @@ def _as_float(column) -> np.ndarray:
     """A column (ndarray or Series) that the C scan cannot read, as float64 (see _numeric)."""
     if isinstance(column, np.ndarray) and column.dtype.kind in "biuf":
         return column.astype(np.float64)
+    import pandas as pd
+
     return _numeric(column if isinstance(column, pd.Series) else pd.Series(column, dtype=object))
 
 
 def _numeric(series: pd.Series) -> np.ndarray:
     """A Series of any dtype as float64: numbers and numeric strings as themselves, missing
     values (None, NaN, NA, empty strings) as NaN, anything else as inf."""
+    import pandas as pd
+
     if isinstance(series.dtype, pd.CategoricalDtype):
         series = series.astype(object)
     numbers = pd.to_numeric(series, errors="coerce")
@@ -533,7 +561,7 @@ def _from_long(frame, coding, source):
         raise ResponseError(f"{source}: a long table needs the columns {', '.join(LONG_COLUMNS)}; "
                             f"missing {', '.join(missing)}")
     for name in LONG_COLUMNS:
-        if isinstance(frame[name], pd.DataFrame):
+        if _is_frame(frame[name]):
             raise ResponseError(f"{source}: more than one column named {name!r}")
     if len(frame) == 0:
         raise ResponseError(f"{source}: the long table has no records")
@@ -565,6 +593,8 @@ def _from_long(frame, coding, source):
 
 def _ids(series, what, record, source):
     """Integer codes (first appearance order) and labels of a column of ids."""
+    import pandas as pd
+
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy()
         present = pd.unique(codes)  # first appearance order

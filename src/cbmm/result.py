@@ -6,11 +6,14 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from .io import atomic_paths
+
+if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
+    import pandas as pd
 
 __all__ = ["SolverOutput", "FitResult", "canonicalize"]
 
@@ -229,10 +232,14 @@ class FitResult:
         }
 
     def abilities_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         theta = self.theta if isinstance(self.theta, pd.Series) else pd.Series(self.theta)
         return pd.DataFrame({"model": theta.index, "theta": theta.to_numpy()})
 
     def items_frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         a = self.a if isinstance(self.a, pd.Series) else pd.Series(self.a)
         return pd.DataFrame({"item": a.index, "a": a.to_numpy(), "b": np.asarray(self.b)})
 
@@ -255,6 +262,8 @@ class FitResult:
     @classmethod
     def load(cls, out_dir) -> "FitResult":
         """Read a result written by :meth:`save`."""
+        import pandas as pd
+
         out = Path(out_dir)
         meta = json.loads((out / "fit.json").read_text())
         abilities = pd.read_csv(out / "abilities.csv", float_precision="round_trip")
@@ -275,7 +284,11 @@ class FitResult:
 
 
 def _labelled(values, labels, name):
-    return values if labels is None else pd.Series(values, index=labels, name=name)
+    if labels is None:
+        return values
+    import pandas as pd  # labels come from pandas input: already imported
+
+    return pd.Series(values, index=labels, name=name)
 
 
 def _json_float(v):

@@ -28,14 +28,17 @@ import json
 import math
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy.special import expit
 
 from .api import DegenerateDataWarning
+from .model import expit
 from .responses import LONG_COLUMNS, Responses, as_responses
 from .result import FitResult
+
+if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
+    import pandas as pd
 
 __all__ = ["score", "read_items", "PRIORS"]
 
@@ -107,6 +110,8 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     DegenerateDataWarning
         Some models answered every informative item correctly or wrongly.
     """
+    import pandas as pd
+
     if prior not in PRIORS:
         raise ValueError(f"prior must be one of {list(PRIORS)}, got {prior!r}")
     for name, value in (("tol", tol),):
@@ -158,6 +163,8 @@ def read_items(items):
     ``table`` has columns ``a`` and ``b`` indexed by item id; ``sigma`` is
     the calibration's temperature where it is known (else None).
     """
+    import pandas as pd
+
     sigma = None
     if isinstance(items, FitResult):
         if items.failed:
@@ -219,6 +226,8 @@ def _sigma_beside(items_csv: Path):
 
 def _aligned_responses(responses, table, coding, layout):
     """The int8 +-1/0 matrix with one column per calibrated item, and the row labels."""
+    import pandas as pd
+
     if isinstance(responses, pd.DataFrame) and (
             layout == "long" or layout == "auto" and set(LONG_COLUMNS) <= set(responses.columns)):
         missing = [c for c in LONG_COLUMNS if c not in responses.columns]
@@ -282,6 +291,8 @@ def _coded(frame: pd.DataFrame, coding) -> np.ndarray:
     validation and dropped after; the coding, the value checks and their
     messages stay those of ``as_responses``.
     """
+    import pandas as pd
+
     observed = frame.notna() & (frame != 0) if coding == "signed" else frame.notna()
     answered = observed.any(axis=1).to_numpy()
     y = np.zeros(frame.shape, dtype=np.int8)

@@ -26,9 +26,9 @@ import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import expit
 
 from .io import atomic_path
+from .model import expit
 
 __all__ = ["Simulation", "simulate", "mar_intercept", "MISSING_PATTERNS"]
 

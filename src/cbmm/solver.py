@@ -50,12 +50,12 @@ import os
 import time
 
 import numpy as np
-from scipy.special import expit
 
 from .model import (
     canonical_projected_norm,
     check_sigma,
     dense_responses,
+    expit,
     fused_matrix,
     row_blocks,
     softplus,

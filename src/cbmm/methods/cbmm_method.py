@@ -26,6 +26,12 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
                       progress=progress)
 
 
+def preload(options):
+    """``accelerate="auto"`` needs :mod:`cbmm.hybrid` (SciPy's optimizers): cbmm.fit imports
+    it in the caller, not in each forked worker."""
+    return ("cbmm.hybrid",) if options["accelerate"] == "auto" else ()
+
+
 register_method("cbmm", solve, label="cBMM", options=OPTIONS, color="#e8141c", order=3,
-                env="core", seconds_per_million_cells=2.0, reads_sparse=True,
+                env="core", seconds_per_million_cells=2.0, reads_sparse=True, preload=preload,
                 description="constrained block MM (Algorithm 1)")

@@ -24,10 +24,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-# Imported with the package, not in the solver: cbmm.fit runs each fit in a forked
-# worker, which would otherwise import SciPy's optimizers again on every fit (~0.2 s);
-# accelerate="auto" uses the same module.
-from scipy.optimize import Bounds, minimize
 
 from ..registry import Option, register_method
 from ..result import SolverOutput
@@ -86,6 +82,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
         ``runtime_s``; ``info["gradient_ratio"]`` and ``info["held_back"]``
         come from the stopping rule.
     """
+    from scipy.optimize import Bounds, minimize  # not with the package: see preload below
+
     setup = time.perf_counter()
     objective = Objective(responses, sigma)
     n, j = objective.shape
@@ -146,6 +144,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
               "gtol": GTOL, "maxcor": maxcor, **rule.info()})
 
 
+# preload: cbmm.fit imports SciPy's optimizers (0.4 s) in the caller, not in every forked
+# worker, and only for this method, so that ``import cbmm`` stays without SciPy
 register_method("lbfgsb", solve, label="L-BFGS-B", options=OPTIONS, color="#9b2ee6", order=1,
                 env="core", seconds_per_million_cells=10.0, reads_sparse=True,
+                preload=lambda options: ("scipy.optimize",),
                 description="SciPy L-BFGS-B on loss (3) with analytic gradients, a >= 0 bounds")

@@ -249,6 +249,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, progress=N
                         status=status, runtime_s=runtime, info=info)
 
 
+# preload: torch imports torch._dynamo at the first optimizer it builds (1 s); cbmm.fit
+# imports it in the caller, not in every forked worker
 register_method("pyirt", solve, label="py-irt", availability=availability, options=OPTIONS,
                 color="#8ccbef", order=4, env="pyirt", seconds_per_million_cells=600.0,
+                preload=lambda options: ("torch._dynamo",),
                 description="py-irt 2PL by SVI (default configuration, epochs = max_iter)")

@@ -288,8 +288,11 @@ def test_a_batch_job_loads_manopt_without_the_torch_its_env_lacks():
     code = "\n".join([
         "import sys", f"sys.path.insert(0, {str(REPO / 'workflow' / 'scripts')!r})",
         "import cbmm, cbmm.simulate, helpers",
-        "helpers.load_method_software(['cbmm', 'manopt'], ['torch'])",
+        "units = [{'method': 'cbmm', 'options': {'accelerate': 'auto'}},",
+        "         {'method': 'manopt', 'options': {}}]",
+        "helpers.load_method_software(units, ['torch'])",
         "assert 'pymanopt' in sys.modules and 'torch' not in sys.modules",
+        "assert 'scipy.optimize' in sys.modules  # the preload of accelerate='auto'",
         "y = cbmm.simulate.simulate(30, 20, seed=1).responses",
         "assert not cbmm.fit(y, 'manopt', max_iter=20).failed",
         "assert 'torch' not in sys.modules",

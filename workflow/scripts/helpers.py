@@ -24,6 +24,7 @@ from pathlib import Path
 
 import cbmm
 from cbmm import io as cbmm_io
+from cbmm.registry import get_method
 from cbmm.io import atomic_path, write_csv
 
 __all__ = [
@@ -60,8 +61,10 @@ def log_start_up(log) -> None:
     log.info("start-up: %.3f CPU-s", time.process_time())
 
 
-def load_method_software(methods, absent=()) -> None:
-    """Import the software of ``methods`` now, as cbmm.fit would at the first fit of each.
+def load_method_software(units, absent=()) -> None:
+    """Import the software of the units' methods now, as cbmm.fit would at the first fit
+    of each: the method's libraries (its availability check) and the modules its solver
+    needs with the unit's options (Method.preload).
 
     The modules named in ``absent`` (frameworks the job's conda env lacks; common.smk,
     absent_frameworks) cannot be imported meanwhile, so a library that imports them
@@ -72,10 +75,12 @@ def load_method_software(methods, absent=()) -> None:
     hidden = [name for name in absent if name not in sys.modules]
     sys.modules.update(dict.fromkeys(hidden))  # None: importing them raises ImportError
     try:
-        for name in dict.fromkeys(methods):
+        for unit in units:
             try:
-                cbmm.check_methods([name])
-            except cbmm.MethodUnavailableError:
+                cbmm.check_methods([unit["method"]])
+                method = get_method(unit["method"])
+                method.import_modules(method.check_options(unit["options"]))
+            except (cbmm.MethodUnavailableError, ImportError, ValueError):
                 pass
     finally:
         for name in hidden:

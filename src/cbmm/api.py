@@ -178,10 +178,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     data = as_responses(responses, coding=coding, storage="auto")
     if data.storage == "sparse" and not spec.reads_sparse:
         data = data.to_dense()
-    spec.availability()
-    # here, not in the forked worker, where the import would die with it and be paid again
+    # here, not in the forked worker, where an import would die with it and be paid again
     # by every fit (Method.preload)
-    spec.import_modules(options)
+    spec.load_software(options)
 
     n, j = data.shape
     if timeout_s == "auto":

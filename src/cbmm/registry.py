@@ -194,7 +194,7 @@ class Method:
     preload : callable
         ``preload(options)``: names of the modules the solver imports when run
         with ``options`` (validated, defaults filled in); by default none.
-        :func:`cbmm.fit` imports them (:meth:`import_modules`) in the caller
+        :func:`cbmm.fit` imports them (:meth:`load_software`) in the caller
         before it forks the worker: a module first imported in the worker
         dies with it, so every fit would import it again (SciPy's optimizers:
         about 0.4 CPU-s).
@@ -236,15 +236,19 @@ class Method:
                 raise ValueError(f"method {self.name!r}: {exc}") from None
         return checked
 
-    def import_modules(self, options: Mapping) -> None:
-        """Import the modules ``preload(options)`` names (``options`` as from
-        :meth:`check_options`).
+    def load_software(self, options: Mapping) -> None:
+        """Check that the method's software is installed (``availability``) and import
+        the modules its solver needs with ``options`` (``preload``; ``options`` as from
+        :meth:`check_options`), here in the caller: a forked worker inherits them.
 
         Raises
         ------
+        MethodUnavailableError
+            The software is missing.
         ImportError
-            One of them cannot be imported.
+            A preloaded module cannot be imported.
         """
+        self.availability()
         for name in self.preload(options):
             importlib.import_module(name)
 

@@ -22,9 +22,8 @@ import time
 import warnings
 from pathlib import Path
 
-import cbmm
 from cbmm import io as cbmm_io
-from cbmm.registry import get_method
+from cbmm.registry import MethodUnavailableError, get_method
 from cbmm.io import atomic_path, write_csv
 
 __all__ = [
@@ -62,9 +61,8 @@ def log_start_up(log) -> None:
 
 
 def load_method_software(units, absent=()) -> None:
-    """Import the software of the units' methods now, as cbmm.fit would at the first fit
-    of each: the method's libraries (its availability check) and the modules its solver
-    needs with the unit's options (Method.preload).
+    """Load the software of the units' methods now, as cbmm.fit would at the first fit
+    of each method and options (:meth:`cbmm.registry.Method.load_software`).
 
     The modules named in ``absent`` (frameworks the job's conda env lacks; common.smk,
     absent_frameworks) cannot be imported meanwhile, so a library that imports them
@@ -72,15 +70,15 @@ def load_method_software(units, absent=()) -> None:
     software is missing is left to cbmm.fit, which records each of its fits as
     ``failed`` with the install command.
     """
+    settings = {(unit["method"], json.dumps(unit["options"], sort_keys=True)) for unit in units}
     hidden = [name for name in absent if name not in sys.modules]
     sys.modules.update(dict.fromkeys(hidden))  # None: importing them raises ImportError
     try:
-        for unit in units:
+        for name, options in sorted(settings):
+            method = get_method(name)
             try:
-                cbmm.check_methods([unit["method"]])
-                method = get_method(unit["method"])
-                method.import_modules(method.check_options(unit["options"]))
-            except (cbmm.MethodUnavailableError, ImportError, ValueError):
+                method.load_software(method.check_options(json.loads(options)))
+            except (MethodUnavailableError, ImportError, ValueError):
                 pass
     finally:
         for name in hidden:

@@ -401,7 +401,13 @@ def absent_frameworks(wildcards):
     """The OPTIONAL_FRAMEWORKS that a batch job's env file does not list.  The job hides
     them while it loads its methods' software, as they would be absent in that env under
     --sdm conda, so that one shared environment (.venv) costs the same start-up."""
-    env = yaml.safe_load(env_file(wildcards.env).read_text())
+    return env_absent_frameworks(wildcards.env)
+
+
+@functools.cache
+def env_absent_frameworks(env):
+    """absent_frameworks of one env (its file is read once, not once per batch job)."""
+    env = yaml.safe_load(env_file(env).read_text())
     listed = set()
     for dependency in env["dependencies"]:
         for spec in dependency["pip"] if isinstance(dependency, dict) else [dependency]:
@@ -820,37 +826,51 @@ def report_table(path, caption, category, subcategory=None):
 
 
 def interpretability_figures():
-    """(figure, report category, subcategory) drawn by render_interpretability, in the
-    order of interpretability_figure_specs."""
-    figures = [("discrimination", "Interpretability", None)]
-    if rankflow_panels():
-        figures.append(("rankflow", "Interpretability", None))
-    return figures + [
-        (f"rankflow_{dataset}", "Rankings", dataset)
-        for dataset in interpretability_datasets()
-    ]
-
-
-def interpretability_figure_specs(summary, rankings):
-    """render.py's specs of interpretability_figures(); ``rankings``: {dataset: path}."""
+    """The figures of render_interpretability: (output name, report category,
+    subcategory, render.py spec) for the discrimination summary, the paper's rank-flow
+    panels and each interpretability dataset's own rank flow."""
     panels = rankflow_panels()
-    specs = [{"figure": "discrimination", "args": [summary]}]
+    figures = [
+        (
+            "discrimination",
+            "Interpretability",
+            None,
+            {"figure": "discrimination", "args": [DISCRIMINATION_TABLE]},
+        )
+    ]
     if panels:
-        specs.append(
+        figures.append(
+            (
+                "rankflow",
+                "Interpretability",
+                None,
+                {
+                    "figure": "rankflow",
+                    "args": [
+                        {d: RANKINGS.format(dataset=d) for d in panels},
+                        DISCRIMINATION_TABLE,
+                    ],
+                    "kwargs": {"top": panels},
+                    "caption_args": {"config_summary": {"top": panels}},
+                },
+            )
+        )
+    top = rankflow_top()
+    return figures + [
+        (
+            f"rankflow_{dataset}",
+            "Rankings",
+            dataset,
             {
                 "figure": "rankflow",
-                "args": [{d: rankings[d] for d in panels}, summary],
-                "kwargs": {"top": panels},
-                "caption_args": {"config_summary": {"top": panels}},
-            }
+                "args": [
+                    {dataset: RANKINGS.format(dataset=dataset)},
+                    DISCRIMINATION_TABLE,
+                ],
+                "kwargs": {"top": {dataset: top}},
+                "caption_args": {"config_summary": {"top": {dataset: top}}},
+            },
         )
-    return specs + [
-        {
-            "figure": "rankflow",
-            "args": [{dataset: rankings[dataset]}, summary],
-            "kwargs": {"top": {dataset: rankflow_top()}},
-            "caption_args": {"config_summary": {"top": {dataset: rankflow_top()}}},
-        }
         for dataset in interpretability_datasets()
     ]
 

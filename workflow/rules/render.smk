@@ -79,16 +79,14 @@ rule render_runtime:
 # One job draws the two MATH-500 figures.
 rule render_math500:
     input:
-        abilities=MATH500_ABILITIES,
-        difficulty=MATH500_ITEMS_TABLE,
+        MATH500_ABILITIES,
+        MATH500_ITEMS_TABLE,
     output:
-        **figure_outputs("math500_ability", "Interpretability"),
-        **{
-            f"difficulty_{kind}": path
-            for kind, path in figure_outputs(
-                "item_difficulty", "Interpretability"
-            ).items()
-        },
+        [
+            path
+            for name in ("math500_ability", "item_difficulty")
+            for path in figure_outputs(name, "Interpretability").values()
+        ],
     log:
         log_file("render", "math500"),
     benchmark:
@@ -97,8 +95,8 @@ rule render_math500:
         "../../envs/core.yaml"
     params:
         figures=lambda wc, input: [
-            {"figure": "math500_ability", "args": [input.abilities]},
-            {"figure": "item_difficulty", "args": [input.difficulty]},
+            {"figure": "math500_ability", "args": [input[0]]},
+            {"figure": "item_difficulty", "args": [input[1]]},
         ],
     script:
         "../scripts/render.py"
@@ -108,12 +106,12 @@ rule render_math500:
 # summary, the paper's rank-flow panels and each dataset's own rank flow.
 rule render_interpretability:
     input:
-        summary=DISCRIMINATION_TABLE,
-        rankings=[RANKINGS.format(dataset=d) for d in interpretability_datasets()],
+        DISCRIMINATION_TABLE,
+        [RANKINGS.format(dataset=d) for d in interpretability_datasets()],
     output:
         [
             path
-            for name, category, subcategory in interpretability_figures()
+            for name, category, subcategory, _ in interpretability_figures()
             for path in figure_outputs(name, category, subcategory).values()
         ],
     log:
@@ -123,8 +121,6 @@ rule render_interpretability:
     conda:
         "../../envs/core.yaml"
     params:
-        figures=lambda wc, input: interpretability_figure_specs(
-            input.summary, dict(zip(interpretability_datasets(), input.rankings))
-        ),
+        figures=[spec for *_, spec in interpretability_figures()],
     script:
         "../scripts/render.py"

@@ -2,10 +2,10 @@
 
 Each unit is one (method, stopping rule, start variance s^2, seed) of the dataset's
 matrix, fitted at ``fit.sigma`` with its rule's tolerance, iteration limit and options.
-A fit already stored with the same settings (and the same matrix file) is reused.  Writes one row per unit.
-cbmm.fit runs each fit in a forked worker under the unit's time limit, so a
-crash, a hang or an exception of the method is a ``failed: ...`` row, not a
-failed job.
+A fit already stored with the same settings (and the same matrix file) is reused.
+Writes one row per unit.  cbmm.fit runs each fit in a forked worker under the unit's
+time limit, so a crash, a hang or an exception of the method is a ``failed: ...`` row,
+not a failed job.
 """
 
 import functools

@@ -2,8 +2,9 @@
 
 For each row (a data set: the real MATH-500 matrix when present, simulated
 matrices, the paper's designs) and each method (cBMM plain Algorithm 1,
-cBMM + SQUAREM, cBMM ``accelerate="auto"``, L-BFGS-B, Manopt) a fresh
-process, single-threaded (one core, BLAS pinned to one thread), runs
+cBMM + SQUAREM, cBMM ``accelerate="auto"``, L-BFGS-B, Manopt; on request
+also py-irt and mirt, minutes per fit) a fresh process, single-threaded (one
+core, BLAS pinned to one thread), runs
 
 * the fit at the paper's rule (``tol=1e-4``), ``--repeats`` times: median
   ``runtime_s`` (the solver), median wall of the whole ``cbmm.fit`` call
@@ -14,6 +15,10 @@ process, single-threaded (one core, BLAS pinned to one thread), runs
   seconds until the loss is within eps (1e-4, 1e-6) relative of the best loss
   any method reached on the row, and the stationarity it ends at;
 * the peak RSS: the larger of the caller's and its forked workers'.
+
+mirt reports no loss per EM cycle: its times to eps come from its final
+losses (the paper-rule fit's and the tight fit's ``runtime_s``), an upper
+bound.  A method whose software is missing is a row saying what to install.
 
 ``--clock cpu`` makes the time histories count the process's CPU seconds
 instead of wall seconds (the fits are single-threaded): on a shared machine
@@ -27,7 +32,7 @@ long-format table (model, item, correct; missing cells absent) or as CSR
 Usage::
 
     python benchmarks/bench_methods.py [--rows issue|leaderboard|paper|NAME,...]
-        [--methods cbmm,squarem,auto,lbfgsb,manopt] [--repeats 3] [--budget 60]
+        [--methods cbmm,squarem,auto,lbfgsb,manopt[,pyirt,mirt]] [--repeats 3] [--budget 60]
         [--clock wall|cpu] [--input dense|long|csr]
 
 Row names: ``math500``, ``simNxJ``, ``design:N:J:log10sigma:sparsity:missing:rate:seed``.
@@ -63,7 +68,11 @@ METHODS = {  # label -> (cbmm.fit method, options)
     "auto": ("cbmm", {"accelerate": "auto"}),
     "lbfgsb": ("lbfgsb", {}),
     "manopt": ("manopt", {}),
+    "pyirt": ("pyirt", {}),
+    "mirt": ("mirt", {}),
 }
+#: The methods of a run without --methods (py-irt and mirt take minutes per fit).
+DEFAULT_METHODS = ("cbmm", "squarem", "auto", "lbfgsb", "manopt")
 ROW_SETS = {"issue": ISSUE_ROWS, "leaderboard": LEADERBOARD_ROWS, "paper": PAPER_ROWS}
 TIGHT_TOL = 1e-12
 
@@ -113,6 +122,11 @@ def worker(row, label, repeats, budget, clock, input_kind):
     responses, sigma, title = load_row(row)
     responses = as_input(responses, input_kind)
     method, options = METHODS[label]
+    try:
+        cbmm.check_methods([method])
+    except cbmm.MethodUnavailableError as exc:
+        print(json.dumps({"error": " ".join(str(exc).split())}))
+        return
     warm_up = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [0, 0, 1]], dtype=float)
     # imports and kernels loaded before timing, in this process so that the forked
     # workers inherit them (a solver's lazy imports would otherwise be paid in every worker)
@@ -181,7 +195,7 @@ def print_row(row, results):
         print(f"{label:>8} {r['runtime_s']:8.3f} {r['n_iter']:6d} {r['wall_s']:8.3f} "
               f"{t4:9.3f} {t6:9.3f} {_fmt(r['stationarity']):>9} "
               f"{_fmt(r['tight_stationarity']):>10} {r['peak_rss_mb']:8.0f} "
-              f"{r.get('storage') or '?':>7}  {r['status'][:24]}")
+              f"{r.get('storage') or '?':>7}  {r['status'][:60]}")
     if "auto" in reached:
         rivals = {k: v for k, v in reached.items() if k in ("cbmm", "squarem", "lbfgsb")}
         finite_rivals = [v for v in rivals.values() if math.isfinite(v)]
@@ -199,9 +213,13 @@ def print_row(row, results):
 
 
 def _first(r, target):
-    """Earliest time to ``target`` in the paper-rule or the tight run."""
-    return min(time_to_target(r["paper_history"], r["paper_times"], target),
-               time_to_target(r["history"], r["times"], target), key=_nan_last)
+    """Earliest time to ``target`` in the paper-rule or the tight run (from a run's final
+    loss and runtime where the method keeps no loss history)."""
+    runs = [(r["paper_history"], r["paper_times"], r["loss"], r["runtime_s"]),
+            (r["history"], r["times"], r["tight_loss"], r["tight_runtime_s"])]
+    return min((time_to_target(history, times, target) if history
+                else time_to_target([loss], [runtime], target)
+                for history, times, loss, runtime in runs), key=_nan_last)
 
 
 def _nan_last(value):
@@ -216,8 +234,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", default="issue",
                         help="issue, leaderboard, paper, or comma-separated row names")
-    parser.add_argument("--methods", default=",".join(METHODS),
-                        help=f"comma-separated subset of {', '.join(METHODS)}")
+    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                        help=f"comma-separated subset of {', '.join(METHODS)} "
+                             f"(default {','.join(DEFAULT_METHODS)})")
     parser.add_argument("--repeats", type=int, default=3,
                         help="paper-rule fits per method; medians are reported")
     parser.add_argument("--budget", type=float, default=60.0,

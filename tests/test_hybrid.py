@@ -67,7 +67,7 @@ def test_auto_stops_on_stationarity_where_the_optimum_is_attained():
 def test_auto_on_sparse_storage_reaches_the_dense_optimum():
     from test_solver import csr, draw
 
-    from cbmm import initial_values
+    from cbmm import canonicalize, initial_values
     from cbmm.solver import solve_cbmm
 
     y = draw(300, 120, seed=21, missing=0.5)
@@ -75,8 +75,12 @@ def test_auto_on_sparse_storage_reaches_the_dense_optimum():
     dense = solve_cbmm(y, *start, tol=1e-8, accelerate="auto", max_iter=5000)
     sparse = solve_cbmm(csr(y), *start, tol=1e-8, accelerate="auto", max_iter=5000)
     assert sparse.status == dense.status == "converged"
-    assert sparse.n_iter == dense.n_iter
-    assert sparse.loss_history[-1] == pytest.approx(dense.loss_history[-1], rel=1e-12)
+    # the same optimum: the iteration counts may differ by one, since float32 sums
+    # over CSR rows and dense rows round in another order
+    assert sparse.loss_history[-1] == pytest.approx(dense.loss_history[-1], rel=1e-10)
+    for got, expected in zip(canonicalize(sparse.theta, sparse.a, sparse.b),
+                             canonicalize(dense.theta, dense.a, dense.b)):
+        np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
 def test_auto_respects_max_iter_and_reports_progress():

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs cbmm into this conda environment (cbmm 0.1.0).  Snakemake runs this
+# Installs cbmm into this conda environment (cbmm 0.2.0).  Snakemake runs this
 # script once, inside the environment it has just created, from the run's working
 # directory and with the Snakemake process's environment variables; the Snakefile
 # exports CBMM_REPO, the repository it belongs to.  The dependencies are pinned in

@@ -271,7 +271,8 @@ def test_verbose_progress_and_warnings_are_one_line_each(tmp_path):
     responses.iloc[:, 4] = 1.0  # an all-correct item: a DegenerateDataWarning
     responses.to_csv(tmp_path / "r.csv")
     done = run("fit", "--responses", tmp_path / "r.csv", "--out", tmp_path / "fit",
-               "--verbose", "2", "--max-iter", "4")
+               "--verbose", "2", "--max-iter", "4", "--n-starts", "1", "--option",
+               "accelerate=none")
     assert done.returncode == 0, done.stderr
     lines = done.stderr.strip().splitlines()
     assert [line for line in lines if "iteration" in line and "loss" in line][:2] == [
@@ -309,8 +310,9 @@ def test_version_and_methods_listing():
     assert done.returncode == 0
     lines = done.stdout.splitlines()
     assert any(line.startswith("cbmm     cBMM       available") for line in lines)
-    assert ("    --option accelerate=...  one of 'none', 'squarem', 'auto', default 'none': none: "
-            "plain Algorithm 1") in done.stdout
+    assert ("    --option accelerate=...  one of 'none', 'squarem', 'auto', default 'auto': auto "
+            "(default): MM, then projected quasi-Newton") in done.stdout
+    assert "    --option prior=...  one of 'none', 'normal', default 'normal'" in done.stdout
     assert "--option maxcor=...  an integer >= 1" in done.stdout
 
 

@@ -131,8 +131,8 @@ def test_bad_arguments(kwargs, message):
 @pytest.mark.parametrize("seed", [0, 2**63, 2**64 + 5, np.int64(7), np.uint64(2**63 + 1)])
 def test_any_non_negative_integer_seed_works(seed):
     responses = simulate(20, 8, seed=1).responses
-    result = cbmm.fit(responses, seed=seed)
-    assert result.status == "converged" and result.seed == int(seed)
+    result = cbmm.fit(responses, seed=seed, **cbmm.paper_settings("cbmm"))
+    assert not result.failed and result.seed == int(seed)
     assert type(result.seed) is int  # JSON-serialisable
     start = cbmm.initial_values(20, 8, seed=int(seed))
     assert result.loss_history[0] == pytest.approx(
@@ -161,7 +161,8 @@ def test_max_iter_gives_a_convergence_warning():
 def test_verbose_logs_every_n_iterations_with_the_fits_own_losses(caplog):
     responses = simulate(200, 60, seed=5).responses
     caplog.set_level(logging.INFO, logger="cbmm")
-    result = cbmm.fit(responses, tol=1e-6, verbose=3, precision="float64")
+    result = cbmm.fit(responses, verbose=3, precision="float64",
+                      **{**cbmm.paper_settings("cbmm"), "tol": 1e-6})
     lines = [r.getMessage() for r in caplog.records if r.name == "cbmm"]
     progress = [re.match(r"cbmm: iteration (\d+), loss (\S+), relative change (\S+), "
                          r"(\S+) s$", m) for m in lines[:-1]]
@@ -173,8 +174,7 @@ def test_verbose_logs_every_n_iterations_with_the_fits_own_losses(caplog):
         assert loss == pytest.approx(history[k], rel=1e-9)
         assert change == pytest.approx(abs(history[k] - history[k - 1]) / history[k - 1],
                                        rel=1e-2)
-    assert result.status == "converged"
-    assert lines[-1].startswith(f"cbmm: converged after {result.n_iter} iterations")
+    assert lines[-1].startswith(f"cbmm: {result.status} after {result.n_iter} iterations")
     caplog.clear()
     cbmm.fit(responses, tol=1e-6)
     assert not [r for r in caplog.records if r.name == "cbmm"]
@@ -286,8 +286,10 @@ def test_raw_parameters_undo_the_canonical_form():
 
 def test_accelerated_variant_gets_closer_to_the_optimum():
     sim = simulate(300, 300, seed=9)
-    best = cbmm.fit(sim.responses, tol=1e-12, max_iter=100000, accelerate="squarem").loss
-    plain = cbmm.fit(sim.responses)
-    fast = cbmm.fit(sim.responses, accelerate="squarem")
+    paper = cbmm.paper_settings("cbmm")
+    best = cbmm.fit(sim.responses, **{**paper, "tol": 1e-12, "max_iter": 100000,
+                                      "accelerate": "squarem"}).loss
+    plain = cbmm.fit(sim.responses, **paper)
+    fast = cbmm.fit(sim.responses, **{**paper, "accelerate": "squarem"})
     assert best <= fast.loss <= plain.loss
     assert (fast.loss - best) < (plain.loss - best)

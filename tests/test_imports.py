@@ -96,6 +96,6 @@ def test_preload_is_called_with_the_checked_options(toy):
     cbmm.register_method(toy, solve, preload=preload,
                          options={"steps": Option("int", 3), "mode": Option("str", "fast")})
     y = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [0, 0, 1]])
-    assert cbmm.fit(y, method=toy, steps=5, isolate=False).converged
+    assert not cbmm.fit(y, method=toy, steps=5, isolate=False).failed
     assert seen == [{"steps": 5, "mode": "fast"}]
     assert "cbmm.tables" in sys.modules

@@ -618,7 +618,7 @@ def test_crashing_and_hanging_methods_become_failed_results(tmp_path):
     assert result.returncode == 0, result.stderr[-5000:]
     sim = pd.read_csv(workdir / "results/tables/sim_mcar.csv")
     status = sim.groupby("method")["status"].agg(set).to_dict()
-    assert status["cbmm"] == {"converged"}
+    assert not any(s.startswith("failed") for s in status["cbmm"])  # the paper's rule ends them
     assert all(s.startswith("failed:") and ("died" in s or "signal" in s) for s in status["crash"])
     assert status["hang"] == {"failed: timeout after 3 s"}
     # recorded, not crashed: no job log holds a traceback

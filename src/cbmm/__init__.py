@@ -7,18 +7,21 @@
 """
 
 from . import methods as _methods  # noqa: F401  (registers the methods)
-from .api import ConvergenceWarning, DegenerateDataWarning, fit
+from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
+from .inference import BootstrapResult, bootstrap
 from .initialization import initial_values
 from .model import loss, loss_and_gradient
 from .registry import MethodUnavailableError, available_methods, check_methods, register_method
 from .responses import ResponseError, Responses, as_responses
 from .result import FitResult, SolverOutput, canonicalize
 from .score import score
+from .validation import cross_validate
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "fit", "score", "FitResult", "SolverOutput", "canonicalize", "check_methods",
+    "fit", "paper_settings", "score", "bootstrap", "BootstrapResult", "cross_validate",
+    "FitResult", "SolverOutput", "canonicalize", "check_methods",
     "available_methods", "register_method", "MethodUnavailableError",
     "DegenerateDataWarning", "ConvergenceWarning", "Responses", "ResponseError", "as_responses",
     "initial_values", "loss", "loss_and_gradient", "__version__",

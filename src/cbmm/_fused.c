@@ -76,6 +76,7 @@ typedef struct {
     const void *a_old, *b_old, *a_eval, *b_eval;
     const double *a_new, *pa, *pb, *p2;
     double aa_full, ba_full, a2_full;
+    double ridge;     /* added to the theta-step's denominator: 4 x the prior precision */
     double *row_sums; /* optional: sum_j w'_ij a_eval_j per row */
 } MMArgs;
 
@@ -543,7 +544,7 @@ static void *mm_items(const double *a_old, const double *b_old, const double *a_
  * W'^T theta', W'^T 1, and the observed-set sums of theta' and theta'^2. */
 static PyObject *mm_pass(MatrixObject *self, PyObject *otheta, PyObject *oa, PyObject *ob,
                          PyObject *oan, PyObject *obn, PyObject *oout, PyObject *ostats,
-                         int single, Py_ssize_t threads, PyObject *orows)
+                         int single, Py_ssize_t threads, PyObject *orows, double ridge)
 {
     const int update = oan != NULL, rows = orows != NULL && orows != Py_None;
     const Py_ssize_t n = self->d.n, j = self->d.j;
@@ -565,7 +566,7 @@ static PyObject *mm_pass(MatrixObject *self, PyObject *otheta, PyObject *oa, PyO
     const double *a_new = update ? b[4].view.buf : a, *b_new = update ? b[5].view.buf : bb;
     MMArgs m = {.d = &self->d, .update = update, .masked = self->masked,
                 .theta = b[0].view.buf, .theta_out = update ? b[6].view.buf : NULL,
-                .row_sums = rows ? b[7].view.buf : NULL};
+                .ridge = ridge, .row_sums = rows ? b[7].view.buf : NULL};
     void *items = mm_items(a, bb, a_new, b_new, a_new, b_new, j, single, &m);
     Pass p;
     const Py_ssize_t width = (self->masked ? 4 : 2) * j;
@@ -607,7 +608,7 @@ static PyObject *matrix_evaluate(MatrixObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOpn|O", &otheta, &oa, &ob, &ostats, &single, &threads, &orows)
         || matrix_ready(self) < 0 || check_threads(threads) < 0)
         return NULL;
-    return mm_pass(self, otheta, oa, ob, NULL, NULL, NULL, ostats, single, threads, orows);
+    return mm_pass(self, otheta, oa, ob, NULL, NULL, NULL, ostats, single, threads, orows, 0.0);
 }
 
 static PyObject *matrix_mm_step(MatrixObject *self, PyObject *args)
@@ -615,11 +616,16 @@ static PyObject *matrix_mm_step(MatrixObject *self, PyObject *args)
     PyObject *otheta, *oa, *ob, *oan, *obn, *oout, *ostats;
     int single;
     Py_ssize_t threads;
-    if (!PyArg_ParseTuple(args, "OOOOOOOpn", &otheta, &oa, &ob, &oan, &obn, &oout, &ostats,
-                          &single, &threads)
+    double ridge = 0.0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOpn|d", &otheta, &oa, &ob, &oan, &obn, &oout, &ostats,
+                          &single, &threads, &ridge)
         || matrix_ready(self) < 0 || check_threads(threads) < 0)
         return NULL;
-    return mm_pass(self, otheta, oa, ob, oan, obn, oout, ostats, single, threads, NULL);
+    if (!(ridge >= 0.0) || !isfinite(ridge)) {
+        PyErr_SetString(PyExc_ValueError, "ridge must be a finite number >= 0");
+        return NULL;
+    }
+    return mm_pass(self, otheta, oa, ob, oan, obn, oout, ostats, single, threads, NULL, ridge);
 }
 
 /* Shared by loss, loss_gradient and curvature (the last two fill the three
@@ -731,9 +737,10 @@ static PyMethodDef matrix_methods[] = {
      "and theta^2) at (theta, a, b); single: float32 per-entry math; row_sums (N), if given, "
      "receives W a.  (-W a, -W^T theta, -W^T 1) is the gradient of the loss."},
     {"mm_step", (PyCFunction)matrix_mm_step, METH_VARARGS,
-     "mm_step(theta, a, b, a_new, b_new, theta_out, stats, single, threads) -> loss\n\n"
+     "mm_step(theta, a, b, a_new, b_new, theta_out, stats, single, threads[, ridge]) -> loss\n\n"
      "The theta-step from (theta, a, b) given the new items (a_new, b_new), then the loss and "
-     "the column statistics at the new point (sigma = 1)."},
+     "the column statistics at the new point (sigma = 1).  ridge (>= 0, default 0) is added to "
+     "the theta-step's denominator: 4 x the precision of a normal prior on theta."},
     {"loss", (PyCFunction)matrix_loss, METH_VARARGS,
      "loss(theta, a, b, inv_sigma, threads) -> loss (3) in float64."},
     {"loss_gradient", (PyCFunction)matrix_loss_gradient, METH_VARARGS,

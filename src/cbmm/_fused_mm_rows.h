@@ -9,7 +9,8 @@
  *      gives sum_j w_ij a'_j; with the observed-set sums of a'_j a_j,
  *      a'_j (b_j - b'_j) and a'_j^2 the theta-step is
  *      theta'_i = (theta_i sum a'a + sum a'(b - b') + 4 sum w a') / sum a'^2
- *      (theta_i kept when sum a'^2 = 0);
+ *      (theta_i kept when sum a'^2 = 0); m->ridge, 4 x the precision of a normal
+ *      prior on theta, is added to the denominator (the MAP theta-step);
  *   2. at the new point x'_ij = theta'_i a'_j + b'_j: the loss terms and
  *      w'_ij, added into the column statistics of the next iteration:
  *      acc[0] += theta'_i w'_ij, acc[1] += w'_ij and, on a matrix with missing
@@ -51,7 +52,7 @@ static double MM_ROWS(const MMArgs *m, Py_ssize_t r0, Py_ssize_t r1, double *acc
                         a2 += o * p2[k];
                     }
                 }
-                tn = a2 > 0.0 ? (ti * aa + ba + 4.0 * wa) / a2 : ti;
+                tn = a2 + m->ridge > 0.0 ? (ti * aa + ba + 4.0 * wa) / (a2 + m->ridge) : ti;
                 m->theta_out[i] = tn;
             }
             const REAL tr = (REAL)tn;
@@ -98,7 +99,7 @@ static double MM_ROWS(const MMArgs *m, Py_ssize_t r0, Py_ssize_t r1, double *acc
                     ba += pb[c];
                     a2 += p2[c];
                 }
-                tn = a2 > 0.0 ? (ti * aa + ba + 4.0 * wa) / a2 : ti;
+                tn = a2 + m->ridge > 0.0 ? (ti * aa + ba + 4.0 * wa) / (a2 + m->ridge) : ti;
                 m->theta_out[i] = tn;
             }
             const REAL tr = (REAL)tn;

@@ -31,13 +31,18 @@ import warnings
 
 import numpy as np
 
-from .initialization import initial_values
-from .model import check_sigma, loss_and_stationarity
-from .registry import get_method
+from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
+from .inference import standard_errors
+from .initialization import initial_values, spectral_start
+from .methods._objective import penalty_of
+from .model import Penalty, check_sigma, fit_measures, loss
+from .registry import Option, get_method
 from .responses import as_responses
 from .result import FitResult, SolverOutput, canonicalize
 
-__all__ = ["fit", "DegenerateDataWarning", "ConvergenceWarning", "FORK_AVAILABLE"]
+__all__ = ["fit", "paper_settings", "run_in_worker", "DegenerateDataWarning",
+           "ConvergenceWarning", "FORK_AVAILABLE", "AGREE_OBJECTIVE", "FIT_OPTIONS", "PAPER_FIT",
+           "STARTS", "DEGENERATE"]
 
 logger = logging.getLogger("cbmm")
 
@@ -46,11 +51,12 @@ FORK_AVAILABLE = "fork" in multiprocessing.get_all_start_methods()
 
 
 class DegenerateDataWarning(UserWarning):
-    """Items or models answered all-correct / all-wrong: no finite optimum for them."""
+    """Items or models answered all-correct / all-wrong, or separated: no finite optimum."""
 
 
 class ConvergenceWarning(UserWarning):
-    """A fit stopped at ``max_iter`` before its stopping rule was met."""
+    """A fit is not an answer: stopped at ``max_iter``, short of a stationary point, or its
+    starts disagree."""
 
 
 # ------------------------------------------------------------------ argument checks
@@ -84,8 +90,63 @@ def _check_timeout(timeout_s, isolate):
 
 # ------------------------------------------------------------------------ the fit
 
-def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-4,
-        max_iter: int = 1000, seed: int = 0, init_scale: float = 1.0,
+#: Values of ``start`` besides explicit starting values.
+STARTS = ("spectral", "random")
+#: Values of ``degenerate``.
+DEGENERATE = ("keep", "set_aside")
+
+#: :func:`fit`'s own settings, declared once: their defaults are fit's, and the command
+#: line and the workflow's schema take defaults and documentation from here.
+FIT_OPTIONS = {
+    "sigma": Option("float", 1.0, exclusive_minimum=0,
+                    doc="known temperature of the logistic link"),
+    "tol": Option("float", 1e-6, exclusive_minimum=0,
+                  doc="the method's stopping tolerance (the paper's: 1e-4); whether the fit "
+                      "is an answer is its status"),
+    "max_iter": Option("int", 1000, minimum=1,
+                       doc="maximum iterations / epochs / EM cycles per start"),
+    "seed": Option("int", 0, minimum=0, doc="seed of the random starts"),
+    "init_scale": Option("float", 1.0, exclusive_minimum=0,
+                         doc="variance s^2 of log a and b in the random starts"),
+    "start": Option("str", "spectral", choices=STARTS,
+                    doc="first start: spectral (deterministic, from the data) or random "
+                        "(the paper's)"),
+    "n_starts": Option("int", None, minimum=1, nullable=True,
+                       doc="starts in all (the others random); the best objective is kept; "
+                           "default 3 for the methods minimising loss (3), 1 for the others"),
+    "degenerate": Option("str", "keep", choices=DEGENERATE,
+                         doc="all-correct / all-wrong models and items: keep (fit them) or "
+                             "set_aside (fit the rest; theta, b = +-inf)"),
+    "se": Option("bool", False,
+                 doc="standard errors from the observed information (cbmm, lbfgsb, manopt)"),
+}
+#: Starts agree when their objectives differ by at most this (a likelihood ratio of e:
+#: statistically indistinguishable), or by float64 rounding on very large data.
+AGREE_OBJECTIVE = 1.0
+
+#: The arguments of :func:`fit` under which it is the paper's procedure (the random start,
+#: the relative-loss rule at 1e-4, 1000 iterations), with each method's
+#: ``Method.paper_options`` (:func:`paper_settings`).
+PAPER_FIT = {"start": "random", "n_starts": 1, "tol": 1e-4, "max_iter": 1000,
+             "degenerate": "keep"}
+
+
+def paper_settings(method: str) -> dict:
+    """Keyword arguments of :func:`fit` that reproduce the paper's fits by ``method``.
+
+    >>> cbmm.fit(responses, "cbmm", **cbmm.paper_settings("cbmm"))  # doctest: +SKIP
+    """
+    return {**PAPER_FIT, **get_method(method).paper_options}
+
+
+_DEFAULT = {name: option.default for name, option in FIT_OPTIONS.items()}
+
+
+def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
+        tol: float = _DEFAULT["tol"], max_iter: int = _DEFAULT["max_iter"],
+        seed: int = _DEFAULT["seed"], init_scale: float = _DEFAULT["init_scale"],
+        start=_DEFAULT["start"], n_starts: int = _DEFAULT["n_starts"],
+        degenerate: str = _DEFAULT["degenerate"], se: bool = _DEFAULT["se"],
         coding: str | None = None, timeout_s="auto", isolate: bool = True, verbose: int = 0,
         **method_options) -> FitResult:
     """Fit the 2PL model ``X = theta a^T + 1 b^T`` (``a >= 0``) to a response matrix.
@@ -107,24 +168,51 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     sigma : float
         Known temperature of the logistic link, > 0.
     tol : float
-        Relative-loss-change tolerance, > 0 (each method maps it to its own
-        stopping rule; see docs/baselines.md).
+        The method's stopping tolerance, > 0 (each method maps it to its own
+        rule; see docs/baselines.md); the paper's is 1e-4.  Whether the fit is
+        an answer is judged afterwards, the same way for every method
+        (``status``).
     max_iter : int
-        Maximum iterations / epochs / EM cycles, >= 1.
+        Maximum iterations / epochs / EM cycles per start, >= 1.
     seed : int
-        Seed of the shared initial values (and of any method randomness): any
+        Seed of the random starts (and of any method randomness): any
         non-negative integer (NumPy integers and values >= 2**63 included).
+        With ``start="random"`` the first start is the paper's draw from
+        ``seed``; further starts draw from ``(seed, k)``.
     init_scale : float
-        Variance ``s^2`` of ``log a`` and ``b`` at the start, > 0.
+        Variance ``s^2`` of ``log a`` and ``b`` in the random starts, > 0.
+    start : {"spectral", "random"}, tuple of arrays or FitResult
+        The first start: ``"spectral"`` (default), deterministic and data-driven
+        (:func:`cbmm.initialization.spectral_start`); ``"random"``, the paper's
+        (:func:`cbmm.initial_values`); or explicit values ``(theta0, a0, b0)`` /
+        a FitResult's raw parameters (a warm start).
+    n_starts : int, optional
+        Starts in all, >= 1: the first as ``start`` says, the others random.
+        The fit with the lowest objective is returned; ``info["starts"]`` lists
+        every start, and ``info["starts_agreeing"]`` how many reached the best
+        objective (within :data:`AGREE_OBJECTIVE`).  Default: 3 for the methods
+        that minimise loss (3) (``Method.minimises_loss``: cbmm, lbfgsb,
+        manopt), 1 for the others, which fit their own model (their starts
+        cannot be compared by loss (3)).
+    degenerate : {"keep", "set_aside"}
+        Models and items answered all-correct or all-wrong: fitted with the rest
+        (``"keep"``; without a prior they have no finite optimum), or set aside,
+        repeatedly until none is left (``"set_aside"``): the fit and the
+        canonical scale use the rest, and set-aside models get theta = +-inf,
+        set-aside items b = +-inf and a = NaN (``info["set_aside"]`` lists them).
+    se : bool
+        Also compute standard errors from the observed information
+        (``theta_se``, ``a_se``, ``b_se``, :meth:`FitResult.confint`); for the
+        methods that minimise loss (3) (those with a ``prior`` option).
     coding : {None, "binary", "signed"}
         How to read ``responses`` (see :func:`cbmm.as_responses`); None infers it and refuses a
         matrix holding both -1 and 0.
     timeout_s : "auto", float or None
-        Wall-clock limit of the worker process.  ``"auto"`` (default):
-        :meth:`cbmm.registry.Method.default_timeout_s`, ten times the
-        method's declared cost for this size plus a minute; ``None``: no
-        limit.  A fit that reaches the limit is stopped and recorded as
-        ``failed: timeout after <limit> s``.
+        Wall-clock limit of the worker process (all starts).  ``"auto"``
+        (default): :meth:`cbmm.registry.Method.default_timeout_s` per start,
+        ten times the method's declared cost for this size plus a minute;
+        ``None``: no limit.  A fit that reaches the limit is stopped and
+        recorded as ``failed: timeout after <limit> s``.
     isolate : bool
         Run the solver in a forked worker process (default), so that a crash
         or a hang inside a library becomes a failed result.  ``False`` runs
@@ -139,15 +227,19 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
         handler writing to stderr is attached if none is configured.
     **method_options
         The method's declared options (``cbmm methods`` lists them), e.g.
-        ``engine``, ``precision``, ``accelerate`` for cbmm.
+        ``accelerate`` and ``prior`` for cbmm.
 
     Returns
     -------
     FitResult
-        Parameters in the canonical form (theta mean 0, sd 1).  A failure
-        inside the method (an exception, non-finite parameters, a crash of
-        the worker, the time limit) gives ``status="failed: <reason>"`` with
-        NaN parameters instead of an exception.
+        Parameters in the canonical form (theta mean 0, sd 1).  ``status`` says
+        whether the fit is an answer: ``"converged"`` (a stationary point:
+        :data:`cbmm.diagnostics.STATIONARY_BELOW`), ``"not_stationary"`` (the
+        method's rule stopped it short of one), ``"max_iter"``, ``"unbounded"``
+        (no finite optimum: parameters run away), ``"multimodal"`` (one start
+        alone reached the best objective) or ``"failed: <reason>"``
+        (an exception, non-finite parameters, a crash of the worker, the time
+        limit) with NaN parameters instead of an exception.
 
     Raises
     ------
@@ -160,9 +252,10 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     Warns
     -----
     DegenerateDataWarning
-        Items or models answered all-correct or all-wrong.
+        Items or models answered all-correct or all-wrong; no finite optimum.
     ConvergenceWarning
-        The fit stopped at ``max_iter``.
+        The fit stopped at ``max_iter``, short of a stationary point, or the
+        starts disagree.
     """
     sigma = check_sigma(sigma)
     tol = _number("tol", tol)
@@ -170,56 +263,199 @@ def fit(responses, method: str = "cbmm", *, sigma: float = 1.0, tol: float = 1e-
     max_iter = _integer("max_iter", max_iter, minimum=1)
     seed = _integer("seed", seed, minimum=0)
     verbose = _integer("verbose", verbose, minimum=0)
-    if not isinstance(isolate, (bool, np.bool_)):
-        raise ValueError(f"isolate must be True or False, got {isolate!r}")
+    for name, value in (("isolate", isolate), ("se", se)):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+    if degenerate not in DEGENERATE:
+        raise ValueError(f"degenerate must be one of {list(DEGENERATE)}, got {degenerate!r}")
+    if isinstance(start, str) and start not in STARTS:
+        raise ValueError(f"start must be one of {list(STARTS)}, starting values (theta0, a0, b0) "
+                         f"or a FitResult, got {start!r}")
     timeout_s = _check_timeout(timeout_s, isolate)
     spec = get_method(method)
     options = spec.check_options(method_options)
+    if n_starts is None:
+        n_starts = 3 if spec.minimises_loss else 1
+    n_starts = _integer("n_starts", n_starts, minimum=1)
+    for name, asked in (("se=True", se), (f"n_starts={n_starts}", n_starts > 1)):
+        if asked and not spec.minimises_loss:
+            raise ValueError(f"{name} needs a method that minimises loss (3) (cbmm, lbfgsb, "
+                             f"manopt); {method!r} fits its own model")
+    penalty = penalty_of(spec, options)
     data = as_responses(responses, coding=coding, storage="auto")
     if data.storage == "sparse" and not spec.reads_sparse:
         data = data.to_dense()
+    given = None if isinstance(start, str) else _given_start(start, data.shape)
     # here, not in the forked worker, where an import would die with it and be paid again
     # by every fit (Method.preload)
     spec.load_software(options)
 
     n, j = data.shape
-    if timeout_s == "auto":
-        timeout_s = spec.default_timeout_s(n, j, max_iter) if isolate else None
     bad_items = data.degenerate_items()
     bad_models = data.degenerate_models()
+    core, kept = data, None
+    if degenerate == "set_aside" and (bad_items.size or bad_models.size):
+        kept = identified_core(data)
+        if kept[0].size < 2 or kept[1].size < 1:
+            raise ValueError(f"degenerate='set_aside' leaves {kept[0].size} model(s) and "
+                             f"{kept[1].size} item(s): nothing to fit")
+        core = data.take(*kept)
+        if given is not None:
+            given = (given[0][kept[0]], given[1][kept[1]], given[2][kept[1]])
     if bad_items.size or bad_models.size:
-        warnings.warn(
-            f"{bad_items.size} item(s) answered all-correct or all-wrong and "
-            f"{bad_models.size} model(s) with all answers correct or wrong: their "
-            "easiness/ability has no finite optimum and drifts until the stopping rule; "
-            "see FitResult.degenerate_items / degenerate_models",
-            DegenerateDataWarning, stacklevel=2)
+        warnings.warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty),
+                      DegenerateDataWarning, stacklevel=2)
     if isolate and not FORK_AVAILABLE:
         warnings.warn("this platform cannot fork: the fit runs in this process, without "
                       "crash isolation or time limit", RuntimeWarning, stacklevel=2)
         isolate, timeout_s = False, None
+    if timeout_s == "auto":
+        timeout_s = spec.default_timeout_s(n, j, max_iter) * n_starts if isolate else None
 
-    start = initial_values(n, j, seed=seed, init_scale=init_scale, sigma=sigma)
+    starts = _starts(start, given, n_starts, core, seed, init_scale, sigma, penalty)
     settings = dict(sigma=sigma, tol=tol, max_iter=max_iter, seed=seed)
     with _progress_logging(verbose):
+        def task():
+            return _solve_starts(spec, core, starts, settings, options, verbose, penalty)
+
         if isolate:
-            out = _solve_in_worker(spec, data, start, settings, options, verbose, timeout_s)
+            n_core, j_core = core.shape
+            out = run_in_worker(
+                task, lambda reason, seconds: _failed_output(reason, seconds, n_core, j_core),
+                timeout_s, f"cbmm-fit-{spec.name}")
         else:
-            out = _solve(spec, data, start, settings, options, verbose)
-        result = _finish(out, data, start, method, settings, init_scale,
-                         data.label_cols(bad_items), data.label_rows(bad_models))
+            out = task()
+        best = out.info.get("best_start", 0)
+        result = _finish(out, core, starts[best][1], method, settings, init_scale,
+                         data.label_cols(bad_items), data.label_rows(bad_models), penalty)
+        result.info.update(start=starts[best][0], n_starts=len(starts), degenerate=degenerate,
+                           options=options)
+        if spec.minimises_loss:
+            result.status = _judged_status(result, core, penalty, len(starts))
+        if se and not result.failed:
+            _add_standard_errors(result, core, penalty)
+        if kept is not None:
+            result = _with_set_aside(result, data, core, kept)
         if verbose:
             logger.info("%s: %s after %d iterations, loss %.10g, %.3f s", method,
                         result.status, result.n_iter, result.loss, result.runtime_s)
-    if result.status == "max_iter":
-        warnings.warn(f"{method} stopped at max_iter={max_iter} before the relative change "
-                      f"of the loss fell below tol={tol:g}; raise max_iter or tol",
-                      ConvergenceWarning, stacklevel=2)
+    _warn_status(result, method)
     return result
 
 
-def _finish(out, data, start, method, settings, init_scale, bad_items, bad_models):
+def _given_start(start, shape):
+    """Explicit starting values: a FitResult's raw parameters or ``(theta0, a0, b0)``."""
+    if isinstance(start, FitResult):
+        if start.failed:
+            raise ValueError(f"start: the FitResult failed ({start.status}); it has no values")
+        values = start.raw_parameters()
+    else:
+        try:
+            values = tuple(start)
+        except TypeError:
+            values = ()
+        if len(values) != 3:
+            raise ValueError("start must be 'spectral', 'random', (theta0, a0, b0) or a "
+                             f"FitResult, got {type(start).__name__}")
+    n, j = shape
+    out = []
+    for name, value, size in zip(("theta0", "a0", "b0"), values, (n, j, j)):
+        array = np.asarray(value, dtype=float)
+        if array.shape != (size,):
+            raise ValueError(f"start: {name} has shape {array.shape}, expected ({size},)")
+        if not np.isfinite(array).all():
+            raise ValueError(f"start: {name} has non-finite values (a set-aside model or item "
+                             "of the FitResult? refit with degenerate='set_aside')")
+        out.append(array)
+    if (out[1] < 0).any():
+        raise ValueError("start: a0 must be >= 0")
+    return tuple(out)
+
+
+def _starts(start, given, n_starts, data, seed, init_scale, sigma, penalty):
+    """``[(label, (theta0, a0, b0)), ...]``: the first start, then random ones."""
+    n, j = data.shape
+    if given is not None:
+        first = ("given", given)
+    elif start == "spectral":
+        first = ("spectral", spectral_start(data, sigma=sigma, penalty=penalty))
+    else:
+        first = ("random", initial_values(n, j, seed=seed, init_scale=init_scale, sigma=sigma))
+    return [first] + [(f"random {k}", initial_values(
+        n, j, seed=np.random.default_rng([seed, k]), init_scale=init_scale, sigma=sigma))
+        for k in range(1, n_starts)]
+
+
+def _solve_starts(spec, data, starts, settings, options, verbose, penalty) -> SolverOutput:
+    """Solve from every start; the output of the lowest objective, with a summary of all.
+
+    ``info["starts"]``: per start its label, objective (loss (3) plus the penalty,
+    float64), status, iterations, seconds and the rank correlation of its theta with
+    the best start's; ``info["best_start"]``: the index of the best; ``runtime_s``:
+    the seconds of all starts.
+    """
+    outs = []
+    for k, (label, values) in enumerate(starts):
+        if verbose and len(starts) > 1:
+            logger.info("%s: start %d of %d (%s)", spec.name, k + 1, len(starts), label)
+        outs.append(_solve(spec, data, values, settings, options, verbose))
+    if len(outs) == 1:
+        return outs[0]
+    sigma = settings["sigma"]
+    objectives = [_objective(out, data, sigma, penalty) for out in outs]
+    best = int(np.nanargmin(objectives)) if np.isfinite(objectives).any() else 0
+    summary = []
+    for (label, _), out, value in zip(starts, outs, objectives):
+        summary.append({"start": label, "objective": value, "status": out.status,
+                        "n_iter": int(out.n_iter), "runtime_s": float(out.runtime_s),
+                        "rank_correlation": _rank_correlation(out.theta, outs[best].theta)})
+    out = outs[best]
+    out.info = dict(out.info, starts=summary, best_start=best,
+                    starts_agreeing=sum(_agrees(v, objectives[best]) for v in objectives))
+    out.runtime_s = float(sum(o.runtime_s for o in outs))
+    return out
+
+
+def _objective(out, data, sigma, penalty) -> float:
+    """Loss (3) plus the penalty at a solver output (NaN if it failed)."""
+    if out.status.startswith("failed") or _malformed(out, *data.shape) \
+            or not all(np.isfinite(v).all() for v in (out.theta, out.a, out.b)):
+        return math.nan
+    theta, a, b = (np.asarray(v, dtype=float) for v in (out.theta, out.a, out.b))
+    return loss(theta, a, b, data, sigma) + penalty.value(theta, a / sigma, b / sigma)
+
+
+def _agrees(value, best) -> bool:
+    return bool(np.isfinite(value)) and value - best <= max(AGREE_OBJECTIVE, 1e-9 * abs(best))
+
+
+def _rank_correlation(x, y) -> float:
+    """Spearman's rank correlation (no ties in continuous estimates); NaN if undefined."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if not (np.isfinite(x).all() and np.isfinite(y).all()) or x.size < 2:
+        return math.nan
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    with np.errstate(invalid="ignore"):
+        return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def _degenerate_message(n_items, n_models, degenerate, penalty) -> str:
+    what = (f"{n_items} item(s) answered all-correct or all-wrong and {n_models} model(s) "
+            "with all answers correct or wrong")
+    if degenerate == "set_aside":
+        return (f"{what}: set aside (with any that become so without them); see "
+                "FitResult.info['set_aside']")
+    if penalty.active:
+        return f"{what}: the prior alone sets their easiness/ability"
+    return (f"{what}: their easiness/ability has no finite optimum and drifts until the "
+            "stopping rule; use prior='normal' or degenerate='set_aside' (see "
+            "FitResult.degenerate_items / degenerate_models)")
+
+
+def _finish(out, data, start, method, settings, init_scale, bad_items, bad_models,
+            penalty=None) -> FitResult:
     """The FitResult of a solver's raw output: canonical form, float64 loss, stationarity."""
+    penalty = penalty or Penalty()
     common = dict(method=method, sigma=settings["sigma"], tol=settings["tol"],
                   max_iter=settings["max_iter"], seed=settings["seed"], init_scale=init_scale,
                   degenerate_items=bad_items, degenerate_models=bad_models)
@@ -233,18 +469,133 @@ def _finish(out, data, start, method, settings, init_scale, bad_items, bad_model
         return FitResult.failure(status, responses=data, runtime_s=out.runtime_s,
                                  n_iter=out.n_iter, loss_history=out.loss_history,
                                  info=out.info, **common)
+    raw = (theta, a, b)
     raw_mean, raw_sd = float(theta.mean()), float(theta.std())
     theta, a, b = canonicalize(theta, a, b)
-    final_loss, reached = loss_and_stationarity(
-        theta, a, b, canonicalize(*start), data, settings["sigma"],
-        reference=out.info.get("stationarity_reference"))
+    # loss (3) is invariant: judged at the canonical point; a penalty is not: at the solver's
+    point, origin = (raw, start) if penalty.active else ((theta, a, b), canonicalize(*start))
+    final_loss, penalty_value, reached, gradient = fit_measures(
+        *point, origin, data, settings["sigma"],
+        reference=out.info.get("stationarity_reference"), penalty=penalty)
     info = dict(out.info, theta_mean_raw=raw_mean, theta_sd_raw=raw_sd, stationarity=reached,
-                storage=data.storage)
+                scaled_gradient=scaled_gradient(*point, data, settings["sigma"], penalty,
+                                                gradient=gradient),
+                objective=final_loss + penalty_value, storage=data.storage)
     return FitResult(
         theta=_label(theta, data.row_labels, "theta"), a=_label(a, data.col_labels, "a"),
         b=_label(b, data.col_labels, "b"), loss=final_loss,
         loss_history=list(map(float, out.loss_history)), n_iter=int(out.n_iter),
         status=status, runtime_s=float(out.runtime_s), info=info, **common)
+
+
+def _judged_status(result, data, penalty, n_starts) -> str:
+    """The status of a fit that minimises loss (3), judged the same way for every such method.
+
+    Failed and custom statuses stand; then, in this order: ``unbounded`` (maximum
+    likelihood only: items or models separated, :func:`separation`), ``max_iter``,
+    ``not_stationary`` (the method's rule stopped it more than
+    :data:`STATIONARY_BELOW` standard errors from a stationary point), ``multimodal``
+    (of several starts, one alone reached the best objective: nothing confirms that a
+    better optimum is not left undiscovered).  The reason is ``info["status_reason"]``.
+    """
+    status, info = result.status, result.info
+    if result.failed or status not in ("converged", "max_iter"):
+        return status
+    if not penalty.active:
+        items, models = separation(data, np.asarray(result.theta), np.asarray(result.a))
+        if items.any() or models.any():
+            info["separated_items"] = data.label_cols(np.flatnonzero(items))
+            info["separated_models"] = data.label_rows(np.flatnonzero(models))
+            info["status_reason"] = (
+                f"no finite optimum: {int(items.sum())} item(s) whose correct answers all come "
+                f"from abler models than their wrong ones (all-correct and all-wrong items "
+                f"included) and {int(models.sum())} model(s) answering every discriminating "
+                "item alike; their parameters run off to infinity "
+                "(info['separated_items'], info['separated_models'])")
+            return "unbounded"
+    if status == "max_iter":
+        return status
+    if info["scaled_gradient"] > STATIONARY_BELOW:
+        info["status_reason"] = (
+            f"the method's rule stopped it {info['scaled_gradient']:.2g} standard errors from a "
+            f"stationary point (converged means at most {STATIONARY_BELOW:g})")
+        return "not_stationary"
+    agreeing = info.get("starts_agreeing", n_starts)
+    if n_starts > 1 and agreeing < 2:
+        info["status_reason"] = (f"only {agreeing} of {n_starts} starts reached the best "
+                                 "objective: the best found may not be the global optimum")
+        return "multimodal"
+    return status
+
+
+def _warn_status(result, method) -> None:
+    """One warning per status that is not an answer, saying what to do."""
+    reason = result.info.get("status_reason", "")
+    if result.status == "max_iter":
+        warnings.warn(f"{method} stopped at max_iter={result.max_iter} before its stopping "
+                      f"rule was met (tol={result.tol:g}); raise max_iter or tol",
+                      ConvergenceWarning, stacklevel=3)
+    elif result.status == "not_stationary":
+        warnings.warn(f"{method}: {reason}: the estimates are not an optimum; use "
+                      "accelerate='auto' (cbmm), a smaller tol or a larger max_iter",
+                      ConvergenceWarning, stacklevel=3)
+    elif result.status == "multimodal":
+        warnings.warn(f"{method}: {reason}; raise n_starts", ConvergenceWarning, stacklevel=3)
+    elif result.status == "unbounded":
+        warnings.warn(f"{method}: {reason}; fit with prior='normal' (a finite optimum whatever "
+                      "the data) or degenerate='set_aside'", DegenerateDataWarning, stacklevel=3)
+
+
+def _add_standard_errors(result, data, penalty) -> None:
+    """``theta_se``, ``a_se``, ``b_se`` of a finished fit (NaN where it has no finite optimum)."""
+    n, j = data.shape
+    if result.status == "unbounded":
+        se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
+    else:
+        point = result.raw_parameters() if penalty.active else (result.theta, result.a, result.b)
+        try:
+            se = standard_errors(data, *point, result.sigma, penalty)
+        except np.linalg.LinAlgError as exc:
+            result.info["se_problem"] = str(exc)
+            se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
+    result.theta_se = _label(se[0], data.row_labels, "theta_se")
+    result.a_se = _label(se[1], data.col_labels, "a_se")
+    result.b_se = _label(se[2], data.col_labels, "b_se")
+
+
+def _with_set_aside(result, data, core, kept) -> FitResult:
+    """The core's fit on the whole data: set-aside models at theta = +-inf, set-aside items at
+    a = NaN and b = +-inf (the side they were answered on), standard errors NaN."""
+    rows, cols = kept
+    n, j = data.shape
+    out_rows = np.setdiff1d(np.arange(n), rows)
+    out_cols = np.setdiff1d(np.arange(j), cols)
+    model_side = _side(data.take(out_rows, cols).accuracy(axis=1)) if out_rows.size else []
+    item_side = _side(data.take(rows, out_cols).accuracy(axis=0)) if out_cols.size else []
+
+    def spread(values, index, size, fill, at, name, labels):
+        full = np.full(size, np.nan)
+        if values is not None:
+            full[index] = np.asarray(values, dtype=float)
+            full[at] = fill
+        return _label(full, labels, name) if values is not None else None
+
+    theta = spread(result.theta, rows, n, model_side, out_rows, "theta", data.row_labels)
+    a = spread(result.a, cols, j, np.nan, out_cols, "a", data.col_labels)
+    b = spread(result.b, cols, j, item_side, out_cols, "b", data.col_labels)
+    result.theta, result.a, result.b = theta, a, b
+    for name, index, size, at, labels in (("theta_se", rows, n, out_rows, data.row_labels),
+                                          ("a_se", cols, j, out_cols, data.col_labels),
+                                          ("b_se", cols, j, out_cols, data.col_labels)):
+        setattr(result, name, spread(getattr(result, name), index, size, np.nan, at, name, labels))
+    result.info["set_aside"] = {"models": data.label_rows(out_rows),
+                                "items": data.label_cols(out_cols)}
+    return result
+
+
+def _side(accuracy):
+    """+inf for all correct, -inf for all wrong (NaN otherwise)."""
+    return np.where(accuracy == 1, np.inf, np.where(accuracy == 0, -np.inf, np.nan))
 
 
 def _label(values, labels, name):
@@ -436,31 +787,35 @@ def _release_openmp_threads() -> None:
             ctypes.CDLL(path).omp_pause_resource_all(2)  # omp_pause_hard
 
 
-def _worker(connection, spec, data, start, settings, options, verbose):
+def _worker(connection, task, failure):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     _die_with_parent()
     sender = _PipeSender(connection)
     _route_logging(sender)
+    began = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
-        out = _solve(spec, data, start, settings, options, verbose)
+        out = task()
     sender.send(("warnings", _transferable_warnings(caught)))
     try:
         sender.send(("result", out))
     except Exception as exc:  # e.g. an info entry that cannot be pickled
-        n, j = data.shape
-        sender.send(("result", _failed_output(
+        sender.send(("result", failure(
             f"the solver's output could not be sent back ({type(exc).__name__}: {exc})",
-            out.runtime_s, n, j)))
+            time.perf_counter() - began)))
     connection.close()
 
 
-def _solve_in_worker(spec, data, start, settings, options, verbose, timeout_s) -> SolverOutput:
-    """Run :func:`_solve` in a forked worker under a time limit; a dead worker is a failure."""
-    n, j = data.shape
+def run_in_worker(task, failure, timeout_s, name):
+    """Run ``task()`` in a forked worker under a time limit and return its result.
+
+    ``task`` runs in the child (fork: it needs no pickling; its result does);
+    ``failure(reason, seconds)`` builds the result of a worker that dies, hangs past
+    ``timeout_s`` (None: no limit) or whose result cannot be sent back.  The child's
+    warnings are re-emitted here and its log records handed to this process's loggers.
+    """
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    worker = context.Process(target=_worker, name=f"cbmm-fit-{spec.name}",
-                             args=(sender, spec, data, start, settings, options, verbose))
+    worker = context.Process(target=_worker, name=name, args=(sender, task, failure))
     began = time.perf_counter()
     _release_openmp_threads()
     worker.start()
@@ -470,14 +825,13 @@ def _solve_in_worker(spec, data, start, settings, options, verbose, timeout_s) -
         while out is None:
             wait = None if timeout_s is None else max(0.0, began + timeout_s - time.perf_counter())
             if not receiver.poll(wait):
-                out = _failed_output(f"timeout after {timeout_s:g} s",
-                                     time.perf_counter() - began, n, j)
+                out = failure(f"timeout after {timeout_s:g} s", time.perf_counter() - began)
                 break
             try:
                 kind, payload = receiver.recv()
             except EOFError:
                 worker.join()
-                out = _failed_output(_death(worker.exitcode), time.perf_counter() - began, n, j)
+                out = failure(_death(worker.exitcode), time.perf_counter() - began)
                 break
             if kind == "log":
                 logging.getLogger(payload.name).handle(payload)

@@ -1,4 +1,5 @@
-"""Command line: ``cbmm fit|score|simulate|methods|data ...`` (also ``python -m cbmm``).
+"""Command line: ``cbmm fit|bootstrap|validate|score|simulate|methods|data ...``
+(also ``python -m cbmm``).
 
 Every command checks all its arguments, its inputs and its output paths
 before it computes anything, and writes its outputs atomically at the end
@@ -198,14 +199,62 @@ def _fit_command(args) -> int:
     table = _read_responses(args)
     responses = cbmm.as_responses(table, coding=args.coding, layout=args.layout,
                                   source=str(args.responses))
-    result = cbmm.fit(responses, method=args.method, sigma=args.sigma, tol=args.tol,
-                      max_iter=args.max_iter, seed=args.seed, init_scale=args.init_scale,
+    result = cbmm.fit(responses, method=args.method, **fit_settings(args),
                       timeout_s=args.timeout if args.isolate else None,
                       isolate=args.isolate, verbose=args.verbose, **options)
     result.save(args.out)
     print(f"{result.method}: {result.status} after {result.n_iter} iterations, "
           f"loss {result.loss:.6g}, {result.runtime_s:.3f} s -> {args.out}")
     return EXIT_FAILED if result.failed else 0
+
+
+def _bootstrap_command(args) -> int:
+    import cbmm
+
+    from .inference import BootstrapResult
+    from .registry import get_method
+
+    method = get_method(args.method)
+    options = _method_options(method, args.option)
+    method.availability()
+    _check_output_folder(args.out, BootstrapResult.OUTPUT_FILES, "--out", args.force)
+    table = _read_responses(args)
+    responses = cbmm.as_responses(table, coding=args.coding, layout=args.layout,
+                                  source=str(args.responses))
+    settings = {k: v for k, v in fit_settings(args).items()
+                if k not in ("start", "n_starts", "se", "seed")}
+    result = cbmm.bootstrap(responses, n_boot=args.n_boot, resample=args.resample,
+                            level=args.level, seed=args.seed, method=args.method,
+                            **settings, **options)
+    result.save(args.out)
+    print(f"{result.n_boot} replicates resampling {result.resample} ({result.n_failed} failed), a "
+          f"{result.fit.status} {result.fit.method} fit, {result.runtime_s:.2f} s -> {args.out}")
+    return 0
+
+
+def _validate_command(args) -> int:
+    import cbmm
+
+    from .io import write_csv
+    from .registry import get_method
+
+    method = get_method(args.method)
+    options = _method_options(method, args.option)
+    method.availability()
+    _check_output_file(args.out, "--out", args.force)
+    _distinct(("--responses", args.responses), ("--out", args.out))
+    table = _read_responses(args)
+    responses = cbmm.as_responses(table, coding=args.coding, layout=args.layout,
+                                  source=str(args.responses))
+    settings = {k: v for k, v in fit_settings(args).items() if k != "seed"}
+    scores = cbmm.cross_validate(responses, args.method, folds=args.folds, seed=args.seed,
+                                 **settings, **options)
+    write_csv(scores, args.out, float_format="%.17g")
+    means = scores[["log_loss", "item_mean_log_loss", "auc", "item_mean_auc"]].mean()
+    print(f"{args.folds} folds: held-out log loss {means['log_loss']:.4f} (item means "
+          f"{means['item_mean_log_loss']:.4f}), AUC {means['auc']:.4f} (item means "
+          f"{means['item_mean_auc']:.4f}) -> {args.out}")
+    return 0
 
 
 def _score_command(args) -> int:
@@ -277,6 +326,36 @@ def _methods_command(args) -> int:
 
 # -------------------------------------------------------------------------- parser
 
+#: Parsers of fit's numeric settings (their checks give one-line argparse errors).
+_FIT_TYPES = {"sigma": _number(0.0), "tol": _number(0.0), "max_iter": _integer(1),
+              "seed": _integer(0), "init_scale": _number(0.0), "n_starts": _integer(1)}
+
+
+def add_fit_settings(command, without=()) -> None:
+    """``--sigma``, ``--tol``, ... ``--se``: :data:`cbmm.api.FIT_OPTIONS` (but ``without``),
+    with their defaults and documentation."""
+    from .api import FIT_OPTIONS
+
+    for name, option in FIT_OPTIONS.items():
+        if name in without:
+            continue
+        flag = "--" + name.replace("_", "-")
+        text = f"{option.doc} (default {option.default!r})"
+        if option.kind == "bool":
+            command.add_argument(flag, action="store_true", help=option.doc)
+        elif option.choices:
+            command.add_argument(flag, choices=option.choices, default=option.default, help=text)
+        else:
+            command.add_argument(flag, type=_FIT_TYPES[name], default=option.default, help=text)
+
+
+def fit_settings(args) -> dict:
+    """The values of :func:`add_fit_settings`'s arguments, by ``cbmm.fit``'s names."""
+    from .api import FIT_OPTIONS
+
+    return {name: getattr(args, name) for name in FIT_OPTIONS if hasattr(args, name)}
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .data.cli import register as register_data
@@ -309,16 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="estimation method: cbmm (default), lbfgsb, manopt, pyirt, mirt "
                           "(see `cbmm methods`)")
     fit.add_argument("--out", required=True, type=_path, help="output folder")
-    fit.add_argument("--sigma", type=_number(0.0), default=1.0,
-                     help="known temperature of the logistic link (default 1)")
-    fit.add_argument("--tol", type=_number(0.0), default=1e-4,
-                     help="relative change of the loss at which to stop (default 1e-4)")
-    fit.add_argument("--max-iter", type=_integer(1), default=1000,
-                     help="maximum iterations / epochs / EM cycles (default 1000)")
-    fit.add_argument("--seed", type=_integer(0), default=0,
-                     help="seed of the initial values, any integer >= 0 (default 0)")
-    fit.add_argument("--init-scale", type=_number(0.0), default=1.0,
-                     help="variance s^2 of log a and b at the start (default 1)")
+    add_fit_settings(fit)
     fit.add_argument("--option", action="append", metavar="KEY=VALUE",
                      help="method option, repeatable, e.g. --option accelerate=squarem "
                           "(`cbmm methods` lists each method's options and types)")
@@ -332,6 +402,47 @@ def build_parser() -> argparse.ArgumentParser:
                      help="log progress every N iterations to stderr (default 0: off)")
     fit.add_argument("--force", action="store_true", help="replace earlier results in --out")
     fit.set_defaults(handler=_fit_command)
+
+    def add_method(command):
+        command.add_argument("--method", default="cbmm",
+                             help="estimation method (default cbmm; see `cbmm methods`)")
+        command.add_argument("--option", action="append", metavar="KEY=VALUE",
+                             help="method option, repeatable (see `cbmm methods`)")
+
+    boot = sub.add_parser("bootstrap", help="percentile-bootstrap intervals of abilities, "
+                                            "ranks and items",
+                          description="Fit the responses, then refit --n-boot resamples of "
+                                      "items (or models) warm-started from that fit (see "
+                                      "cbmm.bootstrap).  Writes abilities.csv (theta and rank "
+                                      "with intervals), items.csv, prob_better.csv (share of "
+                                      "replicates in which the row model beats the column "
+                                      "model) and bootstrap.json into --out.")
+    add_input(boot)
+    add_method(boot)
+    boot.add_argument("--out", required=True, type=_path, help="output folder")
+    boot.add_argument("--n-boot", type=_integer(2), default=200,
+                      help="replicates (default 200)")
+    boot.add_argument("--resample", choices=["items", "models"], default="items",
+                      help="items: intervals for abilities and ranks (default); models: for "
+                           "item parameters")
+    boot.add_argument("--level", type=_number(0.0, 1.0), default=0.95,
+                      help="interval coverage (default 0.95)")
+    add_fit_settings(boot, without=("start", "n_starts", "se"))
+    boot.add_argument("--force", action="store_true", help="replace earlier results in --out")
+    boot.set_defaults(handler=_bootstrap_command)
+
+    validate = sub.add_parser("validate", help="held-out (cross-validated) fit of a method",
+                              description="K-fold cross-validation over the observed cells "
+                                          "(see cbmm.cross_validate): a CSV with one row per "
+                                          "fold, the held-out log loss, Brier score and AUC "
+                                          "of the method beside the item-mean baseline.")
+    add_input(validate)
+    add_method(validate)
+    validate.add_argument("--out", required=True, type=_path, help="output CSV")
+    validate.add_argument("--folds", type=_integer(2), default=5, help="folds (default 5)")
+    add_fit_settings(validate)
+    validate.add_argument("--force", action="store_true", help="replace an existing --out")
+    validate.set_defaults(handler=_validate_command)
 
     score = sub.add_parser("score", help="abilities of new models against calibrated items",
                            description="Estimate the abilities of the models in --responses "

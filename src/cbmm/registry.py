@@ -198,6 +198,17 @@ class Method:
         before it forks the worker: a module first imported in the worker
         dies with it, so every fit would import it again (SciPy's optimizers:
         about 0.4 CPU-s).
+    paper_options : mapping
+        The option values under which the method is the paper's (e.g. cBMM's
+        plain Algorithm 1 and no prior, where the library's defaults differ);
+        :func:`cbmm.paper_settings` adds them to ``fit``'s paper arguments.
+    minimises_loss : bool
+        Whether the solver minimises loss (3) (plus the penalty of the shared
+        ``prior`` options, :data:`cbmm.methods._objective.PRIOR_OPTIONS`, when
+        it declares them).  :func:`cbmm.fit` then judges its stationarity and
+        unbounded directions, compares its starts by that objective and can
+        compute standard errors; a method fitting another model (mirt's
+        marginal likelihood, py-irt's variational posterior) keeps its own status.
     """
 
     name: str
@@ -212,6 +223,8 @@ class Method:
     seconds_per_million_cells: float = 60.0
     reads_sparse: bool = False
     preload: Callable[[Mapping[str, Any]], Sequence[str]] = _no_modules
+    paper_options: Mapping[str, Any] = field(default_factory=dict)
+    minimises_loss: bool = False
 
     def check_options(self, options: Mapping) -> dict:
         """Validate ``options`` against the declared ones and fill in defaults.
@@ -280,8 +293,9 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
                     order: int = 100, env: str = "core",
                     seconds_per_million_cells: float = 60.0,
                     reads_sparse: bool = False,
-                    preload: Callable[[Mapping[str, Any]], Sequence[str]] | None = None
-                    ) -> Method:
+                    preload: Callable[[Mapping[str, Any]], Sequence[str]] | None = None,
+                    paper_options: Mapping[str, Any] | None = None,
+                    minimises_loss: bool = False) -> Method:
     """Register ``solve`` under ``name`` (replacing an earlier registration).
 
     See :class:`Method` for the fields.  Returns the entry.
@@ -300,11 +314,16 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
             and math.isfinite(seconds_per_million_cells) and seconds_per_million_cells > 0):
         raise ValueError(f"method {name!r}: seconds_per_million_cells must be a number > 0, "
                          f"got {seconds_per_million_cells!r}")
+    unknown = sorted(set(paper_options or {}) - set(options or {}))
+    if unknown:
+        raise ValueError(f"method {name!r}: paper_options names undeclared option(s) {unknown}")
     method = Method(name=name, label=label or name, solve=solve,
                     availability=availability or _always_available, description=description,
                     options=dict(options or {}), color=color, order=order, env=env,
                     seconds_per_million_cells=float(seconds_per_million_cells),
-                    reads_sparse=bool(reads_sparse), preload=preload or _no_modules)
+                    reads_sparse=bool(reads_sparse), preload=preload or _no_modules,
+                    paper_options=dict(paper_options or {}),
+                    minimises_loss=bool(minimises_loss))
     _METHODS[name] = method
     return method
 

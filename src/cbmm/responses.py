@@ -220,6 +220,49 @@ class Responses:
                          indptr=indptr, indices=indices, values=values, n_items=j,
                          _cache=_shared_counts(self))
 
+    def take(self, rows=None, cols=None) -> Responses:
+        """The responses of the models ``rows`` and the items ``cols``, in this storage.
+
+        Parameters
+        ----------
+        rows, cols : array of int, optional
+            Row and column indices (repeats allowed: a bootstrap resample); None
+            keeps every row or column.  Labels follow the indices.
+        """
+        n, j = self.shape
+        rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.intp)
+        cols = np.arange(j) if cols is None else np.asarray(cols, dtype=np.intp)
+        row_labels = None if self.row_labels is None else self.row_labels[rows]
+        col_labels = None if self.col_labels is None else self.col_labels[cols]
+        if self.y is not None:
+            return Responses(y=np.ascontiguousarray(self.y[np.ix_(rows, cols)]),
+                             row_labels=row_labels, col_labels=col_labels)
+        import scipy.sparse
+
+        csr = scipy.sparse.csr_array((self.values, self.indices, self.indptr), shape=self.shape)
+        part = csr[rows][:, cols].tocsr()
+        part.sort_indices()
+        return Responses(y=None, row_labels=row_labels, col_labels=col_labels,
+                         indptr=part.indptr.astype(np.int64), indices=part.indices.astype(np.int32),
+                         values=part.data.astype(np.int8), n_items=len(cols))
+
+    def without(self, rows, cols) -> Responses:
+        """The same responses with the cells ``(rows[k], cols[k])`` made missing (held out)."""
+        rows, cols = np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)
+        if self.y is not None:
+            y = self.y.copy()
+            y[rows, cols] = 0
+            return Responses(y=y, row_labels=self.row_labels, col_labels=self.col_labels)
+        n, j = self.shape
+        cell = np.repeat(np.arange(n, dtype=np.int64), np.diff(self.indptr)) * j + self.indices
+        keep = ~np.isin(cell, rows.astype(np.int64) * j + cols)
+        counts = np.bincount(np.repeat(np.arange(n), np.diff(self.indptr))[keep], minlength=n)
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        return Responses(y=None, row_labels=self.row_labels, col_labels=self.col_labels,
+                         indptr=indptr, indices=self.indices[keep], values=self.values[keep],
+                         n_items=j)
+
     def to_frame(self) -> pd.DataFrame:
         """Dense 0/1/NaN float DataFrame (the user-facing coding; 8 bytes per cell)."""
         import pandas as pd

@@ -87,7 +87,13 @@ class FitResult:
         models with all answers correct/wrong (their b or theta has no finite
         optimum).
     info : dict
-        Method-specific extras.
+        Method-specific extras, and :func:`cbmm.fit`'s measures: ``objective``
+        (loss (3) plus the prior's penalty), ``stationarity``,
+        ``scaled_gradient``, ``status_reason``, ``starts``, ``set_aside``.
+    theta_se, a_se, b_se : ndarray or pandas.Series, optional
+        Standard errors of the canonical parameters from the observed
+        information (``cbmm.fit(..., se=True)``; NaN where a parameter has
+        none, e.g. ``a_j = 0`` at its bound); None when not computed.
     """
 
     theta: np.ndarray | pd.Series
@@ -107,6 +113,9 @@ class FitResult:
     degenerate_items: list = field(default_factory=list)
     degenerate_models: list = field(default_factory=list)
     info: dict = field(default_factory=dict)
+    theta_se: np.ndarray | pd.Series | None = None
+    a_se: np.ndarray | pd.Series | None = None
+    b_se: np.ndarray | pd.Series | None = None
 
     #: The files :meth:`save` writes into its folder.
     OUTPUT_FILES = ("abilities.csv", "items.csv", "fit.json")
@@ -231,17 +240,71 @@ class FitResult:
             "info": _jsonable(self.info),
         }
 
+    @property
+    def has_se(self) -> bool:
+        """Whether the standard errors were computed (``se=True``)."""
+        return self.theta_se is not None
+
+    def confint(self, level: float = 0.95) -> dict:
+        """Wald intervals ``estimate -+ z se`` of the canonical parameters.
+
+        Parameters
+        ----------
+        level : float
+            Coverage, in (0, 1).
+
+        Returns
+        -------
+        dict
+            ``{"theta", "a", "b"}`` -> pandas.DataFrame indexed like the parameters,
+            columns ``estimate``, ``lower``, ``upper``.  ``a``'s lower bound is
+            clipped at 0 (its constraint); a parameter without a standard error
+            has NaN bounds.
+
+        Raises
+        ------
+        ValueError
+            No standard errors (fit with ``se=True``), or a bad ``level``.
+        """
+        import pandas as pd
+        from scipy.stats import norm
+
+        if not (isinstance(level, (int, float)) and 0 < level < 1):
+            raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+        if not self.has_se:
+            raise ValueError("this fit has no standard errors: fit with cbmm.fit(..., se=True)")
+        z = float(norm.ppf(0.5 + level / 2))
+        out = {}
+        for name, values, se in (("theta", self.theta, self.theta_se), ("a", self.a, self.a_se),
+                                 ("b", self.b, self.b_se)):
+            estimate = np.asarray(values, dtype=float)
+            half = z * np.asarray(se, dtype=float)
+            lower = estimate - half
+            if name == "a":
+                lower = np.maximum(lower, 0.0)
+            out[name] = pd.DataFrame({"estimate": estimate, "lower": lower,
+                                      "upper": estimate + half},
+                                     index=getattr(values, "index", None))
+        return out
+
     def abilities_frame(self) -> pd.DataFrame:
         import pandas as pd
 
         theta = self.theta if isinstance(self.theta, pd.Series) else pd.Series(self.theta)
-        return pd.DataFrame({"model": theta.index, "theta": theta.to_numpy()})
+        frame = pd.DataFrame({"model": theta.index, "theta": theta.to_numpy()})
+        if self.has_se:
+            frame["theta_se"] = np.asarray(self.theta_se, dtype=float)
+        return frame
 
     def items_frame(self) -> pd.DataFrame:
         import pandas as pd
 
         a = self.a if isinstance(self.a, pd.Series) else pd.Series(self.a)
-        return pd.DataFrame({"item": a.index, "a": a.to_numpy(), "b": np.asarray(self.b)})
+        frame = pd.DataFrame({"item": a.index, "a": a.to_numpy(), "b": np.asarray(self.b)})
+        if self.has_se:
+            frame["a_se"] = np.asarray(self.a_se, dtype=float)
+            frame["b_se"] = np.asarray(self.b_se, dtype=float)
+        return frame
 
     def save(self, out_dir) -> None:
         """Write ``abilities.csv``, ``items.csv`` and ``fit.json`` into ``out_dir``.
@@ -271,6 +334,12 @@ class FitResult:
         theta = pd.Series(abilities["theta"].to_numpy(), index=abilities["model"], name="theta")
         a = pd.Series(items["a"].to_numpy(), index=items["item"], name="a")
         b = pd.Series(items["b"].to_numpy(), index=items["item"], name="b")
+        errors = {}
+        if "theta_se" in abilities.columns:
+            errors["theta_se"] = pd.Series(abilities["theta_se"].to_numpy(),
+                                           index=abilities["model"], name="theta_se")
+            for name in ("a_se", "b_se"):
+                errors[name] = pd.Series(items[name].to_numpy(), index=items["item"], name=name)
         return cls(
             theta=theta, a=a, b=b,
             loss=_from_json_float(meta["loss"]),
@@ -279,7 +348,7 @@ class FitResult:
             method=meta["method"], sigma=meta["sigma"], tol=meta["tol"],
             max_iter=meta["max_iter"], seed=meta["seed"], init_scale=meta["init_scale"],
             degenerate_items=meta["degenerate_items"],
-            degenerate_models=meta["degenerate_models"], info=meta["info"],
+            degenerate_models=meta["degenerate_models"], info=meta["info"], **errors,
         )
 
 

@@ -52,6 +52,7 @@ import time
 import numpy as np
 
 from .model import (
+    Penalty,
     canonical_projected_norm,
     check_sigma,
     dense_responses,
@@ -124,17 +125,26 @@ def _curvature_numpy(y, theta, a, b):
     return d_theta, d_a, d_b
 
 
-def _item_update(a, b, w_theta, w_sum, n_obs, theta_sum, theta_sq):
-    """a-step then b-step (exact block minimisers over observed models, sigma = 1)."""
-    safe_sq = np.where(theta_sq > 0, theta_sq, 1.0)
-    a_new = np.where(theta_sq > 0, np.maximum(0.0, a + 4.0 * w_theta / safe_sq), a)
-    safe_n = np.maximum(n_obs, 1.0)
-    b_new = b + ((a - a_new) * theta_sum + 4.0 * w_sum) / safe_n
+def _item_update(a, b, w_theta, w_sum, n_obs, theta_sum, theta_sq, precision=0.0):
+    """a-step then b-step (exact block minimisers over observed models, sigma = 1).
+
+    ``precision``: the prior precision of a and b (:class:`cbmm.model.Penalty`), added
+    as ``4 precision`` to both denominators (the surrogate's curvature is 1/4).
+    """
+    if precision == 0:
+        safe_sq = np.where(theta_sq > 0, theta_sq, 1.0)
+        a_new = np.where(theta_sq > 0, np.maximum(0.0, a + 4.0 * w_theta / safe_sq), a)
+        safe_n = np.maximum(n_obs, 1.0)
+        b_new = b + ((a - a_new) * theta_sum + 4.0 * w_sum) / safe_n
+        return a_new, b_new
+    ridge = 4.0 * precision
+    a_new = np.maximum(0.0, (a * theta_sq + 4.0 * w_theta) / (theta_sq + ridge))
+    b_new = (b * n_obs + (a - a_new) * theta_sum + 4.0 * w_sum) / (n_obs + ridge)
     return a_new, b_new
 
 
-def _theta_update_numpy(y, theta, a, b, a_new, b_new):
-    """theta-step given the new items (sigma = 1)."""
+def _theta_update_numpy(y, theta, a, b, a_new, b_new, ridge=0.0):
+    """theta-step given the new items (sigma = 1); ``ridge`` is added to its denominator."""
     n, j = y.shape
     theta_new = np.empty(n)
     for rows in row_blocks(n, j):
@@ -144,7 +154,7 @@ def _theta_update_numpy(y, theta, a, b, a_new, b_new):
         # sum_j (Y~_ij - b_new_j) a_new_j with Y~ = theta_i a_j + b_j + 4 W_ij
         numer = (theta[rows] * (mask @ (a * a_new)) + mask @ ((b - b_new) * a_new)
                  + 4.0 * (w @ a_new))
-        denom = mask @ (a_new * a_new)
+        denom = mask @ (a_new * a_new) + ridge
         theta_new[rows] = np.where(denom > 0, numer / np.where(denom > 0, denom, 1.0),
                                    theta[rows])
     return theta_new
@@ -200,15 +210,22 @@ class MMOperator:
         (``switched_to_float64`` records the update count).
     threads : int, optional
         Threads of the fused passes (see :func:`thread_count`).
+    penalty : Penalty, optional
+        A prior (MAP): its value is part of every loss the operator returns, its
+        gradient of :attr:`gradient` and :meth:`loss_gradient`, its curvature of
+        :meth:`curvature`, and the block updates minimise the surrogate plus the
+        penalty exactly.
     """
 
-    def __init__(self, responses, engine="fused", precision="float64", threads=None):
+    def __init__(self, responses, engine="fused", precision="float64", threads=None,
+                 penalty=None):
         if engine not in ("fused", "numpy"):
             raise ValueError(f"engine must be 'fused' or 'numpy', got {engine!r}")
         if precision not in ("float64", "float32"):
             raise ValueError(f"precision must be 'float64' or 'float32', got {precision!r}")
         self.engine = engine
         self.responses = responses
+        self.penalty = penalty or Penalty()
         self.single = precision == "float32" and engine == "fused"
         self.switched_to_float64 = None
         self.updates = 0
@@ -248,38 +265,56 @@ class MMOperator:
             stats = self._fused_stats()
             if gradient:
                 self.gradient = (-w_a, -stats[0], -stats[1])
+        if self.penalty.active:
+            self.value += self.penalty.value(theta, a, b)
+            if gradient:
+                self.gradient = tuple(g + p for g, p in
+                                      zip(self.gradient, self.penalty.gradient(theta, a, b)))
         self.point, self.stats = (theta, a, b), stats
         return self.value
 
     def loss_gradient(self, theta, a, b):
         """Loss (3) at sigma = 1 and its gradient, float64, one pass (the point is not kept)."""
         if self.engine == "numpy":
-            return _gradient_numpy(self.y, theta, a, b)
-        n, j = self.shape
-        grads = np.empty(n), np.empty(j), np.empty(j)
-        value = self.matrix.loss_gradient(theta, a, b, 1.0, self.n_threads, *grads)
+            value, *grads = _gradient_numpy(self.y, theta, a, b)
+        else:
+            n, j = self.shape
+            grads = np.empty(n), np.empty(j), np.empty(j)
+            value = self.matrix.loss_gradient(theta, a, b, 1.0, self.n_threads, *grads)
+        if self.penalty.active:
+            value += self.penalty.value(theta, a, b)
+            grads = [g + p for g, p in zip(grads, self.penalty.gradient(theta, a, b))]
         return (value, *grads)
 
     def curvature(self, theta, a, b):
-        """Diagonal of the Fisher information at sigma = 1 (see :func:`_curvature_numpy`)."""
+        """Diagonal of the Fisher information at sigma = 1 (see :func:`_curvature_numpy`),
+        plus the penalty's curvature."""
         if self.engine == "numpy":
-            return _curvature_numpy(self.y, theta, a, b)
-        n, j = self.shape
-        out = np.empty(n), np.empty(j), np.empty(j)
-        self.matrix.curvature(theta, a, b, 1.0, self.n_threads, *out)
+            out = _curvature_numpy(self.y, theta, a, b)
+        else:
+            n, j = self.shape
+            out = np.empty(n), np.empty(j), np.empty(j)
+            self.matrix.curvature(theta, a, b, 1.0, self.n_threads, *out)
+        if self.penalty.active:
+            theta_precision, item_precision = self.penalty.curvature()
+            out = (out[0] + theta_precision, out[1] + item_precision, out[2] + item_precision)
         return out
 
     def update(self) -> float:
         """One MM iteration from the current point; returns the loss at the new point."""
         theta, a, b = self.point
-        a_new, b_new = _item_update(a, b, *self.stats)
+        theta_precision, item_precision = self.penalty.curvature()
+        a_new, b_new = _item_update(a, b, *self.stats, precision=item_precision)
         if self.engine == "numpy":
-            theta_new = _theta_update_numpy(self.y, theta, a, b, a_new, b_new)
+            theta_new = _theta_update_numpy(self.y, theta, a, b, a_new, b_new,
+                                            ridge=4.0 * theta_precision)
             self.value, *stats = _column_stats_numpy(self.y, theta_new, a_new, b_new)
         else:
             theta_new = np.empty_like(theta)
             self.value = self._fused_pass(theta, a, b, a_new, b_new, theta_new)
             stats = self._fused_stats()
+        if self.penalty.active:
+            self.value += self.penalty.value(theta_new, a_new, b_new)
         self.point, self.stats = (theta_new, a_new, b_new), stats
         self.updates += 1
         return self.value
@@ -300,7 +335,8 @@ class MMOperator:
                                              self.n_threads, row_sums)
             else:
                 value = self.matrix.mm_step(theta, a, b, a_new, b_new, theta_new, self._stats,
-                                            self.single, self.n_threads)
+                                            self.single, self.n_threads,
+                                            4.0 * self.penalty.theta_precision)
             if not self.single or (np.isfinite(value) and _float32_safe(theta_new)):
                 return value
             self._switch()
@@ -372,7 +408,7 @@ FLOAT32_MIN_TOL = 1e-5
 
 def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
                engine="fused", precision="auto", accelerate="none", record_times=True,
-               progress=None, threads=None):
+               progress=None, threads=None, penalty=None):
     """Run cBMM from ``(theta0, a0, b0)``.
 
     Parameters
@@ -410,6 +446,9 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     threads : int, optional
         Threads of the fused passes; default :func:`available_cores` (one for
         matrices below :data:`PARALLEL_MIN_ENTRIES` stored cells).
+    penalty : cbmm.model.Penalty, optional
+        A prior: the fit minimises loss (3) plus the penalty (MAP), and every
+        loss in ``loss_history`` includes it.
 
     Returns
     -------
@@ -425,7 +464,8 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     if precision == "auto":  # auto's MM phase only warms up its float64 quasi-Newton phase
         precision = "float32" if tol >= FLOAT32_MIN_TOL or accelerate == "auto" else "float64"
     setup_start = time.perf_counter()
-    op = MMOperator(responses, engine=engine, precision=precision, threads=threads)
+    op = MMOperator(responses, engine=engine, precision=precision, threads=threads,
+                    penalty=penalty)
     start = time.perf_counter()
     theta = np.array(theta0, dtype=float)
     a = np.maximum(np.array(a0, dtype=float), 0.0) / sigma

@@ -47,8 +47,10 @@ def matrix_responses():
 
 def fit_unit(unit):
     responses = matrix_responses()
+    # the paper's procedure (random start, its rule), then this unit's settings and options
+    settings = {**cbmm.paper_settings(unit["method"]), **settings_of(unit), **unit["options"]}
     result = cbmm.fit(responses, unit["method"], timeout_s=unit["timeout_s"],
-                      verbose=p.progress_every, **settings_of(unit), **unit["options"])
+                      verbose=p.progress_every, **settings)
     n_models, n_items = responses.shape
     row = {"dataset": p.dataset, "n_models": n_models, "n_items": n_items, "method": unit["method"],
            "stopping": unit["stopping"], "init_scale": unit["init_scale"], "seed": unit["seed"],

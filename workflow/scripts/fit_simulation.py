@@ -48,9 +48,10 @@ def draw(design_json, seed):
 
 def fit_unit(unit):
     truth = draw(json.dumps(unit["design"], sort_keys=True), unit["seed"])
+    # the paper's procedure (random start, its rule), then this unit's settings and options
+    settings = {**cbmm.paper_settings(unit["method"]), **settings_of(unit), **unit["options"]}
     result = cbmm.fit(truth.responses, unit["method"], sigma=truth.sigma,
-                      timeout_s=unit["timeout_s"], verbose=p.progress_every,
-                      **settings_of(unit), **unit["options"])
+                      timeout_s=unit["timeout_s"], verbose=p.progress_every, **settings)
     row = {"study": unit["study"], "level": float(unit["level"]), "method": unit["method"],
            "replicate": unit["replicate"], "status": result.status,
            "runtime_s": result.runtime_s, "n_iter": result.n_iter, "loss": result.loss,

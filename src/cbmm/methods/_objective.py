@@ -17,10 +17,30 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import fused_matrix
+from ..model import PRIOR_SD, PRIORS, Penalty, fused_matrix
+from ..registry import Option
 from ..solver import thread_count
 
-__all__ = ["Objective"]
+__all__ = ["Objective", "PRIOR_OPTIONS", "penalty_of"]
+
+#: The options of every method that minimises loss (3): ML (the paper) or MAP.
+PRIOR_OPTIONS = {
+    "prior": Option("str", "normal", choices=PRIORS,
+                    doc="none: maximum likelihood, loss (3) as in the paper; normal: MAP with "
+                        "theta ~ N(0,1), a/sigma ~ N+(0,prior_sd^2), b/sigma ~ N(0,prior_sd^2), "
+                        "which has a finite optimum whatever the data"),
+    "prior_sd": Option("float", PRIOR_SD, exclusive_minimum=0,
+                       doc="prior standard deviation of a/sigma and b/sigma (logits) with "
+                           "prior=normal"),
+}
+
+
+def penalty_of(method, options) -> Penalty:
+    """The :class:`cbmm.model.Penalty` a method fits with its checked ``options``: none
+    unless it declares the shared :data:`PRIOR_OPTIONS`."""
+    if method.options.get("prior") is not PRIOR_OPTIONS["prior"]:
+        return Penalty()
+    return Penalty.of(options["prior"], options["prior_sd"])
 
 
 class Objective:
@@ -32,6 +52,8 @@ class Objective:
         Responses in the +-1/0 coding (0 = missing), dense or sparse (CSR).
     sigma : float
         Temperature.
+    penalty : cbmm.model.Penalty, optional
+        A prior (on ``theta``, ``a / sigma`` and ``b / sigma``) added to the loss: MAP.
 
     Attributes
     ----------
@@ -49,8 +71,9 @@ class Objective:
     faster, since starting threads costs more than the pass itself.
     """
 
-    def __init__(self, responses, sigma: float = 1.0):
+    def __init__(self, responses, sigma: float = 1.0, penalty: Penalty | None = None):
         self.matrix = fused_matrix(responses)
+        self.penalty = penalty or Penalty()
         self.y = getattr(responses, "y", responses if isinstance(responses, np.ndarray) else None)
         self.sigma = float(sigma)
         self.shape = self.matrix.shape
@@ -72,4 +95,9 @@ class Objective:
             *(np.ascontiguousarray(v, dtype=float) for v in (theta, a, b)), 1.0 / self.sigma,
             self._threads, *grads)
         self.evaluations += 1
+        if self.penalty.active:  # the prior is on a / sigma and b / sigma
+            s = self.sigma
+            value += self.penalty.value(theta, np.asarray(a) / s, np.asarray(b) / s)
+            g_theta, g_a, g_b = self.penalty.gradient(theta, np.asarray(a) / s, np.asarray(b) / s)
+            grads = (grads[0] + g_theta, grads[1] + g_a / s, grads[2] + g_b / s)
         return (value, *grads)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..model import PRIOR_SD, Penalty
 from ..registry import Option, register_method
 from ..solver import solve_cbmm
+from ._objective import PRIOR_OPTIONS
 
 OPTIONS = {
     "engine": Option("str", "fused", choices=("fused", "numpy"),
@@ -11,19 +13,22 @@ OPTIONS = {
     "precision": Option("str", "auto", choices=("auto", "float64", "float32"),
                         doc="per-entry arithmetic of the fused engine; auto: float32 when "
                             "tol >= 1e-5"),
-    "accelerate": Option("str", "none", choices=("none", "squarem", "auto"),
-                         doc="none: plain Algorithm 1 (the paper); squarem: SQUAREM-accelerated "
-                             "MM; auto: MM, then projected quasi-Newton (tight optimum fast)"),
+    "accelerate": Option("str", "auto", choices=("none", "squarem", "auto"),
+                         doc="auto (default): MM, then projected quasi-Newton (a stationary "
+                             "point fast); none: plain Algorithm 1 (the paper); squarem: "
+                             "SQUAREM-accelerated MM"),
+    **PRIOR_OPTIONS,
 }
 
 
 def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None,
-          engine="fused", precision="auto", accelerate="none"):
+          engine="fused", precision="auto", accelerate="none", prior="none", prior_sd=PRIOR_SD):
     """cBMM solver (see :func:`cbmm.solver.solve_cbmm`); ``seed`` is unused: the
-    algorithm is deterministic given its start."""
+    algorithm is deterministic given its start.  ``prior="normal"`` adds the penalty
+    of :class:`cbmm.model.Penalty` (MAP)."""
     return solve_cbmm(responses, theta0, a0, b0, sigma=sigma, tol=tol, max_iter=max_iter,
                       engine=engine, precision=precision, accelerate=accelerate,
-                      progress=progress)
+                      progress=progress, penalty=Penalty.of(prior, prior_sd))
 
 
 def preload(options):
@@ -34,4 +39,5 @@ def preload(options):
 
 register_method("cbmm", solve, label="cBMM", options=OPTIONS, color="#e8141c", order=3,
                 env="core", seconds_per_million_cells=2.0, reads_sparse=True, preload=preload,
+                paper_options={"accelerate": "none", "prior": "none"}, minimises_loss=True,
                 description="constrained block MM (Algorithm 1)")

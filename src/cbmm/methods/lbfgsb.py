@@ -28,7 +28,8 @@ import numpy as np
 from ..registry import Option, register_method
 from ..result import SolverOutput
 from ._bilinear import balance_scale
-from ._objective import Objective
+from ..model import PRIOR_SD, Penalty
+from ._objective import PRIOR_OPTIONS, Objective
 from ._stopping import RelativeLossRule
 
 __all__ = ["solve"]
@@ -47,12 +48,14 @@ OPTIONS = {
     "maxcor": Option("int", 10, minimum=1, doc="stored correction pairs (SciPy's default 10)"),
     "maxfun": Option("int", None, minimum=1, nullable=True,
                      doc="limit on objective evaluations; default max(15000, 20 max_iter)"),
+    **PRIOR_OPTIONS,
 }
 
 
 def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None,
-          maxcor=10, maxfun=None):
-    """Minimise loss (3) over ``(theta, a, b)`` subject to ``a >= 0`` with L-BFGS-B.
+          maxcor=10, maxfun=None, prior="none", prior_sd=PRIOR_SD):
+    """Minimise loss (3) (plus a prior's penalty) over ``(theta, a, b)`` subject to
+    ``a >= 0`` with L-BFGS-B.
 
     Parameters
     ----------
@@ -72,6 +75,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     maxfun : int, optional
         Limit on objective evaluations; default ``max(15000, 20 * max_iter)``
         so that ``max_iter`` is the binding limit.
+    prior, prior_sd
+        ``"none"``: loss (3); ``"normal"``: plus the penalty of
+        :class:`cbmm.model.Penalty` (MAP).
 
     Returns
     -------
@@ -85,7 +91,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     from scipy.optimize import Bounds, minimize  # not with the package: see preload below
 
     setup = time.perf_counter()
-    objective = Objective(responses, sigma)
+    objective = Objective(responses, sigma, Penalty.of(prior, prior_sd))
     n, j = objective.shape
     x0 = np.concatenate([*balance_scale(theta0, np.maximum(a0, 0.0)), b0]).astype(float)
     objective.loss_and_gradient(x0[:n], x0[n:n + j], x0[n + j:])  # compile / load the kernel
@@ -149,4 +155,5 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
 register_method("lbfgsb", solve, label="L-BFGS-B", options=OPTIONS, color="#9b2ee6", order=1,
                 env="core", seconds_per_million_cells=10.0, reads_sparse=True,
                 preload=lambda options: ("scipy.optimize",),
+                paper_options={"prior": "none"}, minimises_loss=True,
                 description="SciPy L-BFGS-B on loss (3) with analytic gradients, a >= 0 bounds")

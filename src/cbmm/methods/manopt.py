@@ -52,7 +52,8 @@ import numpy as np
 from ..registry import Option, register_method
 from ..result import SolverOutput
 from ._bilinear import balance_scale, orient_sign
-from ._objective import Objective
+from ..model import PRIOR_SD, Penalty
+from ._objective import PRIOR_OPTIONS, Objective
 from ._software import require_python_modules
 from ._stopping import RelativeLossRule
 
@@ -192,11 +193,12 @@ OPTIONS = {
     "step_size": Option("float", None, exclusive_minimum=0, nullable=True,
                         doc="proximal step eta; default 1/L (always a descent step)"),
     "sparsity": Option("float", 0.0, minimum=0, doc="proximal l1 weight lambda on a (default 0)"),
+    **PRIOR_OPTIONS,
 }
 
 
 def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None,
-          step_size=None, sparsity=0.0):
+          step_size=None, sparsity=0.0, prior="none", prior_sd=PRIOR_SD):
     """Conjugate gradient on loss (3), then the post-hoc proximal step enforcing ``a >= 0``.
 
     Parameters
@@ -216,6 +218,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
         Proximal step eta; default ``1 / L`` (:func:`lipschitz_item_block`).
     sparsity : float
         Proximal l1 weight lambda on ``a`` (default 0).
+    prior, prior_sd
+        ``"none"``: loss (3); ``"normal"``: plus the penalty of
+        :class:`cbmm.model.Penalty` (MAP), in both stages.
 
     Returns
     -------
@@ -228,7 +233,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     from pymanopt.manifolds import Euclidean, Product
 
     setup = time.perf_counter()
-    objective = Objective(responses.y, sigma)
+    penalty = Penalty.of(prior, prior_sd)
+    objective = Objective(responses.y, sigma, penalty)
     n, j = objective.shape
     theta0, a0 = balance_scale(theta0, a0)
     b0 = np.array(b0, dtype=float)
@@ -263,7 +269,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
                        n, j, history, n_cg, time.perf_counter() - start, setup_s, times)
 
     theta, a_cg, flipped = orient_sign(theta, a_cg)
-    eta = step_size or 1.0 / lipschitz_item_block(theta, objective.y != 0, sigma)
+    # the penalty adds its curvature, item_precision / sigma^2, to the item block's
+    eta = step_size or 1.0 / (lipschitz_item_block(theta, objective.y != 0, sigma)
+                              + penalty.item_precision / sigma ** 2)
     a, b, prox_history, prox_times, prox_steps, prox_converged = proximal_gradient(
         objective, theta, a_cg, b_cg, step=eta, sparsity=sparsity, tol=tol, max_iter=max_iter,
         start=start)
@@ -293,4 +301,5 @@ def _failed(status, n, j, history, n_iter, runtime, setup_s, times):
 
 register_method("manopt", solve, label="Manopt", availability=availability, options=OPTIONS,
                 color="#00897b", order=2, env="core", seconds_per_million_cells=15.0,
+                paper_options={"prior": "none"}, minimises_loss=True,
                 description="pymanopt conjugate gradient + post-hoc proximal step for a >= 0")

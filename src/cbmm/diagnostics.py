@@ -1,0 +1,162 @@
+"""Is a fit an answer?  Stationarity in standard errors, unbounded directions, set-aside rows.
+
+A method's own stopping rule says when it stopped, not whether it got anywhere: the
+paper's relative-loss rule ends plain MM where theta and a are strongly coupled while
+some parameters are still several standard errors from their optimum, and on data with
+no finite optimum (loss (3) alone: items or models answered all-correct or all-wrong,
+items that the abilities separate perfectly) every method "converges" while parameters
+run away.  :func:`cbmm.fit` therefore judges every fit the same way, after the method:
+
+* :func:`scaled_gradient`: the largest component of the objective's (projected)
+  gradient in units of its parameter's standard error, ``max_k |g_k| / sqrt(F_kk)``
+  with ``F`` the diagonal of the Fisher information (plus the prior's curvature).  To
+  first order ``g_k / F_kk`` is how far parameter k is from its optimum with the others
+  held, so the measure is that distance in standard errors.  A fit is ``converged``
+  only when it is at most :data:`STATIONARY_BELOW`: the optimisation error is then
+  negligible next to the statistical one.
+* :func:`separation` (maximum likelihood only): items whose correct answers all come
+  from abler models than their wrong ones (the loss falls without bound as their ``a``
+  grows), and models whose answers on the discriminating items (``a > 0``) are all
+  correct or all wrong (their theta runs to +-inf).  With the normal prior
+  (:class:`cbmm.model.Penalty`) the objective is coercive and neither can happen.
+* :func:`identified_core`: the models and items left after setting aside, repeatedly,
+  those answered all-correct or all-wrong (``degenerate="set_aside"``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import Penalty, fit_measures, fused_matrix, row_blocks
+
+__all__ = ["STATIONARY_BELOW", "identified_core", "scaled_gradient", "separation"]
+
+#: A fit is ``converged`` when :func:`scaled_gradient` is at most this: every parameter
+#: within about 1 % of its standard error of its optimum (the others held).
+STATIONARY_BELOW = 1e-2
+
+
+def scaled_gradient(theta, a, b, responses, sigma: float = 1.0, penalty: Penalty | None = None,
+                    gradient=None) -> float:
+    """The largest gradient component in units of its parameter's standard error.
+
+    Parameters
+    ----------
+    theta, a, b : ndarray
+        The point, in the solver's parametrisation under a prior (the penalty is not
+        invariant), or any equivalent one without (loss (3) is: :func:`cbmm.fit`
+        passes the canonical form).
+    responses : Responses
+    sigma : float
+    penalty : cbmm.model.Penalty, optional
+    gradient : tuple of ndarray, optional
+        The gradient of loss (3) plus the penalty with respect to
+        ``(theta, a / sigma, b / sigma)`` at the point
+        (:func:`cbmm.model.fit_measures`), if already computed.
+
+    Returns
+    -------
+    float
+        ``max_k |g_k| / sqrt(F_kk)`` over ``(theta, a / sigma, b / sigma)``, where ``g``
+        is that gradient projected onto ``a >= 0`` (a component ``a_j = 0`` pushed below
+        zero counts as 0), and ``F`` the diagonal of the Fisher information plus the
+        penalty's curvature.  A component with no information (``F_kk = 0``) counts as
+        inf unless its gradient vanishes.
+    """
+    from .solver import thread_count
+
+    penalty = penalty or Penalty()
+    theta, a, b = (np.ascontiguousarray(v, dtype=float) for v in (theta, a, b))
+    matrix = fused_matrix(responses)
+    if gradient is None:
+        gradient = fit_measures(theta, a, b, (theta, a, b), matrix, sigma, reference=1.0,
+                                penalty=penalty)[3]
+    curvature = [np.empty(theta.size), np.empty(a.size), np.empty(b.size)]
+    matrix.curvature(theta, a / sigma, b / sigma, 1.0,
+                     thread_count(matrix.stored, matrix.shape[0]), *curvature)
+    theta_precision, item_precision = penalty.curvature()
+    curvature = [curvature[0] + theta_precision, curvature[1] + item_precision,
+                 curvature[2] + item_precision]
+    g_theta, g_alpha, g_beta = gradient
+    g_alpha = np.where((a <= 0) & (g_alpha > 0), 0.0, g_alpha)
+    largest = 0.0
+    for g, f in zip((g_theta, g_alpha, g_beta), curvature):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(g == 0, 0.0, np.abs(g) / np.sqrt(f))
+        largest = max(largest, float(np.max(z, initial=0.0)))
+    return largest
+
+
+def separation(responses, theta, a):
+    """Items and models along which loss (3) falls without bound.
+
+    Parameters
+    ----------
+    responses : Responses
+    theta : ndarray (N,)
+        Abilities (any increasing transform: only their order matters).
+    a : ndarray (J,)
+        Discriminations.
+
+    Returns
+    -------
+    items : ndarray of bool (J,)
+        Items whose correct answers all come from strictly abler models than their
+        wrong answers (all-correct and all-wrong items included): raising ``a_j``
+        with ``b_j`` following lowers the loss for ever.
+    models : ndarray of bool (N,)
+        Models that answered at least one item with ``a_j > 0`` and all of those
+        correctly, or all wrongly: their theta runs to +-inf.
+    """
+    theta = np.asarray(theta, dtype=float)
+    informative = np.asarray(a, dtype=float) > 0
+    n, j = responses.shape
+    lowest_correct = np.full(j, np.inf)
+    highest_wrong = np.full(j, -np.inf)
+    right = np.zeros(n)
+    wrong = np.zeros(n)
+    if responses.storage == "sparse":
+        rows = np.repeat(np.arange(n), np.diff(responses.indptr))
+        cols, values = responses.indices, responses.values
+        hit = values > 0
+        np.minimum.at(lowest_correct, cols[hit], theta[rows[hit]])
+        np.maximum.at(highest_wrong, cols[~hit], theta[rows[~hit]])
+        weight = informative[cols].astype(float)
+        right = np.bincount(rows, weights=weight * hit, minlength=n)
+        wrong = np.bincount(rows, weights=weight * ~hit, minlength=n)
+    else:
+        for block in row_blocks(n, j):
+            y = responses.y[block]
+            t = theta[block][:, None]
+            np.minimum(lowest_correct, np.where(y > 0, t, np.inf).min(axis=0), out=lowest_correct)
+            np.maximum(highest_wrong, np.where(y < 0, t, -np.inf).max(axis=0), out=highest_wrong)
+            right[block] = (y > 0) @ informative
+            wrong[block] = (y < 0) @ informative
+    items = highest_wrong < lowest_correct
+    models = (right + wrong > 0) & ((right == 0) | (wrong == 0))
+    return items, models
+
+
+def identified_core(responses):
+    """Rows and columns left after setting aside, until none is left, the models and
+    items answered all-correct or all-wrong (setting one aside can make another so).
+
+    Returns
+    -------
+    rows, cols : ndarray of int
+        Indices of the kept models and items (increasing).
+    """
+    n, j = responses.shape
+    rows, cols = np.arange(n), np.arange(j)
+    part = responses
+    while True:
+        acc_items, acc_models = part.accuracy(axis=0), part.accuracy(axis=1)
+        keep_items = (acc_items > 0) & (acc_items < 1)
+        keep_models = (acc_models > 0) & (acc_models < 1)
+        if keep_items.all() and keep_models.all():
+            return rows, cols
+        rows, cols = rows[keep_models], cols[keep_items]
+        if rows.size < 2 or cols.size < 1:
+            return rows, cols
+        part = responses.take(rows, cols)
+

@@ -85,7 +85,7 @@ class _Stationary(Exception):
     """The quasi-Newton phase's start already meets the tolerance."""
 
 
-def solve_auto(op, theta, a, b, *, tol, max_iter, start, progress=None):
+def solve_auto(op, theta, a, b, *, tol, max_iter, start, progress=None, stop_se=None):
     """MM then projected quasi-Newton from ``(theta, a, b)`` at sigma = 1.
 
     Parameters
@@ -102,6 +102,12 @@ def solve_auto(op, theta, a, b, *, tol, max_iter, start, progress=None):
         ``time.perf_counter()`` at the start of the fit (for ``time_history``).
     progress : callable, optional
         ``progress(iteration, loss)`` after every history entry.
+    stop_se : float, optional
+        Also stop once every component of the (projected) gradient, in units of its
+        parameter's standard error (scaled by the quasi-Newton phase's curvature),
+        is at most ``stop_se``: the scaled gradient of :mod:`cbmm.diagnostics`.
+        Unlike the relative rules, this does not loosen as the loss grows with the
+        data.
 
     Returns
     -------
@@ -127,9 +133,11 @@ def solve_auto(op, theta, a, b, *, tol, max_iter, start, progress=None):
             status = "max_iter"
             break
         before = info["qn_iterations"]
+        c, e = op.penalty.gauge(theta, a, b)  # the prior's best scale: see Penalty.gauge
+        theta, a, b = c * (theta + e), a / c, b - a * e
         theta, a, b, status, stalled = _quasi_newton(op, theta, a, b, tol=tol,
                                                      target=tol * reference, max_iter=left,
-                                                     record=record, info=info)
+                                                     record=record, info=info, stop_se=stop_se)
         info["qn_runs"] += 1
         if stalled and info["qn_iterations"] - before > WINDOW:
             # progress, then a stall: where parameters drift (an optimum not
@@ -174,11 +182,12 @@ def _mm_phase(op, theta, a, b, max_iter, record):
     return ("max_iter" if op.updates >= max_iter else None), reference
 
 
-def _quasi_newton(op, theta, a, b, *, tol, target, max_iter, record, info):
+def _quasi_newton(op, theta, a, b, *, tol, target, max_iter, record, info, stop_se=None):
     """One preconditioned L-BFGS-B run from ``(theta, a, b)``.
 
     It ends when the loss falls by less than ``tol`` relative over
-    :data:`WINDOW` iterations (a stall), when the canonical projected-gradient
+    :data:`WINDOW` iterations (a stall; with ``stop_se``, see :func:`_stall`), when the
+    scaled gradient is at most ``stop_se``, when the canonical projected-gradient
     norm is at most ``target``, at float64's floor, or after ``max_iter``
     iterations.  A run that stalls after making progress is followed by a new
     run with the curvature at its end point (:func:`solve_auto`); one that
@@ -211,7 +220,7 @@ def _quasi_newton(op, theta, a, b, *, tol, target, max_iter, record, info):
         last.update(x=x, grads=grads)
         if not losses:
             losses.append(value)
-            if _norm(x, grads, n, j) <= target:
+            if _norm(x, grads, n, j) <= target or _within(x, grads, scale, stop_se, n, j):
                 raise _Stationary
         return value, np.concatenate(grads) * scale
 
@@ -220,7 +229,8 @@ def _quasi_newton(op, theta, a, b, *, tol, target, max_iter, record, info):
         record(value)
         losses.append(value)
         info["qn_iterations"] += 1
-        if len(losses) > WINDOW and losses[-1 - WINDOW] - value <= tol * abs(value):
+        if len(losses) > WINDOW and losses[-1 - WINDOW] - value <= _stall(tol, value, stop_se,
+                                                                           x0.size):
             info["qn_message"] = f"loss fell by < tol (relative) over {WINDOW} iterations"
             ended["stalled"] = True
             raise StopIteration
@@ -228,6 +238,9 @@ def _quasi_newton(op, theta, a, b, *, tol, target, max_iter, record, info):
         grads = last["grads"] if np.array_equal(last["x"], x) else op.loss_gradient(*split(x))[1:]
         if _norm(x, grads, n, j) <= target:
             info["qn_message"] = "stationarity <= tol"
+            raise StopIteration
+        if _within(x, grads, scale, stop_se, n, j):
+            info["qn_message"] = "scaled gradient <= stop_se"
             raise StopIteration
 
     lower = np.full(x0.size, -np.inf)
@@ -241,7 +254,8 @@ def _quasi_newton(op, theta, a, b, *, tol, target, max_iter, record, info):
     except _Stationary:
         info["qn_message"] = "stationarity <= tol"
         return theta, a, b, "converged", False
-    if "qn_message" not in info or not (ended["stalled"] or info["qn_message"].startswith("stat")):
+    if "qn_message" not in info or not (ended["stalled"]
+                                        or info["qn_message"].startswith(("stat", "scaled"))):
         info["qn_message"] = f"L-BFGS-B: {res.message}"
     x = res.x * scale
     if not np.isfinite(res.fun):
@@ -265,3 +279,22 @@ def _blas_single_thread():
 
 def _norm(x, grads, n, j):
     return canonical_projected_norm(x[:n], x[n:n + j], *grads)
+
+
+def _stall(tol, value, stop_se, size) -> float:
+    """The loss decrease over :data:`WINDOW` iterations below which a run has stalled:
+    ``tol`` relative; with ``stop_se`` at most ``size * stop_se^2 / 2``, the decrease a
+    Newton step would still make from a point whose scaled gradient components are all
+    ``stop_se`` (the relative rule alone loosens as the loss grows with the data)."""
+    floor = tol * abs(value)
+    return floor if stop_se is None else min(floor, 0.5 * size * stop_se ** 2)
+
+
+def _within(x, grads, scale, stop_se, n, j) -> bool:
+    """Whether every projected gradient component is at most ``stop_se`` standard errors
+    (``scale`` = 1 / sqrt(curvature)); False without ``stop_se``."""
+    if stop_se is None:
+        return False
+    g = np.concatenate(grads) * scale
+    g[n:n + j] = np.where((x[n:n + j] <= 0) & (g[n:n + j] > 0), 0.0, g[n:n + j])
+    return float(np.max(np.abs(g))) <= stop_se

@@ -116,6 +116,54 @@ class Penalty:
         """Its (constant) second derivatives: ``(theta_precision, item_precision)``."""
         return self.theta_precision, self.item_precision
 
+    def gauge(self, theta, alpha, beta):
+        """The shift and scale along which loss (3) is flat that minimise the penalty.
+
+        ``theta' = c (theta + e)``, ``alpha' = alpha / c``, ``beta' = beta - alpha e``
+        leave ``X`` (hence loss (3)) unchanged for any ``c > 0`` and ``e``.  The penalty
+        along that orbit is ``c^2 T A(e) / 2 + I S / (2 c^2) + I sum (beta - alpha e)^2 / 2``
+        with ``A(e) = sum (theta + e)^2``, ``S = sum alpha^2``, ``T``, ``I`` the precisions:
+        for given ``e`` the best ``c^2`` is ``sqrt(I S / (T A(e)))``, and what is left,
+        ``sqrt(T I S A(e)) + I sum (beta - alpha e)^2 / 2``, is convex in ``e`` (a norm
+        plus a quadratic): its derivative is found to zero by bisection.  A quasi-Newton
+        method or MM crawls along this nearly flat direction; setting it exactly makes
+        MAP fits as fast as maximum likelihood ones.
+
+        Returns
+        -------
+        c, e : float
+            ``(1, 0)`` without a penalty on both theta and the items, or when ``alpha`` is 0.
+        """
+        theta, alpha, beta = (np.asarray(v, dtype=float) for v in (theta, alpha, beta))
+        t_prec, i_prec = self.theta_precision, self.item_precision
+        s = float(alpha @ alpha)
+        if t_prec <= 0 or i_prec <= 0 or s <= 0:
+            return 1.0, 0.0
+        n, t1, t2 = theta.size, float(theta.sum()), float(theta @ theta)
+        ab = float(alpha @ beta)
+        k = t_prec * i_prec * s
+
+        def slope(e):  # derivative of sqrt(k A(e)) + i_prec sum (beta - alpha e)^2 / 2
+            area = max(t2 + 2 * e * t1 + n * e * e, np.finfo(float).tiny)
+            return k * (t1 + n * e) / np.sqrt(k * area) - i_prec * (ab - s * e)
+
+        low, high = -1.0, 1.0
+        while slope(low) > 0:
+            low *= 2
+        while slope(high) < 0:
+            high *= 2
+        for _ in range(100):
+            middle = 0.5 * (low + high)
+            if slope(middle) > 0:
+                high = middle
+            else:
+                low = middle
+            if high - low <= 1e-15 * max(1.0, abs(middle)):
+                break
+        e = 0.5 * (low + high)
+        area = t2 + 2 * e * t1 + n * e * e
+        return float((i_prec * s / (t_prec * area)) ** 0.25), e
+
 
 def fused_matrix(responses):
     """The C engine's view of a response matrix, checked once.

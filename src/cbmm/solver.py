@@ -314,6 +314,8 @@ class MMOperator:
             self.value = self._fused_pass(theta, a, b, a_new, b_new, theta_new)
             stats = self._fused_stats()
         if self.penalty.active:
+            (theta_new, a_new, b_new), stats = _balanced(self.penalty, theta_new, a_new, b_new,
+                                                         stats)
             self.value += self.penalty.value(theta_new, a_new, b_new)
         self.point, self.stats = (theta_new, a_new, b_new), stats
         self.updates += 1
@@ -349,6 +351,20 @@ class MMOperator:
     def _fused_stats(self):
         s = self._stats
         return s[0].copy(), s[1].copy(), self.counts, s[2].copy(), s[3].copy()
+
+
+def _balanced(penalty, theta, a, b, stats):
+    """The point on the gauge orbit of ``(theta, a, b)`` with the lowest penalty
+    (:meth:`cbmm.model.Penalty.gauge`: X and loss (3) unchanged), and its column
+    statistics: with ``theta' = c (theta + e)``, ``W^T theta' = c (W^T theta + e W^T 1)``,
+    and the observed-set sums of theta and theta^2 follow the same way (W is unchanged)."""
+    c, e = penalty.gauge(theta, a, b)
+    if c == 1.0 and e == 0.0:
+        return (theta, a, b), stats
+    w_theta, w_sum, n_obs, theta_sum, theta_sq = stats
+    stats = (c * (w_theta + e * w_sum), w_sum, n_obs, c * (theta_sum + e * n_obs),
+             c * c * (theta_sq + 2 * e * theta_sum + e * e * n_obs))
+    return (c * (theta + e), a / c, b - a * e), stats
 
 
 def _float32_safe(*arrays):
@@ -408,7 +424,7 @@ FLOAT32_MIN_TOL = 1e-5
 
 def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
                engine="fused", precision="auto", accelerate="none", record_times=True,
-               progress=None, threads=None, penalty=None):
+               progress=None, threads=None, penalty=None, stop_se=None):
     """Run cBMM from ``(theta0, a0, b0)``.
 
     Parameters
@@ -449,6 +465,9 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
     penalty : cbmm.model.Penalty, optional
         A prior: the fit minimises loss (3) plus the penalty (MAP), and every
         loss in ``loss_history`` includes it.
+    stop_se : float, optional
+        ``accelerate="auto"``: also stop once the scaled gradient is at most this
+        (see :func:`cbmm.hybrid.solve_auto`).
 
     Returns
     -------
@@ -476,7 +495,7 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
         from .hybrid import solve_auto
 
         out = solve_auto(op, theta, a, b, tol=tol, max_iter=max_iter, start=start,
-                         progress=progress)
+                         progress=progress, stop_se=stop_se)
     else:
         out = _plain(op, theta, a, b, tol, max_iter, start, progress)
     out.runtime_s = time.perf_counter() - start

@@ -17,18 +17,22 @@ OPTIONS = {
                          doc="auto (default): MM, then projected quasi-Newton (a stationary "
                              "point fast); none: plain Algorithm 1 (the paper); squarem: "
                              "SQUAREM-accelerated MM"),
+    "stop_se": Option("float", 1e-3, exclusive_minimum=0, nullable=True,
+                      doc="accelerate=auto: also stop once every parameter is within stop_se "
+                          "standard errors of its optimum (null: the relative rules alone)"),
     **PRIOR_OPTIONS,
 }
 
 
 def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None,
-          engine="fused", precision="auto", accelerate="none", prior="none", prior_sd=PRIOR_SD):
+          engine="fused", precision="auto", accelerate="none", prior="none", prior_sd=PRIOR_SD,
+          stop_se=None):
     """cBMM solver (see :func:`cbmm.solver.solve_cbmm`); ``seed`` is unused: the
     algorithm is deterministic given its start.  ``prior="normal"`` adds the penalty
     of :class:`cbmm.model.Penalty` (MAP)."""
     return solve_cbmm(responses, theta0, a0, b0, sigma=sigma, tol=tol, max_iter=max_iter,
                       engine=engine, precision=precision, accelerate=accelerate,
-                      progress=progress, penalty=Penalty.of(prior, prior_sd))
+                      progress=progress, penalty=Penalty.of(prior, prior_sd), stop_se=stop_se)
 
 
 def preload(options):
@@ -39,5 +43,6 @@ def preload(options):
 
 register_method("cbmm", solve, label="cBMM", options=OPTIONS, color="#e8141c", order=3,
                 env="core", seconds_per_million_cells=2.0, reads_sparse=True, preload=preload,
-                paper_options={"accelerate": "none", "prior": "none"}, minimises_loss=True,
+                paper_options={"accelerate": "none", "prior": "none", "stop_se": None},
+                minimises_loss=True,
                 description="constrained block MM (Algorithm 1)")

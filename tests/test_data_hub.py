@@ -999,9 +999,21 @@ def test_paper_cohort_builds_share_one_model_list_and_one_listing_walk(tmp_path)
             "tasks": 38 if suite != "MMLU_PRO" else 1,
         }
         assert summary["cleaning"][0].startswith("cohort (Wu et al.'s M1): of 7 details datasets")
-    # Every dataset listed once, then the cohort comes from the cache.  p/gone (404, never
-    # cached) is asked twice per build: first by the access check, which tries it first.
-    assert listings_made == [8, 2, 2]
+    # every dataset listed once (p/gone answers 404), then the cohort comes from the cache
+    assert listings_made == [7, 0, 0]
+
+
+def test_offline_paper_cohort_builds_from_the_cache(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    with FakeHub() as hub:
+        _paper_hub(hub, np.random.default_rng(13))
+        entry = _entry(hub.url, cohort="paper")
+        first = build_dataset("MuSR_hub", entry, tmp_path / "a.parquet", cache_dir=tmp_path / "cache")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # and the server is gone
+    again = build_dataset("MuSR_hub", entry, tmp_path / "b.parquet", cache_dir=tmp_path / "cache")
+    pd.testing.assert_frame_equal(read_matrix(again), read_matrix(first))
+    assert read_matrix(again).index.tolist() == ["p/m1", "p/m2"]
 
 
 def test_paper_cohort_limit_takes_its_first_models(tmp_path):

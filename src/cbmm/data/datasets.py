@@ -322,7 +322,7 @@ def _build_hub(name, options, cache_dir, release, out_path):
         models = list(options["models"])
         cohort["models"] = models
     else:
-        candidates = hub.list_details_datasets(client)
+        candidates = hub.list_details_datasets(client, cache_dir=cache_dir)
         commits = hub.details_commits(candidates)
         if cohort["cohort"] == "paper":
             listings = hub.cohort_listings(
@@ -404,7 +404,7 @@ def _offline_advice(name, source, options, cache_dir, release) -> str:
     else:
         where = (
             f"build from the finished models in {Path(cache_dir) / 'hub-rows'} and the listings in "
-            f"{Path(cache_dir) / 'hub-listings'} with HF_HUB_OFFLINE=1 and a 'models' list"
+            f"{Path(cache_dir) / 'hub-listings'} with HF_HUB_OFFLINE=1"
         )
     return (
         f"Offline or behind a firewall? {where[0].upper()}{where[1:]} (a pre-filled cache_dir, "

@@ -138,6 +138,7 @@ _ALL_TASKS = [task for tasks in SUITES.values() for task, _ in tasks]
 ROW_FORMAT = "cbmm-hub-row/2"
 #: Format of a cached details-dataset listing.
 LISTING_FORMAT = "cbmm-hub-listing/1"
+_DATASETS_FORMAT = "cbmm-hub-datasets/1"  # the cached table of all details datasets
 
 _SAMPLES = re.compile(
     r"(?:^|/)samples_leaderboard_(?P<task>.+)_(?P<ts>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl?$"
@@ -616,20 +617,29 @@ def _listing(client: HubClient, cache_dir, model: str, commit: str | None = None
     """``{"commit", "latest": {task: samples file}}`` of a model's details dataset.
 
     The cached listing is used unless the dataset's current ``commit`` (from
-    :func:`list_details_datasets`) is known and differs.
+    :func:`list_details_datasets`) is known and differs.  A dataset the Hub
+    does not have raises :class:`HubNotFoundError`; with a known commit that
+    answer is cached too.
     """
     cached = _cached_listing(cache_dir, model, commit)
+    if cached is not None and "missing" in cached:
+        raise HubNotFoundError(cached["missing"])
     if cached is not None:
         return cached
     repo = details_repo(model)
     path = _cache_file(cache_dir, "hub-listings", model)
-    files = client.call(
-        lambda: client.api.list_repo_files(repo, repo_type="dataset"), f"list {repo}", repo=repo
-    )
-    latest = latest_sample_files(files, _ALL_TASKS)
-    for file in latest.values():
+    listing = {"format": LISTING_FORMAT, "repo": repo, "commit": commit}
+    try:
+        files = client.call(
+            lambda: client.api.list_repo_files(repo, repo_type="dataset"), f"list {repo}", repo=repo
+        )
+    except HubNotFoundError as exc:
+        if commit is not None:  # listed by the Hub yet absent: the same answer until it changes
+            _write_cached(path, {**listing, "missing": str(exc)})
+        raise
+    listing["latest"] = latest_sample_files(files, _ALL_TASKS)
+    for file in listing["latest"].values():
         relative_path(file, f"{repo}: file listed by the Hub")
-    listing = {"format": LISTING_FORMAT, "repo": repo, "commit": commit, "latest": latest}
     _write_cached(path, listing)
     return listing
 
@@ -873,8 +883,15 @@ def rebuild_suite(
 # ---------------------------------------------------------- cohort + metadata
 
 
-def list_details_datasets(client: HubClient | None = None) -> pd.DataFrame:
+def list_details_datasets(client: HubClient | None = None, *, cache_dir=None) -> pd.DataFrame:
     """All ``open-llm-leaderboard/*-details`` datasets with their creation time and commit.
+
+    Parameters
+    ----------
+    client : HubClient, optional
+    cache_dir : path-like, optional
+        Where the table is kept (``hub-listings/details-datasets.json``) after
+        each listing; with ``HF_HUB_OFFLINE=1`` the kept table is used.
 
     Returns
     -------
@@ -882,22 +899,33 @@ def list_details_datasets(client: HubClient | None = None) -> pd.DataFrame:
         Columns ``model`` (``org/name``), ``repo_id``, ``created_at`` (UTC
         timestamps), ``sha`` (current commit), sorted by ``created_at``.
     """
+    from huggingface_hub import constants
+
     client = client or HubClient()
+    kept = cache_dir and inside(cache_dir, "hub-listings/details-datasets.json", "the datasets table")
+    table = _read_cached(kept, _DATASETS_FORMAT) if kept else None
+    if table is None or not constants.HF_HUB_OFFLINE:
 
-    def call():
-        return list(client.api.list_datasets(author=_ORG, expand=["createdAt", "sha"]))
+        def call():
+            return list(client.api.list_datasets(author=_ORG, expand=["createdAt", "sha"]))
 
-    rows = [
-        {
-            "model": info.id.split("/", 1)[1][: -len("-details")].replace("__", "/", 1),
-            "repo_id": info.id,
-            "created_at": pd.Timestamp(info.created_at),
-            "sha": info.sha,
-        }
-        for info in client.call(call, f"list {_ORG} datasets")
-        if info.id.endswith("-details")
-    ]
-    frame = pd.DataFrame(rows, columns=["model", "repo_id", "created_at", "sha"])
+        rows = [
+            {
+                "repo_id": info.id,
+                "created_at": info.created_at.isoformat() if info.created_at else None,
+                "sha": info.sha,
+            }
+            for info in client.call(call, f"list {_ORG} datasets")
+            if info.id.endswith("-details")
+        ]
+        table = {"format": _DATASETS_FORMAT, "datasets": rows}
+        if kept:
+            _write_cached(kept, table)
+    frame = pd.DataFrame(table["datasets"], columns=["repo_id", "created_at", "sha"])
+    frame.insert(
+        0, "model", [r.split("/", 1)[1][: -len("-details")].replace("__", "/", 1) for r in frame["repo_id"]]
+    )
+    frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
     return frame.sort_values("created_at", kind="stable").reset_index(drop=True)
 
 

@@ -466,13 +466,26 @@ class HubClient:
         return Path(self.call(fetch, f"{repo_id}/{filename}", repo=repo_id))
 
     def check_file_access(self, repo_id: str, filename: str) -> None:
-        """One HEAD request for a dataset file: raises :class:`HubAccessError` if it is refused."""
-        from huggingface_hub import get_hf_file_metadata, hf_hub_url
+        """One HEAD request for a dataset file: raises :class:`HubAccessError` if it is refused.
+
+        A plain request through huggingface_hub's session, so that no retry of
+        the library's own (huggingface_hub 1.x retries 429 for 23 s, ignoring
+        ``Retry-After``) comes before :meth:`call`'s.  A redirect (to the file
+        store) means access.
+        """
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
         url = hf_hub_url(repo_id, filename, repo_type="dataset", endpoint=self.endpoint)
-        self.call(
-            lambda: get_hf_file_metadata(url, token=self.token), f"{repo_id}/{filename}", repo=repo_id
-        )
+
+        def head():
+            response = get_session().head(
+                url, headers=build_hf_headers(token=self.token), follow_redirects=False, timeout=30
+            )
+            if not response.is_redirect:
+                hf_raise_for_status(response)
+
+        self.call(head, f"{repo_id}/{filename}", repo=repo_id)
         self.access_checked = True
 
 

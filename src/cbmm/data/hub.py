@@ -358,13 +358,13 @@ class HubClient:
                 kind = _classify(exc)
                 if kind == "rate_limited":
                     asked = _rate_limit_delay(exc.response)
-                    if asked is None:
-                        asked, unhinted = min(_WINDOW_S, self.backoff * 2**unhinted), unhinted + 1
-                    wait = max(asked, 1.0)  # a 429 costs at least a second, so the bound ends it
+                    hint = min(_WINDOW_S, self.backoff * 2**unhinted) if asked is None else asked
+                    unhinted += asked is None
+                    wait = max(hint, 1.0)  # a 429 costs at least a second, so the bound ends it
                     if rate_waited + wait > self.rate_limit_wait:
                         raise HubRateLimitError(
-                            f"{what}: rate-limited by the Hub (HTTP 429): after {rate_waited:.0f} s "
-                            f"of waiting it asks for {wait:.0f} s more, beyond rate_limit_wait "
+                            f"{what}: rate-limited by the Hub (HTTP 429) after {rate_waited:.0f} s "
+                            f"of waiting; the next wait, {wait:.0f} s, would pass rate_limit_wait "
                             f"({self.rate_limit_wait:g} s). Finished work stays in the cache: "
                             "run the build again later and it resumes there"
                         ) from None
@@ -372,7 +372,7 @@ class HubClient:
                         "%s: rate-limited by the Hub (HTTP 429); all requests wait %.0f s%s",
                         what,
                         wait,
-                        " as it asks" if _rate_limit_delay(exc.response) is not None else "",
+                        "" if asked is None else " as it asks",
                     )
                     self._pause(wait)
                     rate_waited += wait

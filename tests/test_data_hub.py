@@ -22,6 +22,7 @@ from cbmm.data.hub import (
     HubAccessError,
     HubClient,
     HubRateLimitError,
+    cohort_listings,
     cohort_tasks,
     latest_sample_files,
     list_details_datasets,
@@ -1002,6 +1003,28 @@ def test_paper_cohort_builds_share_one_model_list_and_one_listing_walk(tmp_path)
         assert summary["cleaning"][0].startswith("cohort (Wu et al.'s M1): of 7 details datasets")
     # every dataset listed once (p/gone answers 404), then the cohort comes from the cache
     assert listings_made == [7, 0, 0]
+
+
+def test_concurrent_cohort_walks_list_each_dataset_once(tmp_path):
+    """Builds of the five suites started together share one walk (the later ones wait)."""
+    with FakeHub() as hub:
+        _paper_hub(hub, np.random.default_rng(14))
+        candidates = list_details_datasets(HubClient(hub.url))
+        results = [None, None]
+
+        def walk(k):
+            results[k] = cohort_listings(
+                candidates, cache_dir=tmp_path, client=HubClient(hub.url), max_workers=2, progress=False
+            )
+
+        walkers = [threading.Thread(target=walk, args=(k,)) for k in range(2)]
+        for walker in walkers:
+            walker.start()
+        for walker in walkers:
+            walker.join()
+        listed = sorted(p for _, p, _ in hub.requests if "/tree/" in p)
+    assert listed == sorted(f"/api/datasets/{repo}/tree/main" for repo in hub.datasets_created)
+    assert results[0] == results[1] and sorted(results[0]) == [f"p/m{k}" for k in range(1, 7)]
 
 
 def test_offline_paper_cohort_builds_from_the_cache(tmp_path, monkeypatch):

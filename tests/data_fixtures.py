@@ -87,7 +87,8 @@ class FileServer:
 
     Faults, each keyed by URL path:
 
-    * ``fail[path]``: statuses to answer first, in order (one per request);
+    * ``fail[path]``: statuses to answer first, in order (one per request); an entry may be
+  ``(status, headers)`` to send headers with it (e.g. ``Retry-After``);
     * ``truncate[path]``: byte counts after which to cut the body, one per request;
     * ``trickle[path] = (n, seconds)``: send the body ``n`` bytes at a time, waiting
       ``seconds`` before each piece;
@@ -102,7 +103,7 @@ class FileServer:
 
     def __init__(self, certificate=None):
         self.files: dict[str, bytes] = {}
-        self.fail: dict[str, list[int]] = {}
+        self.fail: dict[str, list[int | tuple[int, dict]]] = {}
         self.truncate: dict[str, list[int]] = {}
         self.trickle: dict[str, tuple[int, float]] = {}
         self.no_length: set[str] = set()
@@ -110,6 +111,7 @@ class FileServer:
         self.ignore_range = False
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header)
         self.headers: list[tuple[str, dict]] = []  # (path, request headers)
+        self.bytes_served = 0  # body bytes of files sent (GET), for the cache-size checks
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self.scheme = "http"
@@ -166,7 +168,10 @@ class FileServer:
                     return
                 if server.fail.get(path):
                     status = server.fail[path].pop(0)
+                    status, headers = status if isinstance(status, tuple) else (status, {})
                     self.send_response(status)
+                    for key, value in headers.items():
+                        self.send_header(key, value)
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
@@ -206,6 +211,7 @@ class FileServer:
                 if server.truncate.get(path):
                     payload = payload[: server.truncate[path].pop(0)]
                     self.close_connection = True
+                server.bytes_served += len(payload)
                 try:
                     if path in server.trickle:
                         piece, pause = server.trickle[path]
@@ -243,8 +249,14 @@ class FakeHub(FileServer):
 
     ``add_file(repo_id, path, data)`` creates the dataset repo as needed;
     ``datasets_created`` maps repo ids to ``createdAt`` strings for
-    ``/api/datasets``; ``models`` maps model repo ids to ``/api/models`` JSON.
+    ``/api/datasets`` (which also gives each repo's ``sha``, a digest of its
+    files); ``models`` maps model repo ids to ``/api/models`` JSON.
     ``authorizations()`` lists the ``Authorization`` headers received.
+
+    ``gated[repo_id]`` is the set of tokens granted access to a gated repo.  As
+    on the Hub, its file listing stays public while its files (``resolve``)
+    answer 401 without a token and 403 to a token not granted access, both
+    with ``X-Error-Code: GatedRepo``.
     """
 
     COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -254,10 +266,18 @@ class FakeHub(FileServer):
         self.repos: dict[str, dict[str, bytes]] = {}
         self.datasets_created: dict[str, str] = {}
         self.models: dict[str, dict] = {}
+        self.gated: dict[str, set[str]] = {}
 
     def add_file(self, repo_id: str, path: str, data: bytes) -> None:
         self.repos.setdefault(repo_id, {})[path] = data
         self.files[f"/datasets/{repo_id}/resolve/main/{path}"] = data
+
+    def repo_sha(self, repo_id: str) -> str:
+        """The repo's commit id as the listing gives it: it changes whenever a file does."""
+        digest = hashlib.sha1()
+        for path, data in sorted(self.repos.get(repo_id, {}).items()):
+            digest.update(path.encode() + b"\0" + hashlib.sha1(data).digest())
+        return digest.hexdigest()
 
     def authorizations(self) -> list[str]:
         return [
@@ -276,7 +296,7 @@ class FakeHub(FileServer):
         if path == "/api/datasets":
             handler.send_json(
                 [
-                    {"id": repo, "createdAt": created}
+                    {"id": repo, "createdAt": created, "sha": self.repo_sha(repo)}
                     for repo, created in self.datasets_created.items()
                 ]
             )
@@ -308,4 +328,21 @@ class FakeHub(FileServer):
             handler.send_header("Content-Length", "0")
             handler.end_headers()
             return True
+        if match and match.group(1) in self.gated:
+            sent = handler.headers.get("Authorization", "")
+            token = sent[len("Bearer ") :] if sent.startswith("Bearer ") else None
+            if token not in self.gated[match.group(1)]:
+                status, message = (
+                    (401, "You must have access to it and be authenticated to access it.")
+                    if token is None
+                    else (403, "You are not in the authorized list.")
+                )
+                handler.send_response(status)
+                handler.send_header("X-Error-Code", "GatedRepo")
+                handler.send_header(
+                    "X-Error-Message", f"Access to dataset {match.group(1)} is restricted. {message}"
+                )
+                handler.send_header("Content-Length", "0")
+                handler.end_headers()
+                return True
         return False

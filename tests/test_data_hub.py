@@ -1,10 +1,14 @@
 """Leaderboard rebuild from the Hub: the real huggingface_hub client against a local stand-in."""
 
+import datetime
+import email.utils
 import io
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pandas as pd
@@ -13,9 +17,16 @@ from data_fixtures import FakeHub, self_signed_certificate
 
 from cbmm.data import DataError, DownloadError, build_dataset, read_matrix
 from cbmm.data.hub import (
+    ROW_FORMAT,
     SUITES,
+    HubAccessError,
+    HubClient,
+    HubRateLimitError,
+    cohort_listings,
+    cohort_tasks,
     latest_sample_files,
     list_details_datasets,
+    paper_cohort,
     rebuild_suite,
     select_cohort,
 )
@@ -52,9 +63,17 @@ def test_latest_sample_file_per_task():
         "m/samples_leaderboard_musr_team_allocation_2024-07-01T09-00-00.000000.jsonl",
         "m/samples_leaderboard_bbh_navigate_2024-08-01T09-00-00.000000.jsonl",
         "m/results_2024-07-01T09-00-00.000000.json",
+        # runs of June 2024 name their samples files .json
+        "m/samples_leaderboard_musr_murder_mysteries_2024-06-16T15-52-23.370085.json",
+        "m/samples_leaderboard_musr_object_placements_2024-06-16T15-52-23.370085.json",
+        "m/samples_leaderboard_musr_object_placements_2024-06-30T08-00-00.000000.jsonl",
+        "m/samples_leaderboard_musr_object_placements_2024-06-16T15-52-23.370085.json.bak",
     ]
-    assert latest_sample_files(files, ["musr_team_allocation", "musr_murder_mysteries"]) == {
-        "musr_team_allocation": files[1]
+    tasks = ["musr_team_allocation", "musr_murder_mysteries", "musr_object_placements"]
+    assert latest_sample_files(files, tasks) == {
+        "musr_team_allocation": files[1],
+        "musr_murder_mysteries": files[4],
+        "musr_object_placements": files[6],
     }
 
 
@@ -131,9 +150,7 @@ def test_rebuild_latest_runs_ordered_by_doc_id_with_gaps_reported(tmp_path):
             ["org-a/model-1", "org-b/model-2", "org-c/gone"],
             cache_dir=tmp_path,
             max_workers=2,
-            endpoint=hub.url,
-            retries=2,
-            backoff=0.01,
+            client=HubClient(hub.url, retries=2, backoff=0.01),
             progress=False,
         )
     assert frame.index.tolist() == ["org-a/model-1", "org-b/model-2"]
@@ -153,7 +170,7 @@ def test_rebuild_resumes_from_cache_without_network(tmp_path):
     with FakeHub() as hub:
         _populate(hub)
         first, _ = rebuild_suite(
-            "MuSR", models, cache_dir=tmp_path, endpoint=hub.url, retries=0, progress=False
+            "MuSR", models, cache_dir=tmp_path, client=HubClient(hub.url, retries=0), progress=False
         )
         url = hub.url
     # the server is gone: everything must come from the cache
@@ -161,8 +178,7 @@ def test_rebuild_resumes_from_cache_without_network(tmp_path):
         "MuSR",
         models,
         cache_dir=tmp_path,
-        endpoint=url,
-        retries=0,
+        client=HubClient(url, retries=0),
         progress=False,
         drop_incomplete=True,
     )
@@ -180,14 +196,14 @@ def test_malformed_sample_is_an_error_not_a_gap(tmp_path):
         )
         with pytest.raises(DataError, match="line 1: prompt_level_loose_acc = 0.5"):
             rebuild_suite(
-                "IFEval", ["o/m"], cache_dir=tmp_path, endpoint=hub.url, retries=0, progress=False
+                "IFEval", ["o/m"], cache_dir=tmp_path, client=HubClient(hub.url, retries=0), progress=False
             )
 
 
 def test_cohort_by_creation_date(tmp_path):
     with FakeHub() as hub:
         _populate(hub)
-        candidates = list_details_datasets(endpoint=hub.url, retries=0)
+        candidates = list_details_datasets(HubClient(hub.url, retries=0))
     assert candidates["model"].tolist() == [
         "org-a/model-1",
         "org-b/model-2",
@@ -226,7 +242,12 @@ def test_build_hub_dataset_with_metadata(tmp_path):
     )
     summary = json.loads(summary_path(out).read_text())
     assert summary["report"]["n_missing_pairs"] == 4 and summary["n_models"] == 2
-    assert summary["provenance"]["cohort"] == {"date_from": "2024-06-01", "date_to": "2024-12-31"}
+    assert summary["provenance"]["cohort"] == {
+        "cohort": "dates",
+        "date_from": "2024-06-01",
+        "date_to": "2024-12-31",
+        "n_details_datasets": 4,
+    }
     meta = pd.read_csv(tmp_path / "MuSR_hub.models.csv")
     assert meta["fullname"].tolist() == ["org-a/model-1", "org-b/model-2"]
     assert meta["#Params (B)"].tolist() == [7.2, 1.5]
@@ -245,8 +266,7 @@ def test_stored_token_is_not_sent_over_http(tmp_path, monkeypatch):
             "MuSR",
             ["org-a/model-1"],
             cache_dir=tmp_path,
-            endpoint=hub.url,
-            retries=0,
+            client=HubClient(hub.url, retries=0),
             progress=False,
         )
         assert hub.authorizations() == [] and len(hub.requests) > 0
@@ -263,24 +283,15 @@ def test_explicit_token_for_another_endpoint_is_refused(tmp_path):
             match=f"refusing to send a Hub token to {hub.url}: a token goes only over "
             "https to the configured Hub endpoint",
         ):
-            rebuild_suite(
-                "MuSR",
-                ["org-a/model-1"],
-                cache_dir=tmp_path,
-                endpoint=hub.url,
-                token=TOKEN,
-                retries=0,
-                progress=False,
-            )
+            HubClient(hub.url, TOKEN)
         assert hub.requests == []
 
 
 _TOKEN_PROBE = """
 import sys
-from cbmm.data.hub import rebuild_suite
-endpoint = sys.argv[2] or None
-rebuild_suite("MuSR", ["org-a/model-1"], cache_dir=sys.argv[1], endpoint=endpoint, retries=0,
-              progress=False)
+from cbmm.data.hub import HubClient, rebuild_suite
+client = HubClient(sys.argv[2] or None, retries=0)
+rebuild_suite("MuSR", ["org-a/model-1"], cache_dir=sys.argv[1], client=client, progress=False)
 """
 
 
@@ -342,7 +353,7 @@ def _entry(hub_url, **options):
 
 def test_hub_http_error_is_one_line_naming_the_dataset(tmp_path):
     with FakeHub() as hub:
-        hub.fail["/api/datasets"] = [403]
+        hub.fail["/api/datasets"] = [410]  # neither retried nor an access problem
         with pytest.raises(DownloadError) as info:
             build_dataset(
                 "MuSR_hub",
@@ -355,7 +366,7 @@ def test_hub_http_error_is_one_line_naming_the_dataset(tmp_path):
     assert message.startswith(
         "dataset 'MuSR_hub': list open-llm-leaderboard datasets: HfHubHTTPError:"
     )
-    assert "403" in message and "HF_HUB_OFFLINE=1" in message and "source 'local'" in message
+    assert "410" in message and "HF_HUB_OFFLINE=1" in message and "source 'local'" in message
     assert not (tmp_path / "out.parquet").exists()
 
 
@@ -367,7 +378,7 @@ def test_malformed_hub_answer_is_one_line(tmp_path):
         with pytest.raises(
             DownloadError, match="list open-llm-leaderboard datasets: JSONDecodeError"
         ) as info:
-            list_details_datasets(endpoint=hub.url, retries=0)
+            list_details_datasets(HubClient(hub.url, retries=0))
     assert "\n" not in str(info.value)
 
 
@@ -385,8 +396,7 @@ def test_a_failed_download_is_an_error_not_a_gap(tmp_path):
                 "MuSR",
                 ["org-a/model-1", "org-b/model-2"],
                 cache_dir=tmp_path,
-                endpoint=hub.url,
-                retries=0,
+                client=HubClient(hub.url, retries=0),
                 progress=False,
             )
         hub.fail[tree] = [501]
@@ -394,9 +404,7 @@ def test_a_failed_download_is_an_error_not_a_gap(tmp_path):
             "MuSR",
             ["org-a/model-1", "org-b/model-2"],
             cache_dir=tmp_path,
-            endpoint=hub.url,
-            retries=1,
-            backoff=0.01,
+            client=HubClient(hub.url, retries=1, backoff=0.01),
             progress=False,
         )
     assert (
@@ -414,9 +422,7 @@ def test_dropped_connection_is_retried(tmp_path):
             "MuSR",
             ["org-a/model-1"],
             cache_dir=tmp_path,
-            endpoint=hub.url,
-            retries=1,
-            backoff=0.01,
+            client=HubClient(hub.url, retries=1, backoff=0.01),
             progress=False,
         )
     np.testing.assert_array_equal(
@@ -519,3 +525,528 @@ def test_unreachable_hub_is_one_line_with_offline_advice(tmp_path):
     message = str(info.value)
     assert "\n" not in message and message.startswith("dataset 'MuSR_hub': list ")
     assert "failed after 1 attempt(s)" in message and "HF_HUB_OFFLINE=1" in message
+
+
+# ------------------------------------------- June 2024 runs: samples files named .json
+
+
+def _add_run(hub, model, task, stamp, values, rng, suffix, metric="acc_norm"):
+    folder = model.replace("/", "__")
+    hub.add_file(
+        f"open-llm-leaderboard/{folder}-details",
+        f"{folder}/samples_leaderboard_{task}_{stamp}.{suffix}",
+        _jsonl(values, rng, metric),
+    )
+
+
+def test_json_and_jsonl_runs_are_read_in_one_repo_and_across_models(tmp_path):
+    rng = np.random.default_rng(7)
+    truth = {}
+    with FakeHub() as hub:
+        # A June 2024 model: every run is a .json file (pythia, Llama-3-8B, Mistral-7B ...).
+        truth["june/all-json"] = {}
+        for task, n in SIZES.items():
+            values = rng.integers(0, 2, n)
+            _add_run(hub, "june/all-json", task, "2024-06-16T15-52-23.370085", values, rng, "json")
+            truth["june/all-json"][task] = values
+        # Both kinds in one repo; the latest run wins whatever its suffix.
+        mixed, stamps = "mix/both", ("2024-06-17T01-00-00.000000", "2024-07-03T09-00-00.000000")
+        truth[mixed] = {}
+        for task, n, (old, new) in zip(
+            SIZES, SIZES.values(), [("json", "jsonl"), ("jsonl", "json"), ("jsonl", "jsonl")], strict=True
+        ):
+            _add_run(hub, mixed, task, stamps[0], rng.integers(0, 2, n), rng, old)
+            truth[mixed][task] = rng.integers(0, 2, n)
+            _add_run(hub, mixed, task, stamps[1], truth[mixed][task], rng, new)
+        frame, report = rebuild_suite(
+            "MuSR",
+            list(truth),
+            cache_dir=tmp_path,
+            client=HubClient(hub.url, retries=0),
+            progress=False,
+        )
+    assert frame.index.tolist() == list(truth) and report["missing_subtasks"] == {}
+    for model, tasks in truth.items():
+        np.testing.assert_array_equal(frame.loc[model].to_numpy(), np.concatenate(list(tasks.values())))
+    assert report["latest_files"][mixed]["musr_murder_mysteries"].endswith(f"{stamps[1]}.jsonl")
+    assert report["latest_files"][mixed]["musr_object_placements"].endswith(f"{stamps[1]}.json")
+
+
+def test_rows_cached_by_an_older_version_are_rebuilt_not_trusted(tmp_path):
+    """cbmm 0.1 read only .jsonl and cached a June 2024 model as having no data."""
+    rng = np.random.default_rng(8)
+    old_row = tmp_path / "hub-rows" / "MuSR" / "june__m.json"
+    old_row.parent.mkdir(parents=True)
+    old_row.write_text(json.dumps({"tasks": {}, "missing": list(SIZES), "files": {}}))
+    with FakeHub() as hub:
+        values = {task: rng.integers(0, 2, n) for task, n in SIZES.items()}
+        for task, v in values.items():
+            _add_run(hub, "june/m", task, "2024-06-16T15-52-23.370085", v, rng, "json")
+        frame, report = rebuild_suite(
+            "MuSR", ["june/m"], cache_dir=tmp_path, client=HubClient(hub.url, retries=0), progress=False
+        )
+    np.testing.assert_array_equal(frame.loc["june/m"].to_numpy(), np.concatenate(list(values.values())))
+    assert report["dropped_models"] == {} and report["missing_subtasks"] == {}
+    assert json.loads(old_row.read_text())["format"] == ROW_FORMAT
+
+
+# ------------------------------------------------ the cache keeps parsed rows, not samples
+
+
+def _bulky_samples(n, rng, metric="acc_norm"):
+    """Records the size of real ones: the prompt and the model's output, several KB per item."""
+    return "".join(
+        json.dumps(
+            {"doc_id": d, "doc": {"q": "x" * 1500}, "arguments": ["y" * 3000], metric: int(rng.integers(2))}
+        )
+        + "\n"
+        for d in range(n)
+    ).encode()
+
+
+def _files_under(folder):
+    return {p: p.stat().st_size for p in folder.rglob("*") if p.is_file()} if folder.is_dir() else {}
+
+
+def _disk_use(folder) -> int:
+    """Bytes of the files under ``folder`` now; files deleted while it looks count 0."""
+    total = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+@pytest.mark.parametrize("keep_raw", [False, True], ids=["default", "keep_raw"])
+def test_cache_after_a_rebuild_holds_rows_and_listings_only(tmp_path, keep_raw):
+    rng = np.random.default_rng(9)
+    models = [f"org/m{k}" for k in range(4)]
+    with FakeHub() as hub:
+        samples = {}
+        for model in models:
+            folder = model.replace("/", "__")
+            for task, n in SIZES.items():
+                path = f"{folder}/samples_leaderboard_{task}_2024-07-01T00-00-00.000000.jsonl"
+                samples[path] = _bulky_samples(10 * n, rng)
+                hub.add_file(f"open-llm-leaderboard/{folder}-details", path, samples[path])
+        frame, report = rebuild_suite(
+            "MuSR",
+            models,
+            cache_dir=tmp_path,
+            client=HubClient(hub.url, retries=0),
+            keep_raw=keep_raw,
+            progress=False,
+        )
+        served = hub.bytes_served
+    sample_bytes = sum(map(len, samples.values()))
+    assert served == sample_bytes == report["bytes_downloaded"]
+    cache = _files_under(tmp_path)
+    raw = _files_under(tmp_path / "hub-raw")
+    assert report["bytes_kept"] == sum(cache.values())  # everything the rebuild left behind
+    assert frame.shape == (4, 10 * sum(SIZES.values()))
+    if keep_raw:
+        assert sorted(p.name for p in raw if p.suffix == ".jsonl") == sorted(
+            p.rsplit("/", 1)[1] for p in samples
+        )
+        assert sum(s for p, s in raw.items() if p.suffix == ".jsonl") == sample_bytes
+    else:
+        assert raw == {}
+        # the parsed rows: a few bytes per item and model, not the samples' kilobytes
+        assert sum(cache.values()) < 0.01 * served
+        assert sum(cache.values()) < 4 * frame.size + 2000 * len(models)
+
+
+def test_disk_in_use_is_bounded_by_the_file_in_flight(tmp_path):
+    """One worker: at any moment at most one samples file (plus download metadata) is on disk."""
+    rng = np.random.default_rng(10)
+    largest = {}
+    with FakeHub() as hub:
+        for task, n in SIZES.items():
+            body = _bulky_samples(20 * n, rng)
+            path = f"o__m/samples_leaderboard_{task}_2024-07-01T00-00-00.000000.jsonl"
+            hub.add_file("open-llm-leaderboard/o__m-details", path, body)
+            hub.trickle[f"/datasets/open-llm-leaderboard/o__m-details/resolve/main/{path}"] = (
+                len(body) // 4,
+                0.02,
+            )
+            largest[task] = len(body)
+        peaks = {}
+        for keep_raw in (False, True):
+            seen, stop = [], threading.Event()
+
+            def watch(folder=tmp_path / str(keep_raw) / "hub-raw", seen=seen, stop=stop):
+                while not stop.is_set():
+                    seen.append(_disk_use(folder))
+                    time.sleep(0.002)
+
+            watcher = threading.Thread(target=watch)
+            watcher.start()
+            try:
+                rebuild_suite(
+                    "MuSR",
+                    ["o/m"],
+                    cache_dir=tmp_path / str(keep_raw),
+                    client=HubClient(hub.url, retries=0),
+                    max_workers=1,
+                    keep_raw=keep_raw,
+                    progress=False,
+                )
+            finally:
+                stop.set()
+                watcher.join()
+            peaks[keep_raw] = max(seen)
+    assert peaks[False] <= max(largest.values()) + 4096
+    assert peaks[True] >= sum(largest.values())  # the watcher would see files pile up
+
+
+# ----------------------------------------------- gated datasets: one error before the bulk
+
+
+def _gated_hub(hub, granted=()):
+    """Three gated details datasets, created in order, each with MuSR runs."""
+    truth = _populate(hub)
+    for repo in list(hub.repos):
+        if repo.endswith("-details"):
+            hub.gated[repo] = set(granted)
+    return truth
+
+
+def _sample_requests(hub):
+    return [(m, p) for m, p, _ in hub.requests if "/resolve/" in p and "samples_" in p]
+
+
+def _probe_path(hub, model):
+    """The file the access check asks for: the first (in order) of a model's latest runs.
+
+    For the repos of :func:`_populate`, whose latest runs are of 2024-07-02.
+    """
+    folder = model.replace("/", "__")
+    files = sorted(p for p in hub.repos[f"open-llm-leaderboard/{folder}-details"] if "07-02T" in p)
+    return f"/datasets/open-llm-leaderboard/{folder}-details/resolve/main/{files[0]}"
+
+
+def test_gated_details_without_a_token_fail_once_before_any_bulk_work(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "no-login"))  # no stored `hf auth login` token
+    with FakeHub() as hub:
+        _gated_hub(hub)
+        with pytest.raises(HubAccessError) as info:
+            build_dataset(
+                "MuSR_hub",
+                _entry(hub.url, cohort="paper"),
+                tmp_path / "out.parquet",
+                cache_dir=tmp_path / "cache",
+            )
+        listed = [p for _, p, _ in hub.requests if "/tree/" in p]
+        samples = _sample_requests(hub)
+    message = str(info.value)
+    repo = "open-llm-leaderboard/org-a__model-1-details"
+    assert "\n" not in message and message.startswith(f"dataset 'MuSR_hub': {repo}/org-a__model-1/")
+    assert "access denied (HTTP 401): no Hub token was sent" in message
+    assert "`hf auth login`" in message and "HF_TOKEN" in message
+    assert f"accept the terms of {hub.url}/datasets/{repo}" in message
+    assert "Offline" not in message  # not a network problem
+    # one listing and one HEAD: the cohort's 38-sub-task walk never started
+    assert listed == [f"/api/datasets/{repo}/tree/main"]
+    assert samples == [("HEAD", _probe_path(hub, "org-a/model-1"))]
+    assert not (tmp_path / "out.parquet").exists()
+
+
+_GATED_PROBE = """
+import sys
+from cbmm.data import DataError
+from cbmm.data.hub import rebuild_suite
+try:
+    frame, _ = rebuild_suite("MuSR", ["org-a/model-1", "org-b/model-2"], cache_dir=sys.argv[1],
+                             progress=False)
+except DataError as exc:
+    print(f"{type(exc).__name__}: {exc}")
+else:
+    print("rows", frame.shape[0], frame.iloc[0].tolist())
+"""
+
+
+@pytest.mark.parametrize("granted", [True, False], ids=["terms accepted", "terms not accepted"])
+def test_gated_details_with_a_token(tmp_path, granted):
+    pem = self_signed_certificate(tmp_path)
+    if pem is None:
+        pytest.skip("openssl is needed to make a certificate for the local https Hub")
+    with FakeHub(pem) as hub:
+        truth = _gated_hub(hub, granted=[TOKEN] if granted else ["hf_someone_else"])
+        env = {
+            **os.environ,
+            "HF_TOKEN": TOKEN,
+            "HF_ENDPOINT": hub.url,
+            "SSL_CERT_FILE": str(pem.with_suffix(".crt")),
+            "HF_HOME": str(tmp_path / "hf_home"),
+        }
+        run = subprocess.run(
+            [sys.executable, "-c", _GATED_PROBE, str(tmp_path / "cache")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        samples = _sample_requests(hub)
+    assert run.returncode == 0, run.stderr[-2000:]
+    if granted:
+        row = _expected_row(truth, "org-a/model-1").astype(float).tolist()
+        assert run.stdout.strip() == f"rows 2 {row}"
+    else:
+        repo = "open-llm-leaderboard/org-a__model-1-details"
+        assert run.stdout.startswith(f"HubAccessError: {repo}/")
+        assert "access denied (HTTP 403): the token's account has not been granted access" in run.stdout
+        assert f"accept the terms of {hub.url}/datasets/{repo}" in run.stdout
+        assert samples == [("HEAD", _probe_path(hub, "org-a/model-1"))]
+
+
+# --------------------------------------------------------------- HTTP 429: rate limits
+
+
+def _http_date(seconds_from_now):
+    return email.utils.format_datetime(
+        datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=seconds_from_now),
+        usegmt=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "headers, asked",
+    [
+        ({"Retry-After": "2"}, 2),
+        (
+            {"RateLimit": '"resolvers";r=0;t=2', "RateLimit-Policy": '"fixed window";"resolvers";w=300'},
+            2,
+        ),
+        ({"Retry-After": "http-date"}, 2),
+    ],
+    ids=["Retry-After seconds", "RateLimit header", "Retry-After date"],
+)
+def test_a_429_is_waited_out_as_the_hub_asks_and_said(tmp_path, caplog, headers, asked):
+    with FakeHub() as hub:
+        truth = _populate(hub)
+        if headers.get("Retry-After") == "http-date":
+            headers = {"Retry-After": _http_date(asked + 1)}  # whole seconds: 2 to 3 s from now
+        hub.fail[_probe_path(hub, "org-a/model-1")] = [(429, headers)]
+        start = time.monotonic()
+        frame, _ = rebuild_suite(
+            "MuSR",
+            ["org-a/model-1"],
+            cache_dir=tmp_path,
+            client=HubClient(hub.url, retries=0),
+            progress=False,
+        )
+        elapsed = time.monotonic() - start
+    expected = _expected_row(truth, "org-a/model-1")
+    np.testing.assert_array_equal(frame.loc["org-a/model-1"].to_numpy(), expected)
+    waits = [r.getMessage() for r in caplog.records if "HTTP 429" in r.getMessage()]
+    assert len(waits) == 1 and "rate-limited by the Hub (HTTP 429); all requests wait" in waits[0]
+    assert "as it asks" in waits[0]
+    assert asked - 0.1 <= elapsed < asked + 10  # without the hint the client would wait 1 s
+
+
+def test_a_429_beyond_rate_limit_wait_is_one_line_without_waiting(tmp_path):
+    with FakeHub() as hub:
+        _populate(hub)
+        hub.fail[_probe_path(hub, "org-a/model-1")] = [(429, {"Retry-After": "3600"})]
+        start = time.monotonic()
+        with pytest.raises(HubRateLimitError) as info:
+            build_dataset(
+                "MuSR_hub",
+                _entry(hub.url, models=["org-a/model-1"], rate_limit_wait=600),
+                tmp_path / "out.parquet",
+                cache_dir=tmp_path / "cache",
+            )
+        assert time.monotonic() - start < 30
+    message = str(info.value)
+    assert "\n" not in message and message.startswith("dataset 'MuSR_hub': open-llm-leaderboard/")
+    assert "rate-limited by the Hub (HTTP 429) after 0 s of waiting; the next wait, 3600 s," in message
+    assert "would pass rate_limit_wait (600 s)" in message and "resumes" in message
+    assert "Offline" not in message and not (tmp_path / "out.parquet").exists()
+
+
+def test_a_429_pauses_every_request_of_the_client(tmp_path):
+    """Other workers do not hammer the Hub while one waits out a rate limit."""
+    with FakeHub() as hub:
+        _populate(hub)
+        limited, other = _probe_path(hub, "org-a/model-1"), _probe_path(hub, "org-b/model-2")
+        hub.fail[limited] = [(429, {"Retry-After": "2"})]
+        client = HubClient(hub.url, retries=0)
+
+        def check(path):
+            repo, file = path.split("/datasets/", 1)[1].split("/resolve/main/")
+            client.check_file_access(repo, file)
+
+        worker = threading.Thread(target=check, args=(limited,))
+        worker.start()
+        while not hub.requests_for(limited):
+            time.sleep(0.01)
+        answered = time.monotonic()
+        time.sleep(0.2)  # the 429 is being handled: the pause is on
+        check(other)
+        other_at = time.monotonic()
+        worker.join()
+        order = [p for _, p, _ in hub.requests if p in (limited, other)]
+    assert other_at - answered >= 1.8
+    assert order in ([limited, limited, other], [limited, other, limited])
+
+
+# ------------------------------------------------ the paper's cohort (Wu et al.'s M1)
+
+FIVE_SUITES_TASKS = [t for suite in ("IFEval", "MuSR", "GPQA", "MATH", "BBH") for t, _ in SUITES[suite]]
+
+
+def _listing(tasks):
+    return {t: f"m/samples_leaderboard_{t}_2024-07-01T00-00-00.000000.jsonl" for t in tasks}
+
+
+def test_paper_cohort_rule_on_a_synthetic_listing():
+    assert len(FIVE_SUITES_TASKS) == 38
+    assert all(cohort_tasks(s) == FIVE_SUITES_TASKS for s in ("IFEval", "MuSR", "GPQA", "MATH", "BBH"))
+    assert cohort_tasks("MMLU_PRO") == ["mmlu_pro"]
+    created = {  # listed out of order, as a Hub answer may be
+        "a/complete-3": "2024-06-20T00:00:00Z",
+        "a/complete-1": "2024-06-10T00:00:00Z",
+        "a/no-navigate": "2024-06-12T00:00:00Z",
+        "a/complete-2": "2024-06-15T00:00:00Z",
+        "a/gone": "2024-06-11T00:00:00Z",
+        "a/complete-4": "2024-07-01T00:00:00Z",
+        "a/mmlu-only": "2024-06-13T00:00:00Z",
+        "a/complete-5": "2024-08-01T00:00:00Z",
+    }
+    candidates = pd.DataFrame(
+        {"model": list(created), "created_at": pd.to_datetime(list(created.values()), utc=True)}
+    )
+    with_mmlu = {"a/complete-1", "a/complete-3", "a/no-navigate", "a/mmlu-only", "a/complete-5"}
+    listings = {
+        m: _listing(
+            (FIVE_SUITES_TASKS if m.startswith("a/complete") else [])
+            + ([t for t in FIVE_SUITES_TASKS if t != "bbh_navigate"] if m == "a/no-navigate" else [])
+            + (["mmlu_pro"] if m in with_mmlu else [])
+        )
+        for m in created
+        if m != "a/gone"
+    }
+    # five complete models in order of creation -> the first 2 (half, rounded down)
+    assert paper_cohort(candidates, listings, "BBH") == (
+        ["a/complete-1", "a/complete-2"],
+        {"n_details_datasets": 8, "n_complete": 5, "n_cohort": 2},
+    )
+    # MMLU-Pro on its own list: 1 (06-10), no-navigate (06-12), mmlu-only (06-13), 3, 5
+    assert paper_cohort(candidates, listings, "MMLU_PRO") == (
+        ["a/complete-1", "a/no-navigate"],
+        {"n_details_datasets": 8, "n_complete": 5, "n_cohort": 2},
+    )
+
+
+def _paper_hub(hub, rng):
+    """Six models with every sub-task but some gaps (two items each); truth[model][task]."""
+    plan = {  # model: (created, tasks absent, suffix of the samples files, has MMLU-Pro)
+        "p/m4": ("2024-07-01", set(), "jsonl", True),
+        "p/m1": ("2024-06-16", set(), "json", True),  # a June 2024 run: .json files
+        "p/m3": ("2024-06-17", {"gpqa_main"}, "jsonl", True),
+        "p/m5": ("2024-07-05", set(), "jsonl", True),
+        "p/m2": ("2024-06-18", set(), "jsonl", False),
+        "p/m6": ("2024-06-20", set(), "jsonl", False),
+    }
+    truth = {}
+    for model, (created, absent, suffix, mmlu) in plan.items():
+        truth[model] = {}
+        folder = model.replace("/", "__")
+        for suite, tasks in SUITES.items():
+            for task, metric in tasks:
+                if task in absent or (suite == "MMLU_PRO" and not mmlu):
+                    continue
+                truth[model][task] = rng.integers(0, 2, 2)
+                stamp = f"{created}T10-00-00.000000"
+                _add_run(hub, model, task, stamp, truth[model][task], rng, suffix, metric)
+        hub.datasets_created[f"open-llm-leaderboard/{folder}-details"] = f"{created}T12:00:00.000Z"
+    hub.datasets_created["open-llm-leaderboard/p__gone-details"] = "2024-06-01T00:00:00.000Z"
+    return truth
+
+
+def test_paper_cohort_builds_share_one_model_list_and_one_listing_walk(tmp_path):
+    rng = np.random.default_rng(11)
+    built = {}
+    with FakeHub() as hub:
+        truth = _paper_hub(hub, rng)
+        listings_made = []
+        for name, suite in (("IFEval_hub", "IFEval"), ("MuSR_hub", "MuSR"), ("MMLU_PRO_hub", "MMLU_PRO")):
+            before = len(hub.requests)
+            out = build_dataset(
+                name,
+                _entry(hub.url, suite=suite, cohort="paper"),
+                tmp_path / f"{name}.parquet",
+                cache_dir=tmp_path / "cache",
+            )
+            listings_made.append(sum("/tree/" in p for _, p, _ in hub.requests[before:]))
+            built[suite] = (read_matrix(out), json.loads(summary_path(out).read_text()))
+    # complete on all 38: m1 (06-16), m2 (06-18), m6 (06-20), m4 (07-01), m5 (07-05) -> first 2
+    assert built["IFEval"][0].index.tolist() == built["MuSR"][0].index.tolist() == ["p/m1", "p/m2"]
+    # with MMLU-Pro: m1 (06-16), m3 (06-17), m4, m5 -> first 2
+    assert built["MMLU_PRO"][0].index.tolist() == ["p/m1", "p/m3"]
+    for suite, (matrix, summary) in built.items():
+        for model in matrix.index:
+            expected = np.concatenate([truth[model][t] for t, _ in SUITES[suite]])
+            np.testing.assert_array_equal(matrix.loc[model].to_numpy(), expected)
+        assert summary["provenance"]["cohort"] == {
+            "cohort": "paper",
+            "n_details_datasets": 7,
+            "n_complete": 5 if suite != "MMLU_PRO" else 4,
+            "n_cohort": 2,
+            "tasks": 38 if suite != "MMLU_PRO" else 1,
+        }
+        assert summary["cleaning"][0].startswith("cohort (Wu et al.'s M1): of 7 details datasets")
+    # every dataset listed once (p/gone answers 404), then the cohort comes from the cache
+    assert listings_made == [7, 0, 0]
+
+
+def test_concurrent_cohort_walks_list_each_dataset_once(tmp_path):
+    """Builds of the five suites started together share one walk (the later ones wait)."""
+    with FakeHub() as hub:
+        _paper_hub(hub, np.random.default_rng(14))
+        candidates = list_details_datasets(HubClient(hub.url))
+        results = [None, None]
+
+        def walk(k):
+            results[k] = cohort_listings(
+                candidates, cache_dir=tmp_path, client=HubClient(hub.url), max_workers=2, progress=False
+            )
+
+        walkers = [threading.Thread(target=walk, args=(k,)) for k in range(2)]
+        for walker in walkers:
+            walker.start()
+        for walker in walkers:
+            walker.join()
+        listed = sorted(p for _, p, _ in hub.requests if "/tree/" in p)
+    assert listed == sorted(f"/api/datasets/{repo}/tree/main" for repo in hub.datasets_created)
+    assert results[0] == results[1] and sorted(results[0]) == [f"p/m{k}" for k in range(1, 7)]
+
+
+def test_offline_paper_cohort_builds_from_the_cache(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    with FakeHub() as hub:
+        _paper_hub(hub, np.random.default_rng(13))
+        entry = _entry(hub.url, cohort="paper")
+        first = build_dataset("MuSR_hub", entry, tmp_path / "a.parquet", cache_dir=tmp_path / "cache")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # and the server is gone
+    again = build_dataset("MuSR_hub", entry, tmp_path / "b.parquet", cache_dir=tmp_path / "cache")
+    pd.testing.assert_frame_equal(read_matrix(again), read_matrix(first))
+    assert read_matrix(again).index.tolist() == ["p/m1", "p/m2"]
+
+
+def test_paper_cohort_limit_takes_its_first_models(tmp_path):
+    with FakeHub() as hub:
+        _paper_hub(hub, np.random.default_rng(12))
+        out = build_dataset(
+            "GPQA_hub",
+            _entry(hub.url, suite="GPQA", cohort="paper", limit=1),
+            tmp_path / "GPQA_hub.parquet",
+            cache_dir=tmp_path / "cache",
+        )
+    assert read_matrix(out).index.tolist() == ["p/m1"]

@@ -17,7 +17,8 @@ import yaml
 from data_fixtures import SHARED_DATA, FakeHub, FileServer, needs_shared, tree_snapshot
 
 from cbmm.data import DataError, build_dataset, load_registry, validate_registry
-from cbmm.data.hub import rebuild_suite
+from cbmm.data.datasets import hub_cohort
+from cbmm.data.hub import HubClient, rebuild_suite
 from cbmm.data.math500 import fetch_lart
 from cbmm.data.release import fetch_release_file
 
@@ -47,6 +48,9 @@ def test_repository_registry_pins_full_commit_hashes_and_sizes():
         entry["source"] == "release" and {"file", "sha256", "size"} <= set(entry["options"])
         for entry in registry["datasets"].values()
     )
+    rebuilds = {n: e for n, e in registry["alternatives"].items() if e["source"] == "hub"}
+    assert sorted(rebuilds) == [f"{name}_hub" for name in sorted(registry["datasets"]) if name != "MATH_500"]
+    assert {hub_cohort(e["options"]) for e in rebuilds.values()} == {"paper"}
 
 
 @needs_shared
@@ -228,7 +232,7 @@ BAD_REGISTRIES = [
     (
         {"datasets": {"X": _hub_entry(models=["a/b"], date_from="2024-01-01")}},
         "datasets.X.options:",
-        "either 'models' or a date range",
+        "give either 'models' or a cohort, not both (also ['date_from'])",
     ),
     (
         {"datasets": {"X": _hub_entry(date_from="June")}},
@@ -246,6 +250,28 @@ BAD_REGISTRIES = [
         "integer >= 1",
     ),
     ({"datasets": {"X": _hub_entry(limit=-5)}}, "datasets.X.options.limit:", "integer >= 1"),
+    (
+        {"datasets": {"X": _hub_entry(models=["a/b"], cohort="paper")}},
+        "datasets.X.options:",
+        "give either 'models' or a cohort, not both (also ['cohort'])",
+    ),
+    ({"datasets": {"X": _hub_entry(cohort="M1")}}, "datasets.X.options.cohort:", "'paper' or 'dates'"),
+    (
+        {"datasets": {"X": _hub_entry(cohort="paper", date_from="2024-06-01")}},
+        "datasets.X.options:",
+        "cohort 'paper' (Wu et al.'s rule) takes no date window (['date_from']); use cohort 'dates'",
+    ),
+    (
+        {"datasets": {"X": _hub_entry(drop_incomplete=True)}},
+        "datasets.X.options:",
+        "drop_incomplete does not apply to cohort 'paper'",
+    ),
+    ({"datasets": {"X": _hub_entry(keep_raw="yes")}}, "datasets.X.options.keep_raw:", "true or false"),
+    (
+        {"datasets": {"X": _hub_entry(rate_limit_wait=-1)}},
+        "datasets.X.options.rate_limit_wait:",
+        "number >= 0",
+    ),
     (
         {"datasets": {"X": _hub_entry(endpoint="ftp://h")}},
         "datasets.X.options.endpoint:",
@@ -431,8 +457,7 @@ def test_hub_model_ids_cannot_leave_the_row_cache(area):
             "IFEval",
             ["../../outside"],
             cache_dir=cache,
-            endpoint=hub.url,
-            retries=0,
+            client=HubClient(hub.url, retries=0),
             progress=False,
         )
     assert tree_snapshot(outside) == before
@@ -450,7 +475,7 @@ def test_hub_row_cache_link_cannot_lead_out(area):
         )
         with pytest.raises(DataError, match="model 'o/m': .* leads to .*outside"):
             rebuild_suite(
-                "IFEval", ["o/m"], cache_dir=cache, endpoint=hub.url, retries=0, progress=False
+                "IFEval", ["o/m"], cache_dir=cache, client=HubClient(hub.url, retries=0), progress=False
             )
     assert tree_snapshot(outside) == before
 
@@ -469,7 +494,7 @@ def test_hub_listed_file_paths_are_checked(area):
             r"'\.\./\.\./\.\./\.\./outside/samples",
         ):
             rebuild_suite(
-                "IFEval", ["o/m"], cache_dir=cache, endpoint=hub.url, retries=0, progress=False
+                "IFEval", ["o/m"], cache_dir=cache, client=HubClient(hub.url, retries=0), progress=False
             )
     assert tree_snapshot(outside) == before
 

@@ -70,6 +70,36 @@ def _summary(args) -> int:
 
 
 @_guard
+def _compare(args) -> int:
+    from .compare import compare_matrices, read_any_matrix
+    from .matrix import write_json
+
+    result = compare_matrices(read_any_matrix(args.rebuilt), read_any_matrix(args.release))
+    if args.out is not None:
+        write_json(result, args.out)
+    models, items, cells, per_model = (
+        result[k] for k in ("models", "items", "cells", "per_model")
+    )
+    for what, counts in (("models", models), ("items", items)):
+        print(
+            f"{what}: {counts['both']} in both, {len(counts['only_rebuilt'])} only in the "
+            f"rebuild, {len(counts['only_release'])} only in the release"
+        )
+    agreement = "-" if cells["agreement"] is None else f"{100 * cells['agreement']:.2f} %"
+    print(
+        f"cells observed in both: {cells['compared']}, {agreement} agree; observed only in the "
+        f"rebuild: {cells['observed_only_rebuilt']}, only in the release: "
+        f"{cells['observed_only_release']}"
+    )
+    if per_model["min"] is not None:
+        print(
+            f"per model: agreement min {per_model['min']:.4f}, median {per_model['median']:.4f}; "
+            f"{per_model['n_below_1']} model(s) below 1"
+        )
+    return 0
+
+
+@_guard
 def _math500_items(args) -> int:
     from .math500 import fetch_items
 
@@ -133,6 +163,17 @@ def register(subparsers) -> argparse.ArgumentParser:
         "--full", action="store_true", help="include per-model and per-item accuracies"
     )
     summary.set_defaults(func=_summary)
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare a rebuilt suite with the release: models and items in both or one, cells",
+    )
+    compare.add_argument("rebuilt", type=Path, help="the rebuilt matrix (.parquet or .csv)")
+    compare.add_argument("release", type=Path, help="the release's matrix (.parquet or .csv)")
+    compare.add_argument(
+        "--out", type=Path, help="also write the full comparison (every label) as JSON"
+    )
+    compare.set_defaults(func=_compare)
 
     items = commands.add_parser(
         "math500-items", help="write the MATH-500 item table (subject, level)"

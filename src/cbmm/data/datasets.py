@@ -6,7 +6,7 @@ A registry is a YAML mapping::
     datasets:        # the paper's seven suites (default: exact reproduction)
       IFEval: {source: release, options: {file: data/IFEval.csv, sha256: ..., size: 2478278}}
     alternatives:    # other ways to build a suite, selected by name
-      IFEval_hub: {source: hub, options: {suite: IFEval, date_from: 2024-06-01, ...}}
+      IFEval_hub: {source: hub, options: {suite: IFEval, cohort: paper}}
 
 Each entry is ``{source: release|hub|math500_lart|local, options: {...},
 description: ...}``; the options of each source and their checks are in
@@ -45,6 +45,7 @@ __all__ = [
     "build_dataset",
     "check_entry",
     "find_entry",
+    "hub_cohort",
     "load_registry",
     "validate_registry",
 ]
@@ -98,16 +99,19 @@ SOURCE_OPTIONS = {
         {},
         {
             "suite": _suite,
+            "cohort": matches(r"^(paper|dates)$", "'paper' or 'dates'"),
             "models": _models,
             "date_from": date,
             "date_to": date,
             "limit": integer(1),
             "drop_incomplete": boolean,
+            "keep_raw": boolean,
             "max_workers": integer(1),
             "endpoint": http_url,
             "metadata": boolean,
             "retries": integer(0),
             "backoff": number(0),
+            "rate_limit_wait": number(0),
             "progress": boolean,
         },
     ),
@@ -123,6 +127,17 @@ SOURCE_OPTIONS = {
         },
     ),
 }
+
+
+def hub_cohort(options: dict) -> str:
+    """The cohort a ``hub`` entry asks for: ``"models"``, ``"paper"`` or ``"dates"``.
+
+    ``cohort`` defaults to ``"dates"`` when a date window is given and to
+    ``"paper"`` otherwise.
+    """
+    if "models" in options:
+        return "models"
+    return options.get("cohort", "dates" if {"date_from", "date_to"} & set(options) else "paper")
 
 
 def check_entry(name, entry, where: str) -> dict:
@@ -171,11 +186,24 @@ def check_entry(name, entry, where: str) -> dict:
         {**required, **optional}[option](value, f"{key}.options.{option}")
     if source == "hub":
         _suite(options.get("suite", name), f"{key}.options.suite (default: the dataset name)")
-        cohort = sorted({"date_from", "date_to", "limit"} & set(options))
-        if "models" in options and cohort:
-            raise DataError(
-                f"{key}.options: give either 'models' or a date range, not both (also {cohort})"
-            )
+        window = sorted({"date_from", "date_to"} & set(options))
+        if "models" in options:
+            cohort = sorted({"cohort", "date_from", "date_to", "limit"} & set(options))
+            if cohort:
+                raise DataError(
+                    f"{key}.options: give either 'models' or a cohort, not both (also {cohort})"
+                )
+        elif hub_cohort(options) == "paper":
+            if window:
+                raise DataError(
+                    f"{key}.options: cohort 'paper' (Wu et al.'s rule) takes no date window "
+                    f"({window}); use cohort 'dates' for one"
+                )
+            if "drop_incomplete" in options:
+                raise DataError(
+                    f"{key}.options: drop_incomplete does not apply to cohort 'paper', whose models "
+                    "are complete by its rule (and must stay the same for the five suites)"
+                )
         if (
             "date_from" in options
             and "date_to" in options
@@ -283,43 +311,67 @@ def _build_lart(name, options, cache_dir, release):
 
 def _build_hub(name, options, cache_dir, release, out_path):
     suite = options.get("suite", name)
-    net = {k: options[k] for k in ("endpoint", "retries", "backoff") if k in options}
-    if "models" in options:
-        models = hub.select_cohort(models=options["models"])
+    client = hub.HubClient(
+        options.get("endpoint"),
+        **{k: options[k] for k in ("retries", "backoff", "rate_limit_wait") if k in options},
+    )
+    workers, progress = options.get("max_workers", 8), options.get("progress", True)
+    cohort = {"cohort": hub_cohort(options)}
+    commits = None
+    if cohort["cohort"] == "models":
+        models = list(options["models"])
+        cohort["models"] = models
     else:
-        candidates = hub.list_details_datasets(**net)
-        models = hub.select_cohort(
-            candidates,
-            date_from=options.get("date_from"),
-            date_to=options.get("date_to"),
-            limit=options.get("limit"),
-        )
+        candidates = hub.list_details_datasets(client, cache_dir=cache_dir)
+        commits = hub.details_commits(candidates)
+        if cohort["cohort"] == "paper":
+            listings = hub.cohort_listings(
+                candidates, cache_dir=cache_dir, client=client, max_workers=workers, progress=progress
+            )
+            models, counts = hub.paper_cohort(candidates, listings, suite)
+            cohort.update(counts, tasks=len(hub.cohort_tasks(suite)))
+        else:
+            models = hub.select_cohort(
+                candidates, date_from=options.get("date_from"), date_to=options.get("date_to")
+            )
+            cohort.update(
+                {k: str(options[k]) for k in ("date_from", "date_to") if k in options},
+                n_details_datasets=len(candidates),
+            )
+        if "limit" in options:
+            models, cohort["limit"] = models[: options["limit"]], options["limit"]
     if not models:
         raise DataError(f"dataset {name!r}: the hub cohort is empty")
     frame, report = hub.rebuild_suite(
         suite,
         models,
         cache_dir=cache_dir,
-        max_workers=options.get("max_workers", 8),
+        client=client,
+        max_workers=workers,
         drop_incomplete=options.get("drop_incomplete", False),
-        progress=options.get("progress", True),
-        **net,
+        keep_raw=options.get("keep_raw", False),
+        progress=progress,
+        commits=commits,
     )
-    cohort = {k: options[k] for k in ("models", "date_from", "date_to", "limit") if k in options}
-    provenance = {
-        "suite": suite,
-        "cohort": {k: v if isinstance(v, (list, int)) else str(v) for k, v in cohort.items()},
-        "models": list(frame.index),
-    }
+    provenance = {"suite": suite, "cohort": cohort, "models": list(frame.index)}
     cleaning = [
-        "latest run per model and sub-task (greatest timestamp in the samples file name)",
+        "latest run per model and sub-task (greatest timestamp in the samples file name; "
+        "files named .json, from June 2024, and .jsonl both read)",
         "items ordered by doc_id within each sub-task; item id <task>_<doc_id>",
         "correctness booleans mapped to 1/0",
         f"{report['n_missing_pairs']} missing model/sub-task pairs stored as missing entries",
         f"{len(report['dropped_models'])} model(s) dropped (listed in report.dropped_models)",
     ]
+    if cohort["cohort"] == "paper":
+        cleaning.insert(
+            0,
+            f"cohort (Wu et al.'s M1): of {cohort['n_details_datasets']} details datasets in order "
+            f"of creation, the {cohort['n_complete']} with all {cohort['tasks']} sub-tasks "
+            f"{'of MMLU-Pro' if suite == 'MMLU_PRO' else 'of the five suites besides MMLU-Pro'}; "
+            f"the first half: {cohort['n_cohort']}",
+        )
     if options.get("metadata", True):
-        contents = hub.leaderboard_contents(cache_dir=Path(cache_dir) / "hub", **net)
+        contents = hub.leaderboard_contents(cache_dir=Path(cache_dir) / "hub", client=client)
         if "fullname" not in contents.columns:
             raise DataError(
                 f"{hub.CONTENTS_REPO}: no 'fullname' column; cannot attach model metadata"
@@ -351,8 +403,8 @@ def _offline_advice(name, source, options, cache_dir, release) -> str:
         where = f"put the LaRT file in {Path(cache_dir) / 'lart'}"
     else:
         where = (
-            f"build from the Hub cache in {Path(cache_dir) / 'hub'} and the finished models in "
-            f"{Path(cache_dir) / 'hub-rows'} with HF_HUB_OFFLINE=1"
+            f"build from the finished models in {Path(cache_dir) / 'hub-rows'} and the listings in "
+            f"{Path(cache_dir) / 'hub-listings'} with HF_HUB_OFFLINE=1"
         )
     return (
         f"Offline or behind a firewall? {where[0].upper()}{where[1:]} (a pre-filled cache_dir, "
@@ -412,7 +464,10 @@ def build_dataset(
         # One line: the dataset, the reason and, for a network failure, what to do.
         advice = (
             ""
-            if isinstance(exc, (ChecksumError, hub.HubNotFoundError))
+            if isinstance(
+                exc,
+                (ChecksumError, hub.HubNotFoundError, hub.HubAccessError, hub.HubRateLimitError),
+            )
             else " " + _offline_advice(name, source, options, cache_dir, release)
         )
         raise type(exc)(f"dataset {name!r}: {str(exc).rstrip('.')}.{advice}") from None

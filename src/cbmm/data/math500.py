@@ -31,7 +31,7 @@ import pandas as pd
 
 from .checks import inside
 from .download import download, sha256_file
-from .hub import HubNotFoundError, _api, _with_retries, hub_download
+from .hub import HubAccessError, HubClient, HubNotFoundError, hub_download
 from .matrix import DataError, atomic_path, iter_jsonl
 
 __all__ = [
@@ -311,14 +311,12 @@ def refresh_model_table(
     in the returned frame's ``attrs["unresolved"]``.
     """
     table = model_table(path)
-    api = _api(endpoint, token)
+    client = HubClient(endpoint, token, retries=retries, backoff=backoff)
     created, params, unresolved = {}, {}, {}
     for repo in table["model"].unique():
         try:
-            info = _with_retries(
-                lambda repo=repo: api.model_info(repo), f"model_info {repo}", retries, backoff
-            )
-        except HubNotFoundError as exc:  # gated/deleted repos are reported, not fatal
+            info = client.call(lambda repo=repo: client.api.model_info(repo), f"model_info {repo}")
+        except (HubNotFoundError, HubAccessError) as exc:  # gated/deleted repos: reported, not fatal
             unresolved[repo] = str(exc)
             continue
         created[repo] = info.created_at.strftime("%Y-%m-%d") if info.created_at else None

@@ -144,6 +144,7 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
 
     # pass 2: the item blocks of the covariance, D^-1 + G^T C G with G = B D^-1
     var_a, var_b, cov_ab = inverse.copy()
+    var_a[alpha <= 0] = 0.0  # held at its bound: no variance of its own (its SE is NaN)
     cross = np.zeros((3, j))  # Cov(alpha, u'theta), Cov(alpha, v'theta), Cov(beta, v'theta)
     for cols in columns.chunks():
         part = _ItemBlock(columns.dense(cols), theta, alpha[cols], beta[cols], item_precision)

@@ -1,0 +1,243 @@
+"""Standard errors, intervals, the bootstrap and held-out validation.
+
+Independent expectations: the observed information by central differences of the fused
+gradient, the constrained covariance by the bordered-matrix inverse (no gauge algebra of
+ours), the delta method by an explicit Jacobian, coverage of the simulated truth, the
+item-mean baseline computed by hand, and real data split in halves.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from data_fixtures import SHARED_DATA, needs_shared
+
+import cbmm
+from cbmm.inference import standard_errors
+from cbmm.model import Penalty
+from cbmm.simulate import simulate
+from cbmm.validation import held_out_scores, predicted_probabilities
+
+
+def quiet(function, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
+
+
+def numeric_hessian(data, theta, a, b, penalty):
+    """Hessian of loss (3) + penalty by central differences of the analytic gradient."""
+    n, j = data.shape
+
+    def gradient(v):
+        t, aa, bb = np.split(v, [n, n + j])
+        _, gt, ga, gb = cbmm.loss_and_gradient(t, aa, bb, data.y)
+        extra = penalty.gradient(t, aa, bb)
+        return np.concatenate([gt + extra[0], ga + extra[1], gb + extra[2]])
+
+    point = np.concatenate([theta, a, b])
+    h = 1e-5
+    columns = [(gradient(point + h * e) - gradient(point - h * e)) / (2 * h)
+               for e in np.eye(point.size)]
+    hessian = np.column_stack(columns)
+    return (hessian + hessian.T) / 2
+
+
+@pytest.mark.parametrize("prior", ["none", "normal"])
+def test_standard_errors_equal_the_constrained_inverse_of_the_numeric_information(prior):
+    n, j = 200, 50
+    draw = simulate(n, j, seed=1, missing="mcar", missing_rate=0.2, sparsity=0.2)
+    data = cbmm.as_responses(draw.responses)
+    penalty = Penalty.of(prior)
+    fit = quiet(cbmm.fit, data, prior=prior, tol=1e-12, max_iter=20000, n_starts=1)
+    assert fit.status == "converged" and (np.asarray(fit.a) == 0).any()  # a bound is active
+    theta, a, b = (np.asarray(v) for v in (fit.raw_parameters() if prior == "normal"
+                                           else (fit.theta, fit.a, fit.b)))
+    got = standard_errors(data, theta, a, b, 1.0, penalty)
+    hessian = numeric_hessian(data, theta, a, b, penalty)
+    free = np.ones(n + 2 * j, dtype=bool)
+    free[n:n + j] = a > 0  # a_j = 0 is held at its bound
+    if prior == "none":  # constrained to mean 0, sd 1: the bordered inverse
+        border = np.zeros((2, n + 2 * j))
+        border[0, :n], border[1, :n] = 1.0, 2 * theta
+        border = border[:, free]
+        k = free.sum()
+        full = np.block([[hessian[np.ix_(free, free)], border.T],
+                         [border, np.zeros((2, 2))]])
+        covariance = np.linalg.inv(full)[:k, :k]
+        variances = np.full(n + 2 * j, np.nan)
+        variances[free] = np.diag(covariance)
+    else:  # identified by the prior: invert, then the delta method to the canonical form
+        covariance = np.zeros((n + 2 * j, n + 2 * j))
+        covariance[np.ix_(free, free)] = np.linalg.inv(hessian[np.ix_(free, free)])
+        m, s = theta.mean(), theta.std()
+        tc = (theta - m) / s
+        jac = np.zeros_like(covariance)
+        jac[:n, :n] = (np.eye(n) - 1 / n - np.outer(tc, tc) / n) / s
+        jac[n:n + j, n:n + j] = s * np.eye(j)
+        jac[n:n + j, :n] = np.outer(a, tc / n)
+        jac[n + j:, n + j:] = np.eye(j)
+        jac[n + j:, n:n + j] = m * np.eye(j)
+        jac[n + j:, :n] = np.outer(a, np.full(n, 1 / n))
+        variances = np.diag(jac @ covariance @ jac.T).copy()
+        variances[n:n + j][a <= 0] = np.nan
+    expected = np.sqrt(variances)
+    for got_part, want in zip(got, np.split(expected, [n, n + j])):
+        np.testing.assert_allclose(got_part, want, rtol=2e-4, equal_nan=True)
+
+
+def test_wald_intervals_cover_the_simulated_truth():
+    covered = {"theta": [], "a": [], "b": []}
+    for seed in range(20):
+        draw = simulate(300, 100, seed=500 + seed)
+        fit = quiet(cbmm.fit, draw.responses, se=True, seed=seed)
+        assert fit.status == "converged"
+        truth = cbmm.canonicalize(draw.theta, draw.a, draw.b)
+        for (name, table), true in zip(fit.confint(0.95).items(), truth):
+            covered[name].append((table["lower"] <= true) & (true <= table["upper"]))
+    share = {name: float(np.mean(np.concatenate(v))) for name, v in covered.items()}
+    assert 0.93 <= share["theta"] <= 0.97, share
+    assert 0.93 <= share["b"] <= 0.97, share
+    assert share["a"] >= 0.90, share
+
+
+def test_confint_save_and_load_carry_the_standard_errors(tmp_path):
+    draw = simulate(120, 40, seed=2)
+    frame = pd.DataFrame(draw.responses, index=[f"m{i}" for i in range(120)],
+                         columns=[f"q{j}" for j in range(40)])
+    fit = quiet(cbmm.fit, frame, se=True)
+    bounds = fit.confint(0.9)
+    z = 1.6448536269514722
+    np.testing.assert_allclose(bounds["theta"]["upper"] - fit.theta, z * fit.theta_se)
+    assert (bounds["a"]["lower"] >= 0).all()
+    assert list(bounds["b"].index) == list(frame.columns)
+    fit.save(tmp_path / "fit")
+    loaded = cbmm.FitResult.load(tmp_path / "fit")
+    for name in ("theta_se", "a_se", "b_se"):
+        np.testing.assert_allclose(getattr(loaded, name), getattr(fit, name), rtol=1e-15)
+    with pytest.raises(ValueError, match="se=True"):
+        quiet(cbmm.fit, frame).confint()
+    with pytest.raises(ValueError, match="level"):
+        fit.confint(1.5)
+
+
+def test_no_standard_errors_where_there_is_no_finite_optimum():
+    y = np.ones((30, 8))
+    y[np.arange(30) % 2 == 0, :4] = 0  # half the models fail the first four items
+    fit = quiet(cbmm.fit, y, prior="none", se=True)
+    assert fit.status == "unbounded"
+    assert np.isnan(np.asarray(fit.theta_se)).all()
+
+
+def test_split_halves_agree_within_their_intervals_on_simulated_data():
+    draw = simulate(200, 300, seed=11)
+    rng = np.random.default_rng(0)
+    within = []
+    for _ in range(3):
+        items = rng.permutation(300)
+        halves = [quiet(cbmm.fit, draw.responses[:, part], se=True)
+                  for part in (items[:150], items[150:])]
+        gap = np.abs(halves[0].theta - halves[1].theta)
+        within.append(np.mean(gap <= 1.96 * np.hypot(halves[0].theta_se, halves[1].theta_se)))
+    assert 0.92 <= np.mean(within) <= 0.98
+
+
+@needs_shared
+def test_split_halves_of_real_math500_agree_within_their_intervals():
+    """Real data, where the 2PL is only an approximation: the two halves' abilities differ
+    by at most 1.96 sqrt(se_A^2 + se_B^2) for about 95 % of the models."""
+    table = pd.read_csv(SHARED_DATA / "math500" / "MATH_500.csv", index_col=0)
+    rng = np.random.default_rng(2026)
+    within = []
+    for _ in range(5):
+        items = rng.permutation(table.columns)
+        halves = [quiet(cbmm.fit, table[list(part)], se=True)
+                  for part in (items[:250], items[250:])]
+        assert all(h.status in ("converged", "multimodal") for h in halves)
+        gap = np.abs(halves[0].theta - halves[1].theta)
+        within.append(np.mean(gap <= 1.96 * np.hypot(halves[0].theta_se, halves[1].theta_se)))
+    assert 0.90 <= np.mean(within) <= 0.99, within
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+def test_bootstrap_intervals_ranks_and_pairwise_probabilities():
+    draw = simulate(80, 120, seed=4)
+    frame = pd.DataFrame(draw.responses, index=[f"m{i}" for i in range(80)])
+    result = quiet(cbmm.bootstrap, frame, n_boot=40, seed=1)
+    assert result.n_failed == 0 and result.draws["theta"].shape == (40, 80)
+    truth = cbmm.canonicalize(draw.theta, draw.a, draw.b)[0]
+    inside = (result.theta["lower"] <= truth) & (truth <= result.theta["upper"])
+    assert inside.mean() >= 0.85  # item resampling: the abilities' uncertainty
+    np.testing.assert_array_equal(result.theta["estimate"], result.fit.theta)
+    # ranks: 1 for the ablest, the estimate's rank inside its (whole-rank) interval
+    assert result.rank["estimate"].min() == 1 and result.rank["estimate"].max() == 80
+    assert ((result.rank["lower"] <= result.rank["estimate"])
+            & (result.rank["estimate"] <= result.rank["upper"])).mean() >= 0.95
+    assert (result.rank[["lower", "upper"]] % 1 == 0).all().all()
+    # pairwise: complementary where no replicate ties, and the share it says
+    p = result.prob_better.to_numpy()
+    off = ~np.eye(80, dtype=bool)
+    np.testing.assert_allclose(p[off] + p.T[off], 1.0)
+    draws = result.draws["theta"]
+    assert p[3, 7] == pytest.approx(np.mean(draws[:, 3] > draws[:, 7]))
+    assert list(result.prob_better.index) == list(frame.index)
+
+
+def test_bootstrap_replicates_are_reproducible_and_resample_models(tmp_path):
+    draw = simulate(100, 40, seed=6)
+    one = quiet(cbmm.bootstrap, draw.responses, n_boot=5, resample="models", seed=3)
+    two = quiet(cbmm.bootstrap, draw.responses, n_boot=5, resample="models", seed=3,
+                isolate=False)
+    np.testing.assert_array_equal(one.draws["a"], two.draws["a"])
+    # a model left out of a replicate has no theta there
+    assert np.isnan(one.draws["theta"]).any() and not np.isnan(one.draws["a"]).any()
+    one.save(tmp_path / "boot")
+    abilities = pd.read_csv(tmp_path / "boot" / "abilities.csv")
+    assert list(abilities.columns) == ["model", "theta", "theta_lower", "theta_upper", "rank",
+                                       "rank_lower", "rank_upper"]
+    with pytest.raises(ValueError, match="n_boot"):
+        cbmm.bootstrap(draw.responses, n_boot=1)
+    with pytest.raises(ValueError, match="sets 'start' itself"):
+        cbmm.bootstrap(draw.responses, start="random")
+
+
+# ------------------------------------------------------------------- cross-validation
+
+def test_cross_validation_holds_every_cell_out_once_and_beats_the_item_means():
+    draw = simulate(150, 60, seed=3, missing="mcar", missing_rate=0.2)
+    table = quiet(cbmm.cross_validate, draw.responses, folds=4, seed=5)
+    observed = int(np.isfinite(draw.responses).sum())
+    assert list(table["fold"]) == [0, 1, 2, 3]
+    assert observed - 60 - 150 <= table["n_cells"].sum() <= observed
+    assert (table["log_loss"] < table["item_mean_log_loss"]).all()
+    assert (table["auc"] > table["item_mean_auc"]).all()
+    assert (table["status"] == "converged").all()
+
+
+def test_held_out_scores_match_their_definitions():
+    truth = np.array([True, False, True, True, False])
+    p = np.array([0.9, 0.2, 0.6, 0.4, 0.4])
+    scores = held_out_scores(truth, p)
+    assert scores["log_loss"] == pytest.approx(
+        -np.mean([np.log(0.9), np.log(0.8), np.log(0.6), np.log(0.4), np.log(0.6)]))
+    assert scores["brier"] == pytest.approx(np.mean((p - truth) ** 2))
+    # positives 0.9, 0.6, 0.4 against negatives 0.2, 0.4: 5 wins and one tie of 6 pairs
+    assert scores["auc"] == pytest.approx(5.5 / 6)
+
+
+def test_set_aside_items_predict_their_side():
+    fit = cbmm.FitResult(theta=np.array([-1.0, 1.0]), a=np.array([np.nan, 2.0]),
+                         b=np.array([np.inf, 0.0]), loss=0.0, loss_history=[], n_iter=0,
+                         status="converged", runtime_s=0.0, method="cbmm")
+    p = predicted_probabilities(fit, np.array([0, 1, 1]), np.array([0, 0, 1]))
+    np.testing.assert_allclose(p, [1.0, 1.0, 1 / (1 + np.exp(-2.0))])
+
+
+@pytest.mark.parametrize("method", ["lbfgsb", "manopt"])
+def test_every_loss_method_runs_through_cross_validation(method):
+    pytest.importorskip("pymanopt") if method == "manopt" else None
+    draw = simulate(60, 30, seed=1)
+    table = quiet(cbmm.cross_validate, draw.responses, method, folds=2)
+    assert (table["method"] == method).all() and table["log_loss"].notna().all()

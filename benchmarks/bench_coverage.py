@@ -45,7 +45,7 @@ def one_replicate(n, j, missing_rate, prior, seed, level):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         began = time.perf_counter()
-        result = cbmm.fit(draw.responses, sigma=draw.sigma, prior=prior, seed=seed)
+        cbmm.fit(draw.responses, sigma=draw.sigma, prior=prior, seed=seed)
         fitted = time.perf_counter() - began
         began = time.perf_counter()
         with_se = cbmm.fit(draw.responses, sigma=draw.sigma, prior=prior, seed=seed, se=True)

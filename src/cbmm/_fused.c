@@ -613,19 +613,19 @@ static PyObject *matrix_evaluate(MatrixObject *self, PyObject *args)
 
 static PyObject *matrix_mm_step(MatrixObject *self, PyObject *args)
 {
-    PyObject *otheta, *oa, *ob, *oan, *obn, *oout, *ostats;
+    PyObject *otheta, *oa, *ob, *oan, *obn, *oout, *ostats, *orows = NULL;
     int single;
     Py_ssize_t threads;
     double ridge = 0.0;
-    if (!PyArg_ParseTuple(args, "OOOOOOOpn|d", &otheta, &oa, &ob, &oan, &obn, &oout, &ostats,
-                          &single, &threads, &ridge)
+    if (!PyArg_ParseTuple(args, "OOOOOOOpn|dO", &otheta, &oa, &ob, &oan, &obn, &oout, &ostats,
+                          &single, &threads, &ridge, &orows)
         || matrix_ready(self) < 0 || check_threads(threads) < 0)
         return NULL;
     if (!(ridge >= 0.0) || !isfinite(ridge)) {
         PyErr_SetString(PyExc_ValueError, "ridge must be a finite number >= 0");
         return NULL;
     }
-    return mm_pass(self, otheta, oa, ob, oan, obn, oout, ostats, single, threads, NULL, ridge);
+    return mm_pass(self, otheta, oa, ob, oan, obn, oout, ostats, single, threads, orows, ridge);
 }
 
 /* Shared by loss, loss_gradient and curvature (the last two fill the three
@@ -737,10 +737,12 @@ static PyMethodDef matrix_methods[] = {
      "and theta^2) at (theta, a, b); single: float32 per-entry math; row_sums (N), if given, "
      "receives W a.  (-W a, -W^T theta, -W^T 1) is the gradient of the loss."},
     {"mm_step", (PyCFunction)matrix_mm_step, METH_VARARGS,
-     "mm_step(theta, a, b, a_new, b_new, theta_out, stats, single, threads[, ridge]) -> loss\n\n"
+     "mm_step(theta, a, b, a_new, b_new, theta_out, stats, single, threads[, ridge[, "
+     "row_sums]]) -> loss\n\n"
      "The theta-step from (theta, a, b) given the new items (a_new, b_new), then the loss and "
      "the column statistics at the new point (sigma = 1).  ridge (>= 0, default 0) is added to "
-     "the theta-step's denominator: 4 x the precision of a normal prior on theta."},
+     "the theta-step's denominator: 4 x the precision of a normal prior on theta.  row_sums "
+     "(N), if given, receives W' a_new at the new point (minus the theta gradient)."},
     {"loss", (PyCFunction)matrix_loss, METH_VARARGS,
      "loss(theta, a, b, inv_sigma, threads) -> loss (3) in float64."},
     {"loss_gradient", (PyCFunction)matrix_loss_gradient, METH_VARARGS,

@@ -254,6 +254,11 @@ class _ItemBlock:
 #: Values of ``bootstrap``'s ``resample``.
 RESAMPLE = ("items", "models")
 
+#: cBMM replicates stop once every parameter is within this many standard errors of the
+#: replicate's optimum (``stop_se``): far below the spread the bootstrap measures (one
+#: standard error), and half the work of the fit's own 1e-3.
+REPLICATE_SE = 2e-2
+
 
 @dataclass
 class BootstrapResult:
@@ -389,6 +394,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     import pandas as pd
 
     from .api import fit, run_in_worker
+    from .registry import get_method
     from .responses import as_responses
 
     if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral) or n_boot < 2:
@@ -405,6 +411,15 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
                              "of the full data)")
     data = as_responses(responses, coding=fit_kwargs.pop("coding", None), storage="auto")
     full = fit(data, method, seed=seed, **fit_kwargs)
+    spec = get_method(method)
+    if data.storage == "sparse" and not spec.reads_sparse:
+        data = data.to_dense()
+    # each replicate runs the method's solver itself: fit's checks and final measures,
+    # paid once above, would cost a third of a replicate
+    settings = {"sigma": full.sigma, "tol": full.tol, "max_iter": full.max_iter, "seed": seed}
+    options = spec.check_options({k: v for k, v in fit_kwargs.items() if k in spec.options})
+    if "stop_se" in spec.options and options["stop_se"] is not None:
+        options["stop_se"] = max(options["stop_se"], REPLICATE_SE)
     if full.failed:
         raise ValueError(f"bootstrap: the fit of the full data failed ({full.status})")
     rows, cols = _fitted(full, data)
@@ -412,11 +427,9 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         else data
     warm = tuple(np.asarray(v, dtype=float) for v in full.raw_parameters())
     warm = (warm[0][rows], warm[1][cols], warm[2][cols])
-    settings = {key: value for key, value in fit_kwargs.items() if key != "degenerate"}
-    settings["seed"] = seed
 
     def replicates():
-        return _replicates(core, warm, method, settings, n_boot, resample, seed)
+        return _replicates(core, warm, spec, settings, options, n_boot, resample, seed)
 
     began = time.perf_counter()
     if isolate:
@@ -435,9 +448,10 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     lo, hi = (1 - level) / 2, (1 + level) / 2
 
     def table(estimate, values, index):
+        quantile = np.nanquantile if np.isnan(values).any() else np.quantile  # 10x faster
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-            lower, upper = np.nanquantile(values, [lo, hi], axis=0)
+            lower, upper = quantile(values, [lo, hi], axis=0)
         return pd.DataFrame({"estimate": estimate, "lower": lower, "upper": upper}, index=index)
 
     model_index = getattr(full.theta, "index", None)
@@ -467,9 +481,9 @@ def _fitted(full, data):
     return np.flatnonzero(np.isfinite(theta)), np.flatnonzero(np.isfinite(a))
 
 
-def _replicates(data, warm, method, settings, n_boot, resample, seed):
-    """Fit ``n_boot`` resamples from the warm start; canonical estimates, NaN where none."""
-    from .api import fit
+def _replicates(data, warm, spec, settings, options, n_boot, resample, seed):
+    """Solve ``n_boot`` resamples from the warm start; canonical estimates, NaN where none."""
+    from .result import canonicalize
 
     n, j = data.shape
     rng = np.random.default_rng([seed, 0x0b00])
@@ -481,17 +495,20 @@ def _replicates(data, warm, method, settings, n_boot, resample, seed):
         part = data.take(rows if resample == "models" else None,
                          cols if resample == "items" else None)
         start = (warm[0][rows], warm[1][cols], warm[2][cols])
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = fit(part, method, start=start, n_starts=1, isolate=False, **settings)
-        if result.failed:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                solved = spec.solve(part, *start, progress=None, **settings, **options)
+            estimate = canonicalize(solved.theta, solved.a, solved.b)
+        except Exception:  # a replicate the method cannot fit is counted, not fatal
+            estimate = None
+        if estimate is None or solved.status.startswith("failed") \
+                or not all(np.isfinite(v).all() for v in estimate):
             out["failed"] += 1
             continue
-        theta = np.asarray(result.theta, dtype=float)
-        answered = part.accuracy(axis=1)  # NaN for a model with no drawn answer
-        theta[~np.isfinite(answered)] = np.nan
-        a, b = np.asarray(result.a, dtype=float), np.asarray(result.b, dtype=float)
-        # first copy of each drawn row / column
+        theta, a, b = estimate
+        theta[~np.isfinite(part.accuracy(axis=1))] = np.nan  # a model with no drawn answer
+        # the first copy of each drawn row / column
         kept_rows, first_rows = np.unique(rows, return_index=True)
         kept_cols, first_cols = np.unique(cols, return_index=True)
         out["theta"][k, kept_rows] = theta[first_rows]

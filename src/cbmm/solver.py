@@ -215,10 +215,14 @@ class MMOperator:
         gradient of :attr:`gradient` and :meth:`loss_gradient`, its curvature of
         :meth:`curvature`, and the block updates minimise the surrogate plus the
         penalty exactly.
+    track_gradient : bool
+        Every pass also sums ``W a`` per row, so that :meth:`current_gradient` gives the
+        gradient at the current point without another pass (the column sums are the
+        statistics already).
     """
 
     def __init__(self, responses, engine="fused", precision="float64", threads=None,
-                 penalty=None):
+                 penalty=None, track_gradient=False):
         if engine not in ("fused", "numpy"):
             raise ValueError(f"engine must be 'fused' or 'numpy', got {engine!r}")
         if precision not in ("float64", "float32"):
@@ -226,6 +230,8 @@ class MMOperator:
         self.engine = engine
         self.responses = responses
         self.penalty = penalty or Penalty()
+        self.track = track_gradient
+        self.w_a = None
         self.single = precision == "float32" and engine == "fused"
         self.switched_to_float64 = None
         self.updates = 0
@@ -260,11 +266,13 @@ class MMOperator:
             if gradient:
                 self.gradient = _gradient_numpy(self.y, theta, a, b)[1:]
         else:
-            w_a = np.empty(theta.size) if gradient else None
+            w_a = np.empty(theta.size) if gradient or self.track else None
             self.value = self._fused_pass(theta, a, b, row_sums=w_a)
             stats = self._fused_stats()
             if gradient:
                 self.gradient = (-w_a, -stats[0], -stats[1])
+        if self.track:
+            self.w_a = w_a if self.engine == "fused" else -_gradient_numpy(self.y, theta, a, b)[1]
         if self.penalty.active:
             self.value += self.penalty.value(theta, a, b)
             if gradient:
@@ -305,28 +313,41 @@ class MMOperator:
         theta, a, b = self.point
         theta_precision, item_precision = self.penalty.curvature()
         a_new, b_new = _item_update(a, b, *self.stats, precision=item_precision)
+        w_a = None
         if self.engine == "numpy":
             theta_new = _theta_update_numpy(self.y, theta, a, b, a_new, b_new,
                                             ridge=4.0 * theta_precision)
             self.value, *stats = _column_stats_numpy(self.y, theta_new, a_new, b_new)
+            if self.track:
+                w_a = -_gradient_numpy(self.y, theta_new, a_new, b_new)[1]
         else:
             theta_new = np.empty_like(theta)
-            self.value = self._fused_pass(theta, a, b, a_new, b_new, theta_new)
+            w_a = np.empty(theta.size) if self.track else None
+            self.value = self._fused_pass(theta, a, b, a_new, b_new, theta_new, row_sums=w_a)
             stats = self._fused_stats()
         if self.penalty.active:
-            (theta_new, a_new, b_new), stats = _balanced(self.penalty, theta_new, a_new, b_new,
-                                                         stats)
+            (theta_new, a_new, b_new), stats, w_a = _balanced(self.penalty, theta_new, a_new,
+                                                              b_new, stats, w_a)
             self.value += self.penalty.value(theta_new, a_new, b_new)
+        self.w_a = w_a
         self.point, self.stats = (theta_new, a_new, b_new), stats
         self.updates += 1
         return self.value
 
     def state(self):
         """The current point, its loss and statistics (for :meth:`restore`)."""
-        return self.point, self.value, self.stats
+        return self.point, self.value, self.stats, self.w_a
 
     def restore(self, state):
-        self.point, self.value, self.stats = state
+        self.point, self.value, self.stats, self.w_a = state
+
+    def current_gradient(self):
+        """The gradient of the loss (plus the penalty) at the current point, from the last
+        pass (``track_gradient``): ``(-W a, -W^T theta, -W^T 1)``, in the pass's precision."""
+        gradient = (-self.w_a, -self.stats[0], -self.stats[1])
+        if self.penalty.active:
+            gradient = tuple(g + p for g, p in zip(gradient, self.penalty.gradient(*self.point)))
+        return gradient
 
     def _fused_pass(self, theta, a, b, a_new=None, b_new=None, theta_new=None, row_sums=None):
         if self.single and not _float32_safe(theta, a, b, a_new, b_new):
@@ -338,7 +359,7 @@ class MMOperator:
             else:
                 value = self.matrix.mm_step(theta, a, b, a_new, b_new, theta_new, self._stats,
                                             self.single, self.n_threads,
-                                            4.0 * self.penalty.theta_precision)
+                                            4.0 * self.penalty.theta_precision, row_sums)
             if not self.single or (np.isfinite(value) and _float32_safe(theta_new)):
                 return value
             self._switch()
@@ -353,18 +374,19 @@ class MMOperator:
         return s[0].copy(), s[1].copy(), self.counts, s[2].copy(), s[3].copy()
 
 
-def _balanced(penalty, theta, a, b, stats):
+def _balanced(penalty, theta, a, b, stats, w_a=None):
     """The point on the gauge orbit of ``(theta, a, b)`` with the lowest penalty
-    (:meth:`cbmm.model.Penalty.gauge`: X and loss (3) unchanged), and its column
-    statistics: with ``theta' = c (theta + e)``, ``W^T theta' = c (W^T theta + e W^T 1)``,
-    and the observed-set sums of theta and theta^2 follow the same way (W is unchanged)."""
+    (:meth:`cbmm.model.Penalty.gauge`: X and loss (3) unchanged), its column statistics
+    and row sums ``W a``: with ``theta' = c (theta + e)`` and ``a' = a / c``,
+    ``W^T theta' = c (W^T theta + e W^T 1)``, the observed-set sums of theta and theta^2
+    follow the same way, and ``W a' = W a / c`` (W is unchanged)."""
     c, e = penalty.gauge(theta, a, b)
     if c == 1.0 and e == 0.0:
-        return (theta, a, b), stats
+        return (theta, a, b), stats, w_a
     w_theta, w_sum, n_obs, theta_sum, theta_sq = stats
     stats = (c * (w_theta + e * w_sum), w_sum, n_obs, c * (theta_sum + e * n_obs),
              c * c * (theta_sq + 2 * e * theta_sum + e * e * n_obs))
-    return (c * (theta + e), a / c, b - a * e), stats
+    return (c * (theta + e), a / c, b - a * e), stats, None if w_a is None else w_a / c
 
 
 def _float32_safe(*arrays):
@@ -484,7 +506,7 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=1e-4, max_iter=1000,
         precision = "float32" if tol >= FLOAT32_MIN_TOL or accelerate == "auto" else "float64"
     setup_start = time.perf_counter()
     op = MMOperator(responses, engine=engine, precision=precision, threads=threads,
-                    penalty=penalty)
+                    penalty=penalty, track_gradient=accelerate == "auto" and stop_se is not None)
     start = time.perf_counter()
     theta = np.array(theta0, dtype=float)
     a = np.maximum(np.array(a0, dtype=float), 0.0) / sigma
@@ -546,7 +568,7 @@ def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
                         info={"time_history": times, "outer_iterations": len(history) - 1})
 
 
-def squarem_cycles(op, theta, a, b, gradient=False):
+def squarem_cycles(op, theta, a, b, gradient=False, evaluated=False):
     """SQUAREM (scheme S3) with step-length adaptation and a monotone safeguard.
 
     Yields the loss at ``(theta, a, b)`` and then after every cycle; the
@@ -556,7 +578,8 @@ def squarem_cycles(op, theta, a, b, gradient=False):
     ``p_ext`` is kept when its loss does not exceed ``loss(p1)``, otherwise the
     cycle ends at ``p2``.  A cycle applies 2 MM maps (``op.updates``) and one
     pass that evaluates ``p_ext``.  ``gradient``: the first pass also leaves the
-    gradient at the start in ``op.gradient``.
+    gradient at the start in ``op.gradient``; ``evaluated``: the operator stands at
+    ``(theta, a, b)`` already (no first pass).
     """
     n, j = op.shape
 
@@ -566,7 +589,7 @@ def squarem_cycles(op, theta, a, b, gradient=False):
     def unpack(p):
         return p[:n], p[n:n + j], p[n + j:]
 
-    yield op.evaluate(theta, a, b, gradient=gradient)
+    yield op.value if evaluated else op.evaluate(theta, a, b, gradient=gradient)
     p0 = pack(*op.point)
     step_max = 1.0
     while True:

@@ -11,6 +11,7 @@ by hand or recorded from the run of the test configuration before the package ex
 from __future__ import annotations
 
 import copy
+import json
 import logging
 import math
 import re
@@ -214,6 +215,39 @@ def test_the_registry_file_is_merged_under_the_configs_own_datasets():
                                               "options": registry["datasets"]["MMLU_PRO"][
                                                   "options"]}
     assert config["release"]["repo"] == registry["release"]["repo"]
+
+
+def schema_keys(properties, definitions, prefix="") -> dict:
+    """Every key of the schema (``<name>`` for a mapping's entries, ``[]`` for a list's
+    items) with its default, or None where it has none."""
+    def resolve(node):
+        if "$ref" in node:
+            return {**definitions[node["$ref"].split("/")[-1]],
+                    **{k: v for k, v in node.items() if k != "$ref"}}
+        return node
+
+    keys = {}
+    for name, node in properties.items():
+        node, key = resolve(node), prefix + name
+        keys[key] = node.get("default")
+        keys.update(schema_keys(node.get("properties", {}), definitions, f"{key}."))
+        entries = node.get("additionalProperties")
+        if isinstance(entries, dict):
+            keys.update(schema_keys(resolve(entries).get("properties", {}), definitions,
+                                    f"{key}.<name>."))
+        keys.update(schema_keys(resolve(node.get("items", {})).get("properties", {}),
+                                definitions, f"{key}[]."))
+    return keys
+
+
+def test_config_readme_documents_every_key_with_its_default():
+    schema = yaml.safe_load(paths.SCHEMA.read_text())
+    expected = schema_keys(schema["properties"], schema["definitions"])
+    rows = re.findall(r"^\| `([^`]+)` \| (?:`([^`]*)`|—) \|", (REPO / "config" / "README.md")
+                      .read_text(), re.M)
+    documented = {key: None if not default else json.loads(default) for key, default in rows}
+    assert len(rows) == len(documented)  # each key once
+    assert documented == expected
 
 
 # ------------------------------------------------------------------ packing, seeds

@@ -17,7 +17,8 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 include: "workflow/rules/common.smk"
 
 
-load_config(config)
+# The configuration, checked completely, and what it asks for (cbmm_workflow.plan).
+PLAN = checked_plan(config)
 # envs/*.post-deploy.sh install cbmm from this repository into the conda environments.
 os.environ.update(CBMM_REPO=workflow.basedir)
 # With --sdm conda the methods' software comes from envs/*.yaml, not from this process.
@@ -51,6 +52,6 @@ include: "workflow/rules/fidelity.smk"
 rule all:
     default_target: True
     input:
-        all_tables(),
-        all_figures(),
-        FIDELITY,
+        PLAN.all_tables(),
+        PLAN.all_figures(),
+        paths.FIDELITY,

@@ -21,11 +21,9 @@ safeguard held back (``held``) and how many Manopt solutions were mirrored
 before the proximal step (``flipped``), so that runs before and after a
 change can be compared.
 
-Seeds: the simulation of (study, level, replicate) uses the seed of the
-workflow's ``sim_seed`` (workflow/rules/common.smk), and every method is
-fitted with that same seed (rule ``fit_simulation``), so the start is the
-workflow's too.  ``sim_seed``/``sim_design`` are restated here (the rule file
-can only be read inside Snakemake); keep them in step with common.smk.
+Seeds: the designs and seeds of (study, level, replicate) are the workflow's own
+(its plan, ``workflow/scripts/cbmm_workflow/plan.py``), and every method is fitted
+with that same seed (rule ``fit_simulation``), so the start is the workflow's too.
 
 Usage::
 
@@ -46,7 +44,6 @@ import os
 import sys
 import time
 import warnings
-import zlib
 from collections import defaultdict
 from pathlib import Path
 
@@ -60,41 +57,18 @@ REPO = Path(__file__).resolve().parents[1]
 METHODS = ("cbmm", "lbfgsb", "manopt")
 
 
-# ---------------------------------------------------------------------------
-# the workflow's designs and seeds (workflow/rules/common.smk)
-# ---------------------------------------------------------------------------
-
-def fmt(value):
-    """common.smk's ``fmt``: the canonical text of a level (200, 0.1, -0.75)."""
-    return format(float(value), "g")
+sys.path.insert(0, str(REPO / "workflow" / "scripts"))  # the workflow package
+from cbmm_workflow.config import load_config  # noqa: E402
+from cbmm_workflow.plan import Plan  # noqa: E402
 
 
-def sim_design(config, study, level):
-    """common.smk's ``sim_design``: arguments of :func:`cbmm.simulate.simulate`."""
-    spec = config["simulation"]["studies"][study]
-    design = dict(config["simulation"]["defaults"])
-    design["missing"] = spec.get("missing", design["missing"])
-    factor = spec["factor"]
-    design[factor] = int(float(level)) if factor in ("n_models", "n_items") else float(level)
-    return {"n_models": int(design["n_models"]), "n_items": int(design["n_items"]),
-            "sigma": float(10.0 ** design["log10_sigma"]), "sparsity": float(design["sparsity"]),
-            "missing": design["missing"], "missing_rate": float(design["missing_rate"])}
-
-
-def sim_seed(config, study, level, replicate):
-    """common.smk's ``sim_seed``: SeedSequence([base, crc32(study), crc32(level), r]) -> uint32."""
-    key = [config["simulation"]["seed"], zlib.crc32(study.encode()),
-           zlib.crc32(fmt(level).encode()), int(replicate)]
-    return int(np.random.SeedSequence(key).generate_state(1, dtype=np.uint32)[0])
-
-
-def designs(config, studies, replicates):
+def designs(plan, studies, replicates):
     """(study, level text, replicate, design, seed) of every replicate to fit."""
     for study in studies:
-        for level in config["simulation"]["studies"][study]["levels"]:
+        for level in plan.levels(study):
             for replicate in range(replicates):
-                yield (study, fmt(level), replicate, sim_design(config, study, level),
-                       sim_seed(config, study, level, replicate))
+                yield (study, level, replicate, plan.design(study, level),
+                       plan.seed(study, level, replicate))
 
 
 # ---------------------------------------------------------------------------
@@ -128,7 +102,7 @@ def fit_record(simulation, method, seed, fit_settings):
     return record
 
 
-def sweep(config, args):
+def sweep(plan, args):
     """Fit every (design, method) not yet in ``args.records``; return all records."""
     import cbmm  # noqa: F401  (fail early if the package is not importable)
     from cbmm.simulate import simulate
@@ -140,10 +114,11 @@ def sweep(config, args):
             records.append(record)
             done.add((record["study"], record["level"], record["replicate"], record["method"]))
     out = open(args.records, "a") if args.records else None  # noqa: SIM115
-    fit_settings = {"tol": config["fit"]["tol"], "max_iter": config["fit"]["max_iter"],
-                    "init_scale": config["fit"]["init_scale"]}
+    fit = plan.config["fit"]
+    fit_settings = {"tol": fit["tol"], "max_iter": fit["max_iter"],
+                    "init_scale": fit["init_scale"]}
     try:
-        for study, level, replicate, design, seed in designs(config, args.studies,
+        for study, level, replicate, design, seed in designs(plan, args.studies,
                                                              args.replicates):
             todo = [m for m in args.methods if (study, level, replicate, m) not in done]
             if not todo:
@@ -272,12 +247,11 @@ def main(argv=None):
         records = [json.loads(line) for line in Path(args.summarise).read_text().splitlines()]
         summarise(records, args.margin)
         return
-    config = yaml.safe_load(Path(args.config).read_text())
-    args.studies = (args.studies.split(",") if args.studies
-                    else list(config["simulation"]["run"]))
+    plan = Plan(load_config(yaml.safe_load(Path(args.config).read_text())))
+    args.studies = args.studies.split(",") if args.studies else plan.studies
     args.methods = [m for m in args.methods.split(",") if m]
     wall = time.perf_counter()
-    records = sweep(config, args)
+    records = sweep(plan, args)
     summarise(records, args.margin)
     print(f"\n{len(records)} fits, sweep took {time.perf_counter() - wall:.0f} s")
 

@@ -7,15 +7,15 @@ fresh working directory and prints, from the run itself:
 * CPU: user + system seconds of the Snakemake process and of all its children
   (the jobs, their fit workers), and of the Snakemake process alone;
 * start-up: the sum over jobs of the last ``start-up: <s> CPU-s`` line of each log
-  (``helpers.log_start_up``: interpreter, Snakemake's script preamble, imports and,
-  in a fit job, the software of its methods), its share of the CPU and the jobs
-  that cost most of it, by rule.
+  (``cbmm_workflow.jobs.log_start_up``: interpreter, Snakemake's script preamble,
+  imports and, in a fit job, the software of its methods), its share of the CPU and
+  the jobs that cost most of it, by rule.
 
 It also prints whether Python may write bytecode caches.  With
 ``PYTHONDONTWRITEBYTECODE`` set (as on some CI machines and sandboxes), every job
 compiles the uncached modules it imports (an editable install's ``cbmm``, the
-workflow's ``helpers``): about 0.1 CPU-s more per job on the quick config.  Python's
-default caches them on the first import.
+workflow package ``cbmm_workflow``): about 0.1 CPU-s more per job on the quick config.
+Python's default caches them on the first import.
 
 Usage (from the repository root; the quick config needs the leaderboard downloads,
 or an overlay pointing its datasets at local files)::

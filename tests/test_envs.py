@@ -3,8 +3,8 @@
 Conda cannot be reached from the test machines, so the environment files are checked
 statically:
 
-* every third-party module that a rule's script imports (its own imports, the helper
-  modules next to it, and cbmm's imports on the paths the script uses, following
+* every third-party module that a rule's script imports (its own imports, those of the
+  workflow package beside it, and cbmm's imports on the paths the script uses, following
   cbmm's modules) is provided by the rule's environment, for each method a fit rule
   may run (the method's environment comes from its registry entry);
 * every version pinned in an environment equals the one of the CI-tested lock and lies
@@ -89,9 +89,11 @@ def _imports(path: Path):
     return found
 
 
-def _cbmm_file(module: str) -> Path | None:
-    parts = module.split(".")
-    base = SRC.joinpath(*parts)
+def _local_file(module: str) -> Path | None:
+    """The file of a module of this repository: cbmm (src/), or a module or package beside
+    the scripts (the workflow package, workflow/scripts/cbmm_workflow/)."""
+    root = SRC if module.split(".")[0] == "cbmm" else SCRIPTS
+    base = root.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
@@ -108,11 +110,12 @@ def _resolve(entry, package: str) -> list[str]:
         module = ".".join(base + ([module] if module else []))
     # `from package import submodule` imports the submodule
     return [module] + [f"{module}.{name}" for name in names
-                       if module.startswith("cbmm") and _cbmm_file(f"{module}.{name}")]
+                       if _local_file(f"{module}.{name}")]
 
 
 def third_party_imports(script: Path, method: str | None) -> set[str]:
-    """Top-level third-party modules the script needs, following cbmm and local helpers.
+    """Top-level third-party modules the script needs, following cbmm and the workflow
+    package (each module with the packages it lies in).
 
     Imports inside functions count too (a lazy import runs when its code path does),
     except those of another method's module: a job runs only its own method."""
@@ -131,15 +134,13 @@ def third_party_imports(script: Path, method: str | None) -> set[str]:
             if in_function and name in method_modules and name not in own:
                 continue
             for module in _resolve(entry, package):
-                top = module.split(".")[0]
-                if top == "cbmm":
-                    file = _cbmm_file(module)
-                    if file is not None:
-                        todo.append((module, file))
-                elif (SCRIPTS / f"{top}.py").is_file():
-                    todo.append((top, SCRIPTS / f"{top}.py"))
-                elif top and top not in stdlib and top != "__future__":
-                    needed.add(top)
+                parts = module.split(".")
+                local = [(prefix, _local_file(prefix)) for prefix in
+                         (".".join(parts[:k]) for k in range(1, len(parts) + 1))]
+                if local[0][1] is not None:
+                    todo += [(prefix, file) for prefix, file in local if file is not None]
+                elif parts[0] and parts[0] not in stdlib and parts[0] != "__future__":
+                    needed.add(parts[0])
     return needed
 
 

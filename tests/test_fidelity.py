@@ -18,11 +18,18 @@ from cbmm.fidelity import (
     load_published,
     write_fidelity,
 )
+from cbmm.tables import TABLE_FILES
 
 PAPER = Path(__file__).resolve().parents[1].parent / "shared" / "paper" / "cbmm-paper.tex"
 
 
 # ------------------------------------------------------------------ published numbers
+
+def test_every_quantity_comes_from_a_table_cbmm_tables_lists():
+    sources = {table for _, table in QUANTITIES.values()}
+    assert sources - {None} <= set(TABLE_FILES)
+    assert {"simulation", "runtime", "discrimination", "stability_raw"} <= sources
+
 
 def test_every_published_row_has_a_source_and_a_parseable_value():
     table = load_published()

@@ -9,15 +9,19 @@ computed here independently (medians, speedups, NA cells, ranks).
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import matplotlib.image as mpimg
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from matplotlib.patches import Rectangle
 
 from cbmm.figures import (
     FIGURES,
+    get_figure,
     math500_ability,
     plot_discrimination,
     plot_item_difficulty,
@@ -27,9 +31,11 @@ from cbmm.figures import (
     plot_sensitivity,
     sensitivity,
 )
-from cbmm.figures.sensitivity import RUNTIME_CAP_S, STUDIES
+from cbmm.figures.sensitivity import RUNTIME_CAP_S, STUDIES, design_spec
 from cbmm.metrics import METRIC_DEFINITIONS
-from cbmm.tables import rankings_table
+from cbmm.tables import TABLE_FILES, rankings_table
+
+SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 METHODS = ("mirt", "lbfgsb", "manopt", "cbmm", "pyirt")
 SUITES = {"IFEval": 541, "MuSR": 756, "GPQA": 1192, "MATH": 1324, "BBH": 5761, "MMLU_PRO": 12032}
@@ -279,6 +285,43 @@ def test_sensitivity_rejects_unknown_method_and_missing_column(tmp_path):
     assert not list(tmp_path.glob("*.p*"))
 
 
+def test_a_study_of_your_own_is_drawn_by_what_it_varies(tmp_path):
+    """A study the paper does not have (declared only in a workflow config) gets the
+    figure of its design: here a missing rate under the MNAR pattern."""
+    table = sim_table("mnar", [0.1, 0.3]).assign(study="patchy")
+    figure = get_figure("sensitivity_patchy")
+    assert figure.inputs == ("sim_patchy.csv",)
+    design = {"factor": "missing_rate", "missing": "mnar"}
+    paths = out(tmp_path, "patchy")
+    fig = figure.plot(table, out_paths=paths, design=design)
+    assert_images(paths)
+    published = sensitivity.DEFINITION_LABELS["published"]
+    assert [ax.get_ylabel() for ax in fig.axes] == [
+        published.get(m, sensitivity.METRIC_LABELS[m]) for m in
+        ("spearman_theta", "spearman_a", "spearman_b", "rel_error_x", "hellinger_x", "runtime_s")]
+    assert fig.axes[-1].get_xlabel() == r"Column-wise missing rate $\rho_c$ (MNAR)"
+    assert "column-wise missing rate ρ_c with an MNAR pattern" in figure.caption(
+        {"n_replicates": 6}, design=design)
+    with pytest.raises(ValueError, match="unknown study 'patchy'"):
+        figure.plot(table)  # without its design only the paper's studies are known by name
+
+
+def test_every_design_the_config_accepts_has_a_figure():
+    """Each factor of the schema (and, for a missing rate, each pattern but 'none', which
+    the workflow's config check refuses) has a sensitivity figure."""
+    study = yaml.safe_load(SCHEMA.read_text())["properties"]["simulation"]["properties"][
+        "studies"]["additionalProperties"]["properties"]
+    for factor in study["factor"]["enum"]:
+        for missing in study["missing"]["enum"]:
+            if (factor, missing) == ("missing_rate", "none"):
+                with pytest.raises(ValueError, match="no sensitivity figure"):
+                    design_spec(factor, missing)
+            else:
+                assert design_spec(factor, missing).metrics
+    assert design_spec("missing_rate", "mar") is STUDIES["mar"]
+    assert design_spec("n_items", "mcar") is STUDIES["size_fixN"]
+
+
 # -------------------------------------------------------------------------- runtime
 
 def test_runtime_figure_speedups_na_and_order(tmp_path):
@@ -420,6 +463,17 @@ def test_every_figure_has_a_caption_and_inputs():
         text = spec.caption()
         assert isinstance(text, str) and len(text) > 60, name
         assert spec.inputs, name
+    with pytest.raises(KeyError, match="no figure 'histogram'"):
+        get_figure("histogram")
+
+
+def test_figures_read_the_tables_cbmm_tables_lists():
+    patterns = [re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(file))
+                for file in TABLE_FILES.values()]
+    inputs = {file for spec in FIGURES.values() for file in spec.inputs}
+    assert inputs >= {"runtime_leaderboard.csv", "sim_mcar.csv", "rankings/{dataset}.csv"}
+    assert [f for f in inputs if not any(re.fullmatch(p, f) for p in patterns)
+            and f not in TABLE_FILES.values()] == []
     assert "better prompt style" in FIGURES["math500_ability"].caption()
     assert "not identified" in FIGURES["math500_ability"].caption()
     assert "raw scale" in FIGURES["item_difficulty"].caption()

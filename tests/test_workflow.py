@@ -9,7 +9,9 @@ test data (.test/: no network, no ../shared).
 * a dry run of the paper's config schedules the jobs the config implies;
 * a user's own dataset and a user's own method (config key method_modules) run
   end to end; methods that crash or hang become failed results, not failed runs;
-* bad configurations stop before any job with one line naming the key;
+* bad configurations stop before any job with one line naming the key (each case is
+  checked without Snakemake in tests/test_workflow_plan.py);
+* a simulation study declared only in the config gets its table and its figure;
 * a download that fails stops only its own job, with one line naming the dataset.
 """
 
@@ -36,6 +38,7 @@ import cbmm
 import cbmm.metrics
 import cbmm.simulate
 from cbmm.metrics import SIMULATION_METRICS
+from test_workflow_plan import BAD_CONFIGS
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -287,10 +290,11 @@ def test_a_batch_job_loads_manopt_without_the_torch_its_env_lacks():
     pytest.importorskip("pymanopt")
     code = "\n".join([
         "import sys", f"sys.path.insert(0, {str(REPO / 'workflow' / 'scripts')!r})",
-        "import cbmm, cbmm.simulate, helpers",
+        "import cbmm, cbmm.simulate",
+        "from cbmm_workflow.jobs import load_method_software",
         "units = [{'method': 'cbmm', 'options': {'accelerate': 'auto'}},",
         "         {'method': 'manopt', 'options': {}}]",
-        "helpers.load_method_software(units, ['torch'])",
+        "load_method_software(units, ['torch'])",
         "assert 'pymanopt' in sys.modules and 'torch' not in sys.modules",
         "assert 'scipy.optimize' in sys.modules  # the preload of accelerate='auto'",
         "y = cbmm.simulate.simulate(30, 20, seed=1).responses",
@@ -549,6 +553,28 @@ def test_a_user_dataset_added_by_config_gets_its_outputs(tmp_path):
     assert fit["n_models"] == 40 and fit["n_items"] == 30
 
 
+def test_a_study_declared_only_in_the_config_gets_its_table_and_figure(tmp_path):
+    """A study the paper does not have (its name unknown to cbmm.figures.STUDIES) is drawn
+    by what it varies."""
+    mine = overlay(tmp_path, "study", {
+        "simulation": {"run": ["wide_mar"], "studies": {"wide_mar": {
+            "factor": "n_items", "missing": "mar", "levels": [30, 70]}},
+            "defaults": {"missing_rate": 0.2}},
+        "real": NO_REAL_DATA})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, mine))
+    assert result.returncode == 0, result.stderr[-5000:]
+    table = pd.read_csv(workdir / "results/tables/sim_wide_mar.csv")
+    assert sorted(set(table["level"])) == [30.0, 70.0] and (table["study"] == "wide_mar").all()
+    for ext in ("pdf", "png"):
+        assert (workdir / f"results/figures/sensitivity_wide_mar.{ext}").is_file()
+    caption = (workdir / "results/figures/sensitivity_wide_mar.caption.rst").read_text()
+    assert caption.startswith("Sensitivity analysis under varying numbers of items J")
+    fit = cbmm.FitResult.load(next(workdir.glob(
+        "results/fits/simulation/wide_mar/level_70/cbmm/rep_0")))
+    assert np.size(fit.a) == 70
+
+
 # --------------------------------------------------------------------------- user methods
 
 TOY = REPO / ".test" / "methods" / "toy.py"
@@ -635,68 +661,15 @@ def test_crashing_and_hanging_methods_become_failed_results(tmp_path):
 
 # --------------------------------------------------------------------------- bad configs
 
-RELEASE = {"source": "release", "options": {"file": "data/x.csv", "sha256": "0" * 64}}
-BAD_CONFIGS = {
-    "unknown method": ({"methods": ["cbmm", "fancy_irt"]}, "methods: method 'fancy_irt'"),
-    "method name not an identifier": ({"methods": ["cbmm", "Fancy-IRT"]}, "methods[1]"),
-    "negative replicates": ({"simulation": {"replicates": -3}}, "simulation.replicates: -3"),
-    "missing dataset file": (
-        {"datasets": {"mine": {"source": "local", "options": {"path": "no/such/file.csv"}}}},
-        "datasets.mine.options.path: file"),
-    "dataset without a path": ({"datasets": {"mine": {"source": "local", "options": {}}}},
-                               "datasets.mine.options: missing required option(s) ['path']"),
-    "unknown dataset source": ({"datasets": {"mine": {"source": "ftp"}}},
-                               "datasets.mine.source: 'ftp'"),
-    "unknown dataset option": (
-        {"datasets": {"mine": {"source": "local", "options": {
-            "path": ".test/data/suites/suite_a.csv", "sep": ";"}}}},
-        "datasets.mine.options: unknown option(s) ['sep']"),
-    "release file without sha256": (
-        {"datasets": {"mine": {"source": "release", "options": {"file": "data/x.csv"}}}},
-        "datasets.mine.options: missing required option(s) ['sha256']"),
-    "release file outside the cache": (
-        {"datasets": {"mine": {**RELEASE, "options": {**RELEASE["options"],
-                                                      "file": "../../etc/x.csv"}}}},
-        "datasets.mine.options.file: '../../etc/x.csv' is not a relative path"),
-    "absolute release file": (
-        {"datasets": {"mine": {**RELEASE, "options": {**RELEASE["options"],
-                                                      "file": "/etc/passwd"}}}},
-        "datasets.mine.options.file: '/etc/passwd' is not a relative path"),
-    "release URL that is not http(s)": ({"release": {"base_url": "ftp://example.org"}},
-                                        "release.base_url: expected an http(s) URL"),
-    "unregistered dataset in a study": (
-        {"real": {"stability": {"datasets": ["suite_a", "nowhere"]}}},
-        "real.stability.datasets: dataset 'nowhere'"),
-    "misspelt key": ({"simulation": {"replicate": 2}}, "simulation: Additional properties"),
-    "negative number of models": (
-        {"simulation": {"studies": {"size_fixJ": {"levels": [30, -5]}}}},
-        "simulation.studies.size_fixJ.levels[1]: -5 is not a possible n_models"),
-    "missing rate above 1": ({"simulation": {"studies": {"mcar": {"levels": [0.0, 2]}}}},
-                             "simulation.studies.mcar.levels[1]: 2 is not a possible"),
-    "sparsity of 1": ({"simulation": {"studies": {"sparsity": {"levels": [1]}}}},
-                      "simulation.studies.sparsity.levels[0]: 1 is not a possible sparsity"),
-    "non-numeric level": ({"simulation": {"studies": {"mar": {"levels": ["high"]}}}},
-                          "simulation.studies.mar.levels[0]: 'high' is not of type 'number'"),
-    "unknown method option": ({"fit": {"method_options": {"cbmm": {"bogus": 1}}}},
-                              "fit.method_options.cbmm: Additional properties"),
-    "ill-typed method option": (
-        {"fit": {"method_options": {"lbfgsb": {"maxcor": "abc"}}}},
-        "fit.method_options.lbfgsb.maxcor: 'abc' is not of type 'integer'"),
-    "option value not allowed": (
-        {"fit": {"method_options": {"cbmm": {"engine": "gpu"}}}},
-        "fit.method_options.cbmm.engine: 'gpu' is not one of"),
-    "options of an unknown method": ({"fit": {"method_options": {"nomethod": {}}}},
-                                     "fit.method_options: method 'nomethod'"),
-    "bad converged rule": ({"real": {"converged": {"accelerate": "warp"}}},
-                           "real.converged.accelerate: 'warp' is not one of"),
-    "bad time limit": ({"fit": {"timeout_s": -1}}, "fit.timeout_s: -1"),
-    "method module that cannot be imported": (
-        {"method_modules": ["no_such_module_xyz"]},
-        "method_modules: cannot import 'no_such_module_xyz'"),
-}
+# Every case is checked against the package in tests/test_workflow_plan.py; here one case
+# per stage of the check (schema, method modules, dataset entries, method options, levels,
+# references) goes through Snakemake, which must stop with the one line and no traceback.
+STAGES = ["negative replicates", "method module that cannot be imported",
+          "unknown dataset option", "ill-typed method option", "negative number of models",
+          "unregistered dataset in a study"]
 
 
-@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+@pytest.mark.parametrize("case", STAGES)
 def test_a_bad_config_stops_before_any_job_naming_the_key(case, tmp_path):
     content, expected = BAD_CONFIGS[case]
     workdir = tmp_path / "run"

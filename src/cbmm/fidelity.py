@@ -29,35 +29,36 @@ import pandas as pd
 
 from .io import write_csv
 from .metrics import METRIC_DEFINITIONS
-from .tables import failed_mask, runtime_summary, speedup_table
+from .tables import TABLE_DIR, TABLE_FILES, failed_mask, runtime_summary, speedup_table
 
 __all__ = ["QUANTITIES", "PUBLISHED_COLUMNS", "FIDELITY_COLUMNS", "load_published",
            "fidelity_table", "write_fidelity"]
 
-#: What each ``quantity`` of the published file means, and the table our value comes from.
+#: What each ``quantity`` of the published file means, and the table our value comes from
+#: (its name in :data:`cbmm.tables.TABLE_FILES`).
 QUANTITIES = {
-    "sim_median": ("median over replicates of a metric of one method at one level", "sim_{study}"),
+    "sim_median": ("median over replicates of a metric of one method at one level", "simulation"),
     "sim_failed_share": ("share of failed fits (the paper's NA) of one method at one level",
-                         "sim_{study}"),
-    "sim_replicates": ("replicates per design", "sim_{study}"),
+                         "simulation"),
+    "sim_replicates": ("replicates per design", "simulation"),
     "sim_speedup_max": ("largest ratio over levels of the fastest other method's median runtime "
-                        "to cBMM's", "sim_{study}"),
-    "runtime_mean": ("mean runtime of one method on one suite", "runtime_leaderboard"),
+                        "to cBMM's", "simulation"),
+    "runtime_mean": ("mean runtime of one method on one suite", "runtime"),
     "runtime_failed_share": ("share of failed runtime fits of one method on one suite",
-                             "runtime_leaderboard"),
-    "runtime_replicates": ("replicates per suite and method", "runtime_leaderboard"),
+                             "runtime"),
+    "runtime_replicates": ("replicates per suite and method", "runtime"),
     "runtime_growth": ("mean runtime on MMLU-Pro over mean runtime on IFEval",
-                       "runtime_leaderboard"),
-    "speedup": ("fastest baseline's mean runtime over cBMM's, one suite", "runtime_leaderboard"),
-    "speedup_min": ("smallest speedup over the suites", "runtime_leaderboard"),
-    "speedup_max": ("largest speedup over the suites", "runtime_leaderboard"),
-    "n_models": ("number of models (rows) of a suite", "discrimination_summary"),
-    "n_items": ("number of items (columns) of a suite", "discrimination_summary"),
+                       "runtime"),
+    "speedup": ("fastest baseline's mean runtime over cBMM's, one suite", "runtime"),
+    "speedup_min": ("smallest speedup over the suites", "runtime"),
+    "speedup_max": ("largest speedup over the suites", "runtime"),
+    "n_models": ("number of models (rows) of a suite", "discrimination"),
+    "n_items": ("number of items (columns) of a suite", "discrimination"),
     "n_models_listed": ("number of distinct MATH-500 models", "math500_abilities"),
-    "cv_a": ("coefficient of variation of a-hat (interpretability fit)", "discrimination_summary"),
+    "cv_a": ("coefficient of variation of a-hat (interpretability fit)", "discrimination"),
     "spearman_top20": ("Spearman(theta-hat, accuracy), top 20 % of models",
-                       "discrimination_summary"),
-    "spearman_all": ("Spearman(theta-hat, accuracy), all models", "discrimination_summary"),
+                       "discrimination"),
+    "spearman_all": ("Spearman(theta-hat, accuracy), all models", "discrimination"),
     "difficulty_median": ("median of -b-hat over the MATH-500 items of one level", "math500_items"),
     "difficulty_max": ("largest -b-hat over the MATH-500 items with a finite optimum",
                        "math500_items"),
@@ -139,22 +140,27 @@ class _Missing(Exception):
 
 
 class _Tables:
-    """The aggregated tables given to :func:`fidelity_table`, by file stem."""
+    """The aggregated tables given to :func:`fidelity_table`, by file name."""
 
     def __init__(self, paths):
-        self.paths = {}
-        for path in paths:
-            path = Path(path)
-            if path.suffix == ".csv":
-                self.paths[path.stem] = path
+        self.paths = {Path(path).name: Path(path) for path in paths
+                      if Path(path).suffix == ".csv"}
         self._cache = {}
 
-    def get(self, name: str) -> pd.DataFrame:
-        if name not in self.paths:
-            raise _Missing(f"not in this run: needs results/tables/{name}.csv")
-        if name not in self._cache:
-            self._cache[name] = pd.read_csv(self.paths[name])
-        return self._cache[name]
+    def get(self, name: str, **fields) -> pd.DataFrame:
+        """The table ``name`` of :data:`cbmm.tables.TABLE_FILES` (``fields`` fill its pattern)."""
+        file = TABLE_FILES[name].format(**fields)
+        if file not in self.paths:
+            raise _Missing(f"not in this run: needs {TABLE_DIR}/{file}")
+        if file not in self._cache:
+            self._cache[file] = pd.read_csv(self.paths[file])
+        return self._cache[file]
+
+    def studies(self) -> list[str]:
+        """The simulation studies among the tables."""
+        prefix, _, suffix = TABLE_FILES["simulation"].partition("{study}")
+        return [file[len(prefix):-len(suffix)] for file in self.paths
+                if file.startswith(prefix) and file.endswith(suffix)]
 
 
 def _stats(values) -> tuple[float, float, int]:
@@ -167,7 +173,7 @@ def _stats(values) -> tuple[float, float, int]:
 
 
 def _sim_cell(tables, row, method=None):
-    table = tables.get(f"sim_{row.study}")
+    table = tables.get("simulation", study=row.study)
     levels = table["level"].astype(float)
     cell = table[np.isclose(levels, row.level) & (table["method"] == (method or row.method))]
     if cell.empty:
@@ -193,17 +199,17 @@ def _sim_failed_share(tables, row):
 
 def _sim_replicates(tables, row):
     counts = []
-    for name in tables.paths:
-        if name.startswith("sim_"):
-            table = tables.get(name)
-            counts.append(table.groupby(["level", "method"])["replicate"].nunique().max())
+    for study in tables.studies():
+        table = tables.get("simulation", study=study)
+        counts.append(table.groupby(["level", "method"])["replicate"].nunique().max())
     if not counts:
-        raise _Missing("not in this run: needs results/tables/sim_<study>.csv")
+        raise _Missing(f"not in this run: needs {TABLE_DIR}/"
+                       + TABLE_FILES["simulation"].format(study="<study>"))
     return float(max(counts)), math.nan, len(counts)
 
 
 def _sim_speedup_max(tables, row):
-    table = tables.get(f"sim_{row.study}")
+    table = tables.get("simulation", study=row.study)
     ok = table[~failed_mask(table["status"])]
     medians = ok.groupby(["level", "method"])["runtime_s"].median().unstack()
     others = [m for m in medians.columns if m != "cbmm"]
@@ -216,7 +222,7 @@ def _sim_speedup_max(tables, row):
 
 
 def _runtime(tables):
-    return tables.get("runtime_leaderboard")
+    return tables.get("runtime")
 
 
 def _runtime_cell(tables, row):
@@ -279,7 +285,7 @@ def _runtime_growth(tables, row):
 
 
 def _suite_row(tables, row):
-    for name in ("discrimination_summary", "runtime_leaderboard"):
+    for name in ("discrimination", "runtime"):
         try:
             table = tables.get(name)
         except _Missing:
@@ -288,7 +294,7 @@ def _suite_row(tables, row):
         if not block.empty and row.quantity in block.columns:
             return block
     raise _Missing(f"not in this run: dataset {row.dataset} "
-                   "(needs results/tables/discrimination_summary.csv)")
+                   f"(needs {TABLE_DIR}/{TABLE_FILES['discrimination']})")
 
 
 def _suite_value(tables, row):

@@ -24,9 +24,31 @@ __all__ = [
     "stability_pairs", "stability_table", "stability_latex",
     "runtime_summary", "speedup_table",
     "math500_model_table", "math500_model_latex",
-    "STABILITY_PARAMETERS", "SUITE_LABELS",
+    "TABLE_DIR", "TABLE_FILES", "STABILITY_PARAMETERS", "SUITE_LABELS",
     "method_label", "suite_label", "ordered_methods",
 ]
+
+#: Where a workflow run writes its aggregated tables, relative to its working directory.
+TABLE_DIR = "results/tables"
+
+#: The aggregated tables, by name: each file under :data:`TABLE_DIR` (``{field}``: one
+#: file per study, dataset or parameter).  The one list of them: the workflow writes
+#: these files, the figures (:data:`cbmm.figures.FIGURES`) and the fidelity report
+#: (:mod:`cbmm.fidelity`) read them by these names.
+TABLE_FILES = {
+    "simulation": "sim_{study}.csv",
+    "runtime": "runtime_leaderboard.csv",
+    "runtime_summary": "runtime_summary.csv",
+    "speedup": "speedup.csv",
+    "discrimination": "discrimination_summary.csv",
+    "rankings": "rankings/{dataset}.csv",
+    "stability_raw": "stability_raw.csv",
+    "stability_summary": "stability_summary.csv",
+    "stability_latex": "stability_{parameter}.tex",
+    "math500_abilities": "math500_abilities.csv",
+    "math500_items": "math500_items.csv",
+    "math500_models_latex": "math500_models.tex",
+}
 
 #: Parameters of the stability study, with their LaTeX symbols.
 STABILITY_PARAMETERS = {"theta": r"\hat{\boldsymbol\theta}", "a": r"\hat{\mathbf{a}}",

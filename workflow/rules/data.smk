@@ -2,19 +2,19 @@
 (+ .summary.json) via cbmm.data.build_dataset; MATH-500 also gets item and model metadata.
 
 build_dataset is a checkpoint: the real-data fits are packed into jobs by the size of
-the built matrix (common.smk, real_batches)."""
+the built matrix (cbmm_workflow.plan, Plan.real_batches)."""
 
 
 checkpoint build_dataset:
     input:
-        local_source,
+        lambda wc: PLAN.local_files(wc.dataset),
     output:
-        matrix=MATRIX,
-        summary=MATRIX_SUMMARY,
+        matrix=paths.MATRIX,
+        summary=paths.MATRIX_SUMMARY,
     log:
-        log_file("build_dataset", "{dataset}"),
+        paths.log_file("build_dataset", "{dataset}"),
     benchmark:
-        benchmark_file("build_dataset", "{dataset}")
+        paths.benchmark_file("build_dataset", "{dataset}")
     conda:
         "../../envs/core.yaml"
     threads: 1
@@ -22,24 +22,28 @@ checkpoint build_dataset:
         mem_mb=8000,
         runtime=120,
     params:
-        entry=lambda wc: local_entry(config["datasets"][wc.dataset]),
+        entry=lambda wc: PLAN.dataset_entry(wc.dataset),
         release=config["release"],
         cache_dir=config["cache_dir"],
     script:
         "../scripts/build_dataset.py"
 
 
-if math500() is not None:
+if PLAN.math500 is not None:
 
     rule math500_items:
         input:
-            [] if math500()["items"] == "hub" else str(repo_path(math500()["items"])),
+            (
+                []
+                if PLAN.math500["items"] == "hub"
+                else str(paths.repo_path(PLAN.math500["items"]))
+            ),
         output:
-            MATH500_ITEMS,
+            paths.MATH500_ITEMS,
         log:
-            log_file("math500_items", "math500_items"),
+            paths.log_file("math500_items", "math500_items"),
         benchmark:
-            benchmark_file("math500_items", "math500_items")
+            paths.benchmark_file("math500_items", "math500_items")
         conda:
             "../../envs/core.yaml"
         params:
@@ -50,16 +54,16 @@ if math500() is not None:
 
     rule math500_models:
         input:
-            str(repo_path(math500()["models"])),
+            str(paths.repo_path(PLAN.math500["models"])),
         output:
-            MATH500_MODELS,
+            paths.MATH500_MODELS,
         log:
-            log_file("math500_models", "math500_models"),
+            paths.log_file("math500_models", "math500_models"),
         benchmark:
-            benchmark_file("math500_models", "math500_models")
+            paths.benchmark_file("math500_models", "math500_models")
         conda:
             "../../envs/core.yaml"
         params:
-            refresh=math500()["refresh_models"],
+            refresh=PLAN.math500["refresh_models"],
         script:
             "../scripts/math500_models.py"

@@ -8,16 +8,16 @@ localrules:
 
 rule fidelity:
     input:
-        all_tables(),
+        PLAN.all_tables(),
     output:
-        report_table(FIDELITY, "fidelity", "Fidelity"),
+        report_table(paths.FIDELITY, "fidelity", "Fidelity"),
     log:
-        log_file("fidelity", "fidelity"),
+        paths.log_file("fidelity", "fidelity"),
     benchmark:
-        benchmark_file("fidelity", "fidelity")
+        paths.benchmark_file("fidelity", "fidelity")
     conda:
         "../../envs/core.yaml"
     params:
-        method_modules=method_modules(),
+        method_modules=PLAN.method_modules,
     script:
         "../scripts/fidelity.py"

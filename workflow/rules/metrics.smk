@@ -1,27 +1,30 @@
 """Real-data summaries: rankings, CV of a and Spearman(theta, accuracy) of the
 converged fit (beside the paper-rule fit's), and initialisation stability.
-(The simulation metrics are computed by the fit jobs themselves, fit.smk.)"""
+(The simulation metrics are computed by the fit jobs themselves, fit.smk.)
+
+The fits are read through the store (cbmm_workflow.store.listed_fits) from the batch
+tables that list them, the jobs' inputs."""
 
 
 rule metrics_real:
     input:
         unpack(interpretability_inputs),
-        matrix=MATRIX,
+        matrix=paths.MATRIX,
     output:
-        metrics=REAL_METRICS,
-        rankings=report_table(RANKINGS, "table_rankings", "Rankings", "{dataset}"),
+        metrics=paths.REAL_METRICS,
+        rankings=report_table(paths.RANKINGS, "table_rankings", "Rankings", "{dataset}"),
     log:
-        log_file("metrics_real", "{dataset}"),
+        paths.log_file("metrics_real", "{dataset}"),
     benchmark:
-        benchmark_file("metrics_real", "{dataset}")
+        paths.benchmark_file("metrics_real", "{dataset}")
     conda:
         "../../envs/core.yaml"
     resources:
         mem_mb=lambda wc, attempt: 8000 * attempt,
     params:
         fit_dirs=lambda wc: {
-            stopping: real_fit_dir(fit)
-            for stopping, fit in interpretability_fits(wc.dataset).items()
+            stopping: fit.fit_dir
+            for stopping, fit in PLAN.interpretability_fits(wc.dataset).items()
         },
         top_fraction=config["real"]["interpretability"]["top_fraction"],
     script:
@@ -32,19 +35,23 @@ rule stability:
     input:
         stability_inputs,
     output:
-        STABILITY,
+        paths.STABILITY,
     log:
-        log_file("stability", "{dataset}"),
+        paths.log_file("stability", "{dataset}"),
     benchmark:
-        benchmark_file("stability", "{dataset}")
+        paths.benchmark_file("stability", "{dataset}")
     conda:
         "../../envs/core.yaml"
     resources:
         mem_mb=lambda wc, attempt: 4000 * attempt,
     params:
         fits=lambda wc: [
-            {"init_scale": float(fit[3]), "seed": fit[4], "fit_dir": real_fit_dir(fit)}
-            for fit in stability_fits(wc.dataset)
+            {
+                "init_scale": float(fit.init_scale),
+                "seed": fit.seed,
+                "fit_dir": fit.fit_dir,
+            }
+            for fit in PLAN.stability_fits(wc.dataset)
         ],
     script:
         "../scripts/stability.py"

@@ -1,6 +1,7 @@
 """Render: every figure and paper table from the aggregated tables only
-(cbmm.figures.FIGURES and cbmm.tables).  Each figure is written with its caption,
-produced by the figure's own caption function; the report shows it beside the PNG."""
+(cbmm.figures and cbmm.tables).  What each job draws is cbmm_workflow.render's; each
+figure is written with its caption, produced by the figure's own caption function; the
+report shows it beside the PNG."""
 
 
 localrules:
@@ -13,65 +14,36 @@ localrules:
 # One job draws the figures of every simulation study (one start-up for all of them).
 rule render_sensitivity:
     input:
-        [SIM_TABLE.format(study=study) for study in sim_studies()],
+        [paths.SIM_TABLE.format(study=study) for study in PLAN.studies],
     output:
-        [
-            path
-            for study in sim_studies()
-            for path in figure_outputs(
-                f"sensitivity_{study}", "Simulation studies", study
-            ).values()
-        ],
+        figure_outputs(render.sensitivity_figures(PLAN)),
     log:
-        log_file("render", "sensitivity"),
+        paths.log_file("render", "sensitivity"),
     benchmark:
-        benchmark_file("render", "sensitivity")
+        paths.benchmark_file("render", "sensitivity")
     conda:
         "../../envs/core.yaml"
     params:
-        figures=lambda wc, input: [
-            {
-                "figure": f"sensitivity_{study}",
-                "args": [table],
-                "kwargs": {"definitions": config["figures"]["metric_definitions"]},
-                "caption_args": {
-                    "config_summary": {
-                        "n_replicates": config["simulation"]["replicates"]
-                    },
-                    "definitions": config["figures"]["metric_definitions"],
-                },
-            }
-            for study, table in zip(sim_studies(), input)
-        ],
-        method_modules=method_modules(),
+        figures=[figure.spec for figure in render.sensitivity_figures(PLAN)],
+        method_modules=PLAN.method_modules,
     script:
         "../scripts/render.py"
 
 
 rule render_runtime:
     input:
-        RUNTIME_TABLE,
+        paths.RUNTIME_TABLE,
     output:
-        **figure_outputs("runtime", "Scalability"),
+        figure_outputs(render.runtime_figures(PLAN)),
     log:
-        log_file("render", "runtime"),
+        paths.log_file("render", "runtime"),
     benchmark:
-        benchmark_file("render", "runtime")
+        paths.benchmark_file("render", "runtime")
     conda:
         "../../envs/core.yaml"
     params:
-        figures=lambda wc, input: [
-            {
-                "figure": "runtime",
-                "args": [input[0]],
-                "caption_args": {
-                    "config_summary": {
-                        "n_replicates": config["real"]["runtime"]["replicates"]
-                    }
-                },
-            }
-        ],
-        method_modules=method_modules(),
+        figures=[figure.spec for figure in render.runtime_figures(PLAN)],
+        method_modules=PLAN.method_modules,
     script:
         "../scripts/render.py"
 
@@ -79,25 +51,18 @@ rule render_runtime:
 # One job draws the two MATH-500 figures.
 rule render_math500:
     input:
-        MATH500_ABILITIES,
-        MATH500_ITEMS_TABLE,
+        paths.MATH500_ABILITIES,
+        paths.MATH500_ITEMS_TABLE,
     output:
-        [
-            path
-            for name in ("math500_ability", "item_difficulty")
-            for path in figure_outputs(name, "Interpretability").values()
-        ],
+        figure_outputs(render.math500_figures()),
     log:
-        log_file("render", "math500"),
+        paths.log_file("render", "math500"),
     benchmark:
-        benchmark_file("render", "math500")
+        paths.benchmark_file("render", "math500")
     conda:
         "../../envs/core.yaml"
     params:
-        figures=lambda wc, input: [
-            {"figure": "math500_ability", "args": [input[0]]},
-            {"figure": "item_difficulty", "args": [input[1]]},
-        ],
+        figures=[figure.spec for figure in render.math500_figures()],
     script:
         "../scripts/render.py"
 
@@ -106,21 +71,20 @@ rule render_math500:
 # summary, the paper's rank-flow panels and each dataset's own rank flow.
 rule render_interpretability:
     input:
-        DISCRIMINATION_TABLE,
-        [RANKINGS.format(dataset=d) for d in interpretability_datasets()],
-    output:
+        paths.DISCRIMINATION_TABLE,
         [
-            path
-            for name, category, subcategory, _ in interpretability_figures()
-            for path in figure_outputs(name, category, subcategory).values()
+            paths.RANKINGS.format(dataset=d)
+            for d in config["real"]["interpretability"]["datasets"]
         ],
+    output:
+        figure_outputs(render.interpretability_figures(PLAN)),
     log:
-        log_file("render", "interpretability"),
+        paths.log_file("render", "interpretability"),
     benchmark:
-        benchmark_file("render", "interpretability")
+        paths.benchmark_file("render", "interpretability")
     conda:
         "../../envs/core.yaml"
     params:
-        figures=[spec for *_, spec in interpretability_figures()],
+        figures=[figure.spec for figure in render.interpretability_figures(PLAN)],
     script:
         "../scripts/render.py"

@@ -9,7 +9,8 @@ go to one table per value instead, the outputs in the order of ``values``.
 import json
 
 import pandas as pd
-from helpers import start_log, write_csv
+from cbmm.io import write_csv
+from cbmm_workflow.jobs import start_log
 
 
 def read_part(path):

@@ -7,8 +7,9 @@ The user's method modules are imported first: the summary names methods through 
 registry."""
 
 import pandas as pd
+from cbmm.io import write_csv
 from cbmm.tables import runtime_summary, speedup_table
-from helpers import import_method_modules, start_log, write_csv
+from cbmm_workflow.jobs import import_method_modules, start_log
 
 COLUMNS = ["dataset", "n_models", "n_items", "method", "replicate", "status", "runtime_s",
            "n_iter", "loss"]

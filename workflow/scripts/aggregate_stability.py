@@ -4,8 +4,8 @@ every dataset (stability_raw.csv, the rows of the stability jobs), their summary
 
 import pandas as pd
 from cbmm.io import write_csv, write_text
-from cbmm.tables import stability_latex, stability_table
-from helpers import start_log
+from cbmm.tables import STABILITY_PARAMETERS, stability_latex, stability_table
+from cbmm_workflow.jobs import start_log
 
 CAPTIONS = {"theta": r"Stability check for \texttt{cBMM}-recovered $\hat{\boldsymbol\theta}$.",
             "a": r"Stability check for \texttt{cBMM}-recovered $\hat{\mathbf{a}}$.",
@@ -17,7 +17,7 @@ raw = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=Tr
 write_csv(raw, out.raw)
 table = stability_table(raw)
 write_csv(table, out.summary)
-for parameter, path in zip(snakemake.params.parameters, out.tex):
+for parameter, path in zip(STABILITY_PARAMETERS, out.tex, strict=True):
     caption = (CAPTIONS[parameter] + " Each block corresponds to a benchmark suite. Cells report"
                " the mean and standard deviation (in parenthesis) of Spearman correlation"
                f" coefficients across {int(table['n'].max())} replicates.")

@@ -8,7 +8,7 @@ on (the profile's keep-going).
 import sys
 
 from cbmm.data import DataError, build_dataset
-from helpers import start_log
+from cbmm_workflow.jobs import start_log
 
 log = start_log(snakemake.log[0], job="build_dataset")
 name = snakemake.wildcards.dataset

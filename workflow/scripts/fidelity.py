@@ -2,7 +2,7 @@
 The user's method modules are imported first: the tables name methods through the registry."""
 
 from cbmm.fidelity import write_fidelity
-from helpers import import_method_modules, start_log
+from cbmm_workflow.jobs import import_method_modules, start_log
 
 log = start_log(snakemake.log[0], job="fidelity")
 import_method_modules(snakemake.params.method_modules)

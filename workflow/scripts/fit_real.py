@@ -2,10 +2,11 @@
 
 Each unit is one (method, stopping rule, start variance s^2, seed) of the dataset's
 matrix, fitted at ``fit.sigma`` with its rule's tolerance, iteration limit and options.
-A fit already stored with the same settings (and the same matrix file) is reused.
-Writes one row per unit.  cbmm.fit runs each fit in a forked worker under the unit's
-time limit, so a crash, a hang or an exception of the method is a ``failed: ...`` row,
-not a failed job.
+A fit already stored with the same settings (and the same matrix file) is reused
+(cbmm_workflow.store).  Writes one row per unit, with the fit's folder and key: the jobs
+that read the fits take this table as their input and read them through the store.
+cbmm.fit runs each fit in a forked worker under the unit's time limit, so a crash, a
+hang or an exception of the method is a ``failed: ...`` row, not a failed job.
 """
 
 import functools
@@ -14,8 +15,10 @@ import hashlib
 import cbmm
 import pandas as pd
 from cbmm.data import read_matrix
-from helpers import (batch_rows, fit_key, import_method_modules, load_method_software,
-                     log_start_up, start_log, use_job_threads, write_csv)
+from cbmm.io import write_csv
+from cbmm_workflow.jobs import (import_method_modules, load_method_software, log_start_up,
+                                start_log, use_job_threads)
+from cbmm_workflow.store import batch_rows, fit_key
 
 log = start_log(snakemake.log[0], job="fit_real")
 use_job_threads(snakemake.threads)
@@ -63,4 +66,6 @@ def fit_unit(unit):
     return result, row
 
 
-write_csv(pd.DataFrame(batch_rows(p.units, key_of, fit_unit, log)), snakemake.output[0])
+rows = pd.DataFrame(batch_rows(p.units, key_of, fit_unit, log))
+rows["fit_key"] = [key_of(unit) for unit in p.units]
+write_csv(rows, snakemake.output[0])

@@ -6,7 +6,7 @@ from the design and the replicate's seed (the same draw for every method; drawn
 once for the consecutive units of one replicate), fitted from the shared start
 with that seed at the true temperature, and scored with
 cbmm.metrics.fit_metrics.  A fit already stored with the same settings is
-reused.  Writes one row per unit: the tidy rows of results/tables/sim_<study>.csv.
+reused (cbmm_workflow.store).  Writes one row per unit: the tidy rows of results/tables/sim_<study>.csv.
 cbmm.fit runs each fit in a forked worker under the unit's time limit, so a
 crash, a hang or an exception of the method is a ``failed: ...`` row, not a
 failed job.
@@ -18,9 +18,11 @@ import json
 import cbmm
 import pandas as pd
 from cbmm.metrics import fit_metrics
+from cbmm.io import write_csv
 from cbmm.simulate import simulate
-from helpers import (batch_rows, fit_key, import_method_modules, load_method_software,
-                     log_start_up, start_log, use_job_threads, write_csv)
+from cbmm_workflow.jobs import (import_method_modules, load_method_software, log_start_up,
+                                start_log, use_job_threads)
+from cbmm_workflow.store import batch_rows, fit_key
 
 log = start_log(snakemake.log[0], job="fit_simulation")
 use_job_threads(snakemake.threads)

@@ -3,7 +3,8 @@ the Hub's test split, or a local JSONL file of the same form (any number of item
 column j of the matrix is line j; math500_tables checks that every column has one)."""
 
 from cbmm.data.math500 import fetch_items, read_items_jsonl
-from helpers import start_log, write_csv
+from cbmm.io import write_csv
+from cbmm_workflow.jobs import start_log
 
 log = start_log(snakemake.log[0], job="math500_items")
 source, out = snakemake.params.source, snakemake.output[0]

@@ -2,7 +2,8 @@
 (rule math500_models)."""
 
 from cbmm.data.math500 import model_table, refresh_model_table
-from helpers import start_log, write_csv
+from cbmm.io import write_csv
+from cbmm_workflow.jobs import start_log
 
 log = start_log(snakemake.log[0], job="math500_models")
 source, out = snakemake.input[0], snakemake.output[0]

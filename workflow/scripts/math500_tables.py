@@ -5,17 +5,16 @@ math500_abilities.csv: row_label, model, prompt, params_b, release_date, tier, t
 math500_items.csv: item, subject, level, a, b, accuracy (column j of the matrix is item j).
 math500_models.tex: the paper's list of the models, as a LaTeX table.
 Every matrix row and column must have its metadata; a gap stops the job naming it.
+The fit is read through the store from the batch table that lists it (the job's input).
 """
-
-import json
-from pathlib import Path
 
 import cbmm
 import pandas as pd
 from cbmm.data import read_matrix
-from cbmm.io import write_text
+from cbmm.io import write_csv, write_text
 from cbmm.tables import math500_model_latex, math500_model_table
-from helpers import start_log, write_csv
+from cbmm_workflow.jobs import start_log
+from cbmm_workflow.store import listed_fits
 
 
 def require_all(keys, known, what, source):
@@ -27,17 +26,17 @@ def require_all(keys, known, what, source):
 
 log = start_log(snakemake.log[0], job="math500_tables")
 inp, out = snakemake.input, snakemake.output
-fit_dir = Path(snakemake.params.fit_dir)
-fit = json.loads((fit_dir / "fit.json").read_text())
-if fit["status"].startswith("failed"):
-    raise RuntimeError(f"{fit_dir}: the MATH-500 fit failed ({fit['status']})")
+fit_dir = snakemake.params.fit_dir
+fit = listed_fits([inp.batch], [fit_dir])[fit_dir]
+if fit.failed:
+    raise RuntimeError(f"{fit_dir}: the MATH-500 fit failed ({fit.status})")
 responses = cbmm.as_responses(read_matrix(inp.matrix), source=inp.matrix)
 row_labels = [str(v) for v in responses.row_labels]
 col_labels = [str(v) for v in responses.col_labels]
 
 models = pd.read_csv(inp.models, dtype={"row_label": str})
 require_all(row_labels, models["row_label"], "model metadata", inp.models)
-abilities = pd.read_csv(fit_dir / "abilities.csv", dtype={"model": str}).set_index("model")["theta"]
+abilities = fit.theta.rename(index=str)
 table = models.set_index("row_label").loc[row_labels,
                                           ["model", "prompt", "params_b", "release_date", "tier"]]
 table.insert(0, "row_label", row_labels)
@@ -47,11 +46,10 @@ write_csv(table.reset_index(drop=True), out.abilities)
 
 meta = pd.read_csv(inp.items_meta, dtype={"item": str})
 require_all(col_labels, meta["item"], "item metadata", inp.items_meta)
-params = pd.read_csv(fit_dir / "items.csv", dtype={"item": str}).set_index("item")
 items = meta.set_index("item").loc[col_labels, ["subject", "level"]]
 items.insert(0, "item", col_labels)
-items["a"] = params.loc[col_labels, "a"].to_numpy()
-items["b"] = params.loc[col_labels, "b"].to_numpy()
+items["a"] = fit.a.rename(index=str).loc[col_labels].to_numpy()
+items["b"] = fit.b.rename(index=str).loc[col_labels].to_numpy()
 items["accuracy"] = responses.accuracy(axis=0)
 write_csv(items.reset_index(drop=True), out.item_table)
 log.info("%d models x prompts, %d items", len(table), len(items))

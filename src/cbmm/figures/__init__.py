@@ -5,7 +5,8 @@ CSV paths, see docs/figures.md for the columns) and ``out_paths`` (PDF and
 PNG), writes the files atomically and returns the matplotlib figure.
 :data:`FIGURES` lists, per figure, the function, its input tables, its file
 stem under ``results/figures/`` and its caption function, so that the
-workflow has one place to look them up.  Needs matplotlib (``pip install
+workflow has one place to look them up; :func:`get_figure` adds the
+sensitivity figure of any simulation study.  Needs matplotlib (``pip install
 cbmm[figures]``).
 """
 
@@ -21,11 +22,12 @@ from .item_difficulty import plot_item_difficulty
 from .math500_ability import plot_math500_ability
 from .rankflow import plot_rankflow
 from .runtime import plot_runtime
+from ..tables import TABLE_FILES
 from .sensitivity import STUDIES, plot_sensitivity
 from .style import method_color, method_label, save_figure
 
 __all__ = [
-    "FIGURES", "FigureSpec", "plot_runtime", "plot_math500_ability", "plot_item_difficulty",
+    "FIGURES", "FigureSpec", "get_figure", "plot_runtime", "plot_math500_ability", "plot_item_difficulty",
     "plot_discrimination", "plot_rankflow", "plot_sensitivity", "save_figure",
     "method_label", "method_color", "STUDIES",
 ]
@@ -40,8 +42,8 @@ class FigureSpec:
     plot : callable
         The plotting function (for sensitivity figures, bound to the study).
     inputs : tuple of str
-        Tables it reads, relative to ``results/tables/`` (``rankings/{dataset}.csv``
-        stands for one file per suite).
+        Tables it reads: files under ``results/tables/`` (:data:`cbmm.tables.TABLE_FILES`;
+        ``rankings/{dataset}.csv`` stands for one file per suite).
     caption : callable
         ``caption(config_summary=None) -> str``.
     """
@@ -51,19 +53,35 @@ class FigureSpec:
     caption: Callable
 
 
+def _sensitivity_figure(study: str) -> FigureSpec:
+    """The sensitivity figure of one simulation study (drawn by its design, passed to the plot
+    and caption functions as ``design=``, or by its name among the paper's :data:`STUDIES`)."""
+    return FigureSpec(partial(plot_sensitivity, study=study),
+                      (TABLE_FILES["simulation"].format(study=study),),
+                      partial(sensitivity.caption, study))
+
+
 #: Every figure, keyed by its file stem under ``results/figures/``.
 FIGURES = {
-    "runtime": FigureSpec(plot_runtime, ("runtime_leaderboard.csv",), runtime.caption),
-    "math500_ability": FigureSpec(plot_math500_ability, ("math500_abilities.csv",),
+    "runtime": FigureSpec(plot_runtime, (TABLE_FILES["runtime"],), runtime.caption),
+    "math500_ability": FigureSpec(plot_math500_ability, (TABLE_FILES["math500_abilities"],),
                                   math500_ability.caption),
-    "item_difficulty": FigureSpec(plot_item_difficulty, ("math500_items.csv",),
+    "item_difficulty": FigureSpec(plot_item_difficulty, (TABLE_FILES["math500_items"],),
                                   item_difficulty.caption),
-    "discrimination": FigureSpec(plot_discrimination, ("discrimination_summary.csv",),
+    "discrimination": FigureSpec(plot_discrimination, (TABLE_FILES["discrimination"],),
                                  discrimination.caption),
-    "rankflow": FigureSpec(plot_rankflow, ("rankings/{dataset}.csv", "discrimination_summary.csv"),
+    "rankflow": FigureSpec(plot_rankflow, (TABLE_FILES["rankings"], TABLE_FILES["discrimination"]),
                            rankflow.caption),
-    **{f"sensitivity_{study}": FigureSpec(partial(plot_sensitivity, study=study),
-                                          (f"sim_{study}.csv",),
-                                          partial(sensitivity.caption, study))
-       for study in STUDIES},
+    **{f"sensitivity_{study}": _sensitivity_figure(study) for study in STUDIES},
 }
+
+
+def get_figure(name: str) -> FigureSpec:
+    """The figure with file stem ``name``: an entry of :data:`FIGURES`, or
+    ``sensitivity_<study>`` of any simulation study (drawn by its design)."""
+    if name in FIGURES:
+        return FIGURES[name]
+    study = name.removeprefix("sensitivity_")
+    if study != name:
+        return _sensitivity_figure(study)
+    raise KeyError(f"no figure {name!r}; figures: {sorted(FIGURES)} and sensitivity_<study>")

@@ -31,9 +31,9 @@ from ..tables import failed_mask, read_result_table
 from .style import (FIGURE_WIDTH_IN, method_color, method_legend_handles, ordered_methods,
                     paper_style, save_figure)
 
-__all__ = ["STUDIES", "METRIC_LABELS", "METRIC_NAMES", "DEFINITION_LABELS", "DEFINITION_NAMES",
-           "DEFINITION_SOURCES", "RUNTIME_CAP_S", "SIM_COLUMNS", "StudySpec", "plot_sensitivity",
-           "caption", "metric_column"]
+__all__ = ["STUDIES", "DESIGN_SPECS", "design_spec", "METRIC_LABELS", "METRIC_NAMES",
+           "DEFINITION_LABELS", "DEFINITION_NAMES", "DEFINITION_SOURCES", "RUNTIME_CAP_S",
+           "SIM_COLUMNS", "StudySpec", "plot_sensitivity", "caption", "metric_column"]
 
 #: Runtimes above this many seconds are drawn at the cap (as in the paper).
 RUNTIME_CAP_S = 1000.0
@@ -127,31 +127,69 @@ class StudySpec:
     thousands: bool = False
 
 
-#: The seven studies of the appendix, keyed as in ``sim_<study>.csv``.
-STUDIES = {
-    "size_fixN": StudySpec(r"Number of items $J$",
-                           "varying numbers of items J (number of models N fixed)",
-                           thousands=True),
-    "size_fixJ": StudySpec(r"Number of models $N$",
-                           "varying numbers of models N (number of items J fixed)",
-                           thousands=True),
-    "temperature": StudySpec(r"$\log_{10}\sigma$", "varying temperature σ (x axis: log10 σ)",
+#: How a study is drawn, by what it varies: its design factor (``simulation.studies.<study>.
+#: factor`` of the workflow's config) or, for a missing rate, its missingness pattern.  A
+#: study is declared once, in the config; its figure follows from its design (:func:`design_spec`).
+DESIGN_SPECS = {
+    "n_items": StudySpec(r"Number of items $J$",
+                         "varying numbers of items J (number of models N fixed)", thousands=True),
+    "n_models": StudySpec(r"Number of models $N$",
+                          "varying numbers of models N (number of items J fixed)", thousands=True),
+    "log10_sigma": StudySpec(r"$\log_{10}\sigma$", "varying temperature σ (x axis: log10 σ)",
                              log_metrics=("rmse_b", "rel_error_x", "hellinger_x")),
-    "mcar": StudySpec(r"Missing rate $\rho$ (MCAR)",
-                      "varying missing rate ρ with an MCAR pattern"),
-    "mar": StudySpec(r"Missing rate $\rho$ (MAR)",
-                     "varying missing rate ρ with an MAR pattern"),
+    "missing_rate/mcar": StudySpec(r"Missing rate $\rho$ (MCAR)",
+                                   "varying missing rate ρ with an MCAR pattern"),
+    "missing_rate/mar": StudySpec(r"Missing rate $\rho$ (MAR)",
+                                  "varying missing rate ρ with an MAR pattern"),
     # As published: with whole columns of incorrect answers masked, the scale of b is not
     # identified, so the paper reports the rank agreement of b instead of its RMSE.
-    "mnar": StudySpec(r"Column-wise missing rate $\rho_c$ (MNAR)",
-                      "varying column-wise missing rate ρ_c with an MNAR pattern",
-                      metrics=("spearman_theta", "spearman_a", "spearman_b", "rel_error_x",
-                               "hellinger_x", "runtime_s")),
+    "missing_rate/mnar": StudySpec(r"Column-wise missing rate $\rho_c$ (MNAR)",
+                                   "varying column-wise missing rate ρ_c with an MNAR pattern",
+                                   metrics=("spearman_theta", "spearman_a", "spearman_b",
+                                            "rel_error_x", "hellinger_x", "runtime_s")),
     "sparsity": StudySpec(r"Sparsity $s$ of $a$",
                           "varying sparsity s of the discriminations a (benchmark redundancy)",
                           metrics=("spearman_theta", "spearman_a", "recall_a", "precision_a",
                                    "rmse_b", "rel_error_x", "hellinger_x", "runtime_s")),
 }
+
+
+def design_spec(factor: str, missing: str = "none") -> StudySpec:
+    """How a study that varies ``factor`` (under missingness pattern ``missing``) is drawn.
+
+    Raises
+    ------
+    ValueError
+        For a factor without a spec, or a missing rate without a pattern (``"none"``).
+    """
+    key = f"{factor}/{missing}" if factor == "missing_rate" else factor
+    if key not in DESIGN_SPECS:
+        raise ValueError(f"no sensitivity figure for a study of {factor!r} with missingness "
+                         f"{missing!r}; drawn: {list(DESIGN_SPECS)}")
+    return DESIGN_SPECS[key]
+
+
+#: The seven studies of the appendix, keyed as in ``sim_<study>.csv``: what each varies.
+STUDIES = {
+    "size_fixN": DESIGN_SPECS["n_items"],
+    "size_fixJ": DESIGN_SPECS["n_models"],
+    "temperature": DESIGN_SPECS["log10_sigma"],
+    "mcar": DESIGN_SPECS["missing_rate/mcar"],
+    "mar": DESIGN_SPECS["missing_rate/mar"],
+    "mnar": DESIGN_SPECS["missing_rate/mnar"],
+    "sparsity": DESIGN_SPECS["sparsity"],
+}
+
+
+def _study_spec(study: str, design, where: str = "") -> StudySpec:
+    """The spec of ``study``: by its ``design`` ({factor, missing}) where given, else by its
+    name among the paper's :data:`STUDIES`."""
+    if design is not None:
+        return design_spec(design["factor"], design.get("missing", "none"))
+    if study not in STUDIES:
+        raise ValueError(f"{where}unknown study {study!r}; expected one of {list(STUDIES)} "
+                         "(or pass design=...)")
+    return STUDIES[study]
 
 
 def _check_definitions(definitions: str) -> None:
@@ -181,7 +219,7 @@ def _cell_values(block: pd.DataFrame, metric: str) -> tuple[np.ndarray, int]:
 
 
 def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=None,
-                     definitions: str = "published"):
+                     definitions: str = "published", design=None):
     """Grid of boxplots (metric x level x method) for one simulation study.
 
     Parameters
@@ -190,7 +228,8 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
         ``results/tables/sim_<study>.csv`` (columns ``study, level, method,
         replicate, status, runtime_s`` and the study's metric columns).
     study : str, optional
-        Key of :data:`STUDIES`; defaults to the table's single ``study`` value.
+        The study (the table's ``study`` column); defaults to the table's single
+        ``study`` value.  Without ``design`` it must be a key of :data:`STUDIES`.
     out_paths : sequence of path-like
         Files to write (``.pdf``/``.png``), atomically.
     methods : sequence of str, optional
@@ -198,6 +237,9 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
     definitions : {"published", "text"}
         Which definition of relative error, Hellinger distance and RMSE of b
         to draw (:data:`cbmm.metrics.METRIC_DEFINITIONS`).
+    design : mapping, optional
+        ``{"factor": ..., "missing": ...}`` of the study (its config entry): drawn by
+        :func:`design_spec`, so any study of the config has its figure.
 
     Returns
     -------
@@ -213,9 +255,7 @@ def plot_sensitivity(sim, study: str | None = None, out_paths=(), *, methods=Non
         if len(studies) != 1:
             raise ValueError(f"{where}: pass study=...; the table holds studies {list(studies)}")
         study = str(studies[0])
-    if study not in STUDIES:
-        raise ValueError(f"{where}: unknown study {study!r}; expected one of {list(STUDIES)}")
-    spec = STUDIES[study]
+    spec = _study_spec(study, design, f"{where}: ")
     columns = tuple(metric_column(m, definitions) for m in spec.metrics)
     sim = read_result_table(sim[sim["study"] == study], SIM_COLUMNS + columns, where)
     if sim.empty:
@@ -323,12 +363,12 @@ def _plain_log_labels(ax):
     ax.yaxis.set_minor_formatter(FuncFormatter(minor))
 
 
-def caption(study: str, config_summary: dict | None = None, definitions: str = "published") -> str:
-    """Figure caption for one study (``config_summary`` may give ``n_replicates``)."""
+def caption(study: str, config_summary: dict | None = None, definitions: str = "published",
+            design=None) -> str:
+    """Figure caption for one study (``config_summary`` may give ``n_replicates``; ``design``
+    as for :func:`plot_sensitivity`)."""
     _check_definitions(definitions)
-    if study not in STUDIES:
-        raise ValueError(f"unknown study {study!r}; expected one of {list(STUDIES)}")
-    spec = STUDIES[study]
+    spec = _study_spec(study, design)
     replicates = (config_summary or {}).get("n_replicates")
     count = f"{replicates} independent replicates" if replicates else "the independent replicates"
     panels = ", ".join(METRIC_NAMES[m] for m in spec.metrics)

@@ -1,0 +1,537 @@
+"""The workflow package (workflow/scripts/cbmm_workflow/) without Snakemake: the
+configuration's checks, the plan (units, seeds, packing, resources, targets), the
+render specs and the store of finished fits.  Each test takes milliseconds; the whole
+workflow runs in tests/test_workflow.py.
+
+The expectations are the paper's and the test configuration's own numbers, worked out
+by hand or recorded from the run of the test configuration before the package existed
+(the seeds), not recomputed by the package's code.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import cbmm
+from cbmm.registry import _METHODS
+from cbmm_workflow import config as configuration
+from cbmm_workflow import paths, render, store
+from cbmm_workflow.plan import (CONVERGED, PAPER, Plan, RealFit, absent_frameworks, pack,
+                                registered_envs, simulation_seed)
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER_CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+TEST_OVERLAY = yaml.safe_load((REPO / ".test" / "config.yaml").read_text())
+
+
+def merged(*overlays) -> dict:
+    """config/config.yaml with ``overlays`` merged over it the way Snakemake merges
+    --configfile's (mappings key by key; lists and scalars replace)."""
+    def merge(base, extra):
+        for key, value in extra.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                merge(base[key], value)
+            else:
+                base[key] = copy.deepcopy(value)
+        return base
+
+    config = copy.deepcopy(PAPER_CONFIG)
+    for overlay in overlays:
+        merge(config, overlay)
+    return config
+
+
+def test_plan(*overlays) -> Plan:
+    """The plan of the test configuration (with ``overlays``)."""
+    return Plan(configuration.load_config(merged(TEST_OVERLAY, *overlays)))
+
+
+test_plan.__test__ = False  # a helper, not a test
+
+
+# ------------------------------------------------------------------ configuration
+
+def test_the_schema_fills_in_every_default_in_the_same_pass():
+    config = merged(TEST_OVERLAY)
+    del config["fit"]["timeout_s"]
+    checked = configuration.load_config(config)
+    assert checked is config  # filled in place, as Snakemake's config is
+    resources = config["fit"]["resources"]
+    assert (resources["mem_mb_base"], resources["mem_mb_per_million_cells"],
+            resources["runtime_min_base"]) == (1500, 60, 5)
+    assert config["fit"]["timeout_s"] == "auto"
+    assert config["fit"]["batch_seconds"] == 0.05  # the overlay's, not the default 600
+    assert config["figures"] == {"metric_definitions": "published"}
+    assert config["method_modules"] == []
+
+
+#: A bad configuration and the text of the one line that must name its key.
+BAD_CONFIGS = {
+    "unknown method": ({"methods": ["cbmm", "fancy_irt"]}, "methods: method 'fancy_irt'"),
+    "method name not an identifier": ({"methods": ["cbmm", "Fancy-IRT"]}, "methods[1]"),
+    "negative replicates": ({"simulation": {"replicates": -3}}, "simulation.replicates: -3"),
+    "missing dataset file": (
+        {"datasets": {"mine": {"source": "local", "options": {"path": "no/such/file.csv"}}}},
+        "datasets.mine.options.path: file"),
+    "dataset without a path": ({"datasets": {"mine": {"source": "local", "options": {}}}},
+                               "datasets.mine.options: missing required option(s) ['path']"),
+    "unknown dataset source": ({"datasets": {"mine": {"source": "ftp"}}},
+                               "datasets.mine.source: 'ftp'"),
+    "unknown dataset option": (
+        {"datasets": {"mine": {"source": "local", "options": {
+            "path": ".test/data/suites/suite_a.csv", "sep": ";"}}}},
+        "datasets.mine.options: unknown option(s) ['sep']"),
+    "release file without sha256": (
+        {"datasets": {"mine": {"source": "release", "options": {"file": "data/x.csv"}}}},
+        "datasets.mine.options: missing required option(s) ['sha256']"),
+    "release file outside the cache": (
+        {"datasets": {"mine": {"source": "release", "options": {"file": "../../etc/x.csv",
+                                                                "sha256": "0" * 64}}}},
+        "datasets.mine.options.file: '../../etc/x.csv' is not a relative path"),
+    "absolute release file": (
+        {"datasets": {"mine": {"source": "release", "options": {"file": "/etc/passwd",
+                                                                "sha256": "0" * 64}}}},
+        "datasets.mine.options.file: '/etc/passwd' is not a relative path"),
+    "release URL that is not http(s)": ({"release": {"base_url": "ftp://example.org"}},
+                                        "release.base_url: expected an http(s) URL"),
+    "unregistered dataset in a study": (
+        {"real": {"stability": {"datasets": ["suite_a", "nowhere"]}}},
+        "real.stability.datasets: dataset 'nowhere'"),
+    "misspelt key": ({"simulation": {"replicate": 2}}, "simulation: Additional properties"),
+    "negative number of models": (
+        {"simulation": {"studies": {"size_fixJ": {"levels": [30, -5]}}}},
+        "simulation.studies.size_fixJ.levels[1]: -5 is not a possible n_models"),
+    "missing rate above 1": ({"simulation": {"studies": {"mcar": {"levels": [0.0, 2]}}}},
+                             "simulation.studies.mcar.levels[1]: 2 is not a possible"),
+    "sparsity of 1": ({"simulation": {"studies": {"sparsity": {"levels": [1]}}}},
+                      "simulation.studies.sparsity.levels[0]: 1 is not a possible sparsity"),
+    "non-numeric level": ({"simulation": {"studies": {"mar": {"levels": ["high"]}}}},
+                          "simulation.studies.mar.levels[0]: 'high' is not of type 'number'"),
+    "missing rate without a pattern": (
+        {"simulation": {"studies": {"rate": {"factor": "missing_rate", "levels": [0.1]}}}},
+        "simulation.studies.rate.missing: a missing_rate study needs a missingness pattern"),
+    "study to run that is not defined": ({"simulation": {"run": ["mcar", "mcr"]}},
+                                         "simulation.run: study 'mcr' is not defined"),
+    "unknown method option": ({"fit": {"method_options": {"cbmm": {"bogus": 1}}}},
+                              "fit.method_options.cbmm: Additional properties"),
+    "ill-typed method option": (
+        {"fit": {"method_options": {"lbfgsb": {"maxcor": "abc"}}}},
+        "fit.method_options.lbfgsb.maxcor: 'abc' is not of type 'integer'"),
+    "option value not allowed": (
+        {"fit": {"method_options": {"cbmm": {"engine": "gpu"}}}},
+        "fit.method_options.cbmm.engine: 'gpu' is not one of"),
+    "options of an unknown method": ({"fit": {"method_options": {"nomethod": {}}}},
+                                     "fit.method_options: method 'nomethod'"),
+    "bad converged rule": ({"real": {"converged": {"accelerate": "warp"}}},
+                           "real.converged.accelerate: 'warp' is not one of"),
+    "bad time limit": ({"fit": {"timeout_s": -1}}, "fit.timeout_s: -1"),
+    "method module that cannot be imported": (
+        {"method_modules": ["no_such_module_xyz"]},
+        "method_modules: cannot import 'no_such_module_xyz'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CONFIGS))
+def test_a_bad_config_is_one_error_with_one_line_naming_the_key(case):
+    content, expected = BAD_CONFIGS[case]
+    with pytest.raises(configuration.ConfigError) as caught:
+        configuration.load_config(merged(TEST_OVERLAY, content))
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "invalid configuration:"
+    assert [line for line in lines if expected in line] == [next(
+        line for line in lines if expected in line)], lines
+    assert all(line.startswith("- ") for line in lines[1:]), lines
+
+
+def test_every_problem_of_a_stage_is_reported_at_once():
+    bad = {"simulation": {"replicates": 0, "seed": -1}, "fit": {"tol": 0}}
+    with pytest.raises(configuration.ConfigError) as caught:
+        configuration.load_config(merged(TEST_OVERLAY, bad))
+    keys = [line.split(":")[0] for line in str(caught.value).splitlines()[1:]]
+    assert keys == ["- fit.tol", "- simulation.replicates", "- simulation.seed"]
+
+
+@pytest.fixture
+def unregister():
+    """Methods a test registers are removed afterwards (the registry is global)."""
+    before = set(_METHODS)
+    yield
+    for name in set(_METHODS) - before:
+        del _METHODS[name]
+
+
+def test_a_method_of_the_users_module_is_known_to_the_checks(unregister):
+    config = configuration.load_config(merged(TEST_OVERLAY, {
+        "method_modules": [".test/methods/toy.py"], "methods": ["cbmm", "toy"],
+        "fit": {"method_options": {"toy": {"prior": 2.0}}}}))
+    assert configuration.method_modules(config) == [str(REPO / ".test" / "methods" / "toy.py")]
+    with pytest.raises(configuration.ConfigError, match=r"fit\.method_options\.toy\.prior: "
+                                                        r"-1 is less than the minimum of 0"):
+        configuration.load_config(merged(TEST_OVERLAY, {
+            "method_modules": [".test/methods/toy.py"], "methods": ["cbmm", "toy"],
+            "fit": {"method_options": {"toy": {"prior": -1}}}}))
+
+
+def test_with_conda_envs_each_method_needs_its_env_file(unregister):
+    cbmm.register_method("elsewhere", lambda *a, **k: None, env="nowhere")
+    config = merged(TEST_OVERLAY, {"methods": ["cbmm", "elsewhere"]})
+    configuration.load_config(copy.deepcopy(config))  # one environment: no env file needed
+    with pytest.raises(configuration.ConfigError) as caught:
+        configuration.load_config(config, conda_envs=True)
+    assert f"methods: 'elsewhere' runs in conda env {REPO / 'envs' / 'nowhere.yaml'}" \
+        in str(caught.value)
+
+
+def test_missing_software_stops_with_how_to_fix_it(unregister):
+    def unavailable():
+        raise cbmm.MethodUnavailableError("needs frobnicate: pip install frobnicate")
+
+    cbmm.register_method("frob", lambda *a, **k: None, availability=unavailable)
+    config = configuration.load_config(merged(TEST_OVERLAY, {"methods": ["cbmm", "frob"]}))
+    with pytest.raises(configuration.ConfigError) as caught:
+        configuration.check_software(config)
+    assert "pip install frobnicate" in str(caught.value)
+    assert "remove the method from the `methods:` list" in str(caught.value)
+    configuration.check_software(configuration.load_config(merged(TEST_OVERLAY)))
+
+
+def test_the_registry_file_is_merged_under_the_configs_own_datasets():
+    config = configuration.load_config(merged({"datasets": {
+        "IFEval": {"source": "local", "options": {"path": ".test/data/suites/suite_a.csv"}}}}))
+    registry = yaml.safe_load((REPO / "config" / "datasets.yaml").read_text())
+    assert set(registry["datasets"]) | set(registry["alternatives"]) <= set(config["datasets"])
+    assert config["datasets"]["IFEval"]["source"] == "local"  # the config's entry wins
+    assert config["datasets"]["MMLU_PRO"] == {**registry["datasets"]["MMLU_PRO"],
+                                              "options": registry["datasets"]["MMLU_PRO"][
+                                                  "options"]}
+    assert config["release"]["repo"] == registry["release"]["repo"]
+
+
+def schema_keys(properties, definitions, prefix="") -> dict:
+    """Every key of the schema (``<name>`` for a mapping's entries, ``[]`` for a list's
+    items) with its default, or None where it has none."""
+    def resolve(node):
+        if "$ref" in node:
+            return {**definitions[node["$ref"].split("/")[-1]],
+                    **{k: v for k, v in node.items() if k != "$ref"}}
+        return node
+
+    keys = {}
+    for name, node in properties.items():
+        node, key = resolve(node), prefix + name
+        keys[key] = node.get("default")
+        keys.update(schema_keys(node.get("properties", {}), definitions, f"{key}."))
+        entries = node.get("additionalProperties")
+        if isinstance(entries, dict):
+            keys.update(schema_keys(resolve(entries).get("properties", {}), definitions,
+                                    f"{key}.<name>."))
+        keys.update(schema_keys(resolve(node.get("items", {})).get("properties", {}),
+                                definitions, f"{key}[]."))
+    return keys
+
+
+def test_config_readme_documents_every_key_with_its_default():
+    schema = yaml.safe_load(paths.SCHEMA.read_text())
+    expected = schema_keys(schema["properties"], schema["definitions"])
+    rows = re.findall(r"^\| `([^`]+)` \| (?:`([^`]*)`|—) \|", (REPO / "config" / "README.md")
+                      .read_text(), re.M)
+    documented = {key: None if not default else json.loads(default) for key, default in rows}
+    assert len(rows) == len(documented)  # each key once
+    assert documented == expected
+
+
+# ------------------------------------------------------------------ packing, seeds
+
+def test_pack_keeps_order_and_stays_within_the_target():
+    units = list("abcdefg")
+    costs = [1, 1, 1, 5, 1, 0.5, 0.5]
+    assert pack(units, costs, 2) == [["a", "b"], ["c"], ["d"], ["e", "f", "g"]]
+    assert pack(units, costs, 100) == [units]
+    assert pack([], [], 2) == []
+
+
+def test_pack_gives_a_unit_costlier_than_the_target_a_batch_of_its_own():
+    assert pack(["cheap", "dear", "cheap2"], [0.1, 9.0, 0.1], 1.0) == [
+        ["cheap"], ["dear"], ["cheap2"]]
+
+
+#: Seeds of the test configuration's replicates as its run recorded them (fit.json of
+#: results/fits/simulation/<study>/level_<level>/cbmm/rep_<r>) before this package existed.
+RECORDED_SEEDS = {("mcar", "0.3", 1): 4246445426, ("temperature", "-0.25", 0): 3841400125,
+                  ("size_fixN", "40", 1): 2126212655}
+
+
+def test_seeds_are_those_the_test_configuration_has_always_drawn():
+    plan = test_plan()
+    assert {key: plan.seed(*key) for key in RECORDED_SEEDS} == RECORDED_SEEDS
+
+
+def test_a_seed_is_keyed_by_names_and_values_not_positions():
+    base = PAPER_CONFIG["simulation"]["seed"]
+    seed = simulation_seed(base, "mcar", 0.3, 1)
+    assert simulation_seed(base, "mcar", "0.30", 1) == seed  # the level's canonical text
+    fewer = test_plan({"simulation": {"run": ["mcar"], "studies": {"mcar": {"levels": [0.3]}}}})
+    assert fewer.seed("mcar", "0.3", 1) == seed == test_plan().seed("mcar", "0.3", 1)
+    seeds = {simulation_seed(base, study, level, r) for study in ("mcar", "mar")
+             for level in (0.0, 0.3) for r in range(3)}
+    assert len(seeds) == 12  # every replicate its own draw
+    assert simulation_seed(base + 1, "mcar", 0.3, 1) != seed
+
+
+# ------------------------------------------------------------------ simulation plan
+
+def test_designs_vary_one_factor_over_the_defaults():
+    plan = test_plan()
+    assert plan.design("mcar", "0.3") == {"n_models": 60, "n_items": 40, "sigma": 1.0,
+                                          "sparsity": 0.0, "missing": "mcar",
+                                          "missing_rate": 0.3}
+    assert plan.design("size_fixJ", "30")["n_models"] == 30
+    assert plan.design("temperature", "-0.25")["sigma"] == pytest.approx(10 ** -0.25)
+    assert plan.design("mnar", "0.1")["missing"] == "mnar"
+    assert plan.study_design("mnar") == {"factor": "missing_rate", "missing": "mnar"}
+    assert plan.levels("temperature") == ["-0.25", "0.25"]
+
+
+def test_every_simulated_fit_is_in_one_batch_of_its_methods_env():
+    plan = test_plan()
+    assert plan.env_methods() == {"core": ["cbmm", "lbfgsb"]}
+    batches = plan.sim_batches("core")
+    units = [u for batch in batches for u in batch]
+    sim = plan.config["simulation"]
+    expected = [(study, level, r, method) for study in sim["run"]
+                for level in plan.levels(study) for r in range(sim["replicates"])
+                for method in ("cbmm", "lbfgsb")]
+    # in order, so that a job draws each data set once for all its methods
+    assert [(u["study"], u["level"], u["replicate"], u["method"]) for u in units] == expected
+    assert len(batches) == 25  # the test configuration's fit_simulation jobs
+    target = plan.config["fit"]["batch_seconds"]
+    assert all(sum(u["cost_s"] for u in b) <= target or len(b) == 1 for b in batches)
+    assert plan.sim_batch_files() == [f"results/batches/simulation/core/batch_{k}.csv"
+                                      for k in range(25)]
+    unit = units[0]
+    assert unit["fit_dir"] == f"results/fits/simulation/{unit['study']}/level_{unit['level']}/" \
+        "cbmm/rep_0"
+    # cBMM declares 2 s per million cells; 20 x 60 cells
+    assert unit["cells"] == 1200 and unit["cost_s"] == pytest.approx(2 * 1200 / 1e6)
+
+
+def test_a_batch_asks_for_the_memory_of_its_largest_fit_and_twice_its_cost_plus_a_limit():
+    plan = test_plan()
+    units = [{"cells": 1_000_000, "cost_s": 10.0, "timeout_s": 100.0},
+             {"cells": 2_000_000, "cost_s": 20.0, "timeout_s": None}]
+    # 1500 + 60 x 2 MB; 5 + (2 x 30 + 100) / 60 = 7.67 minutes, rounded up
+    assert plan.batch_resources(units) == {"mem_mb": 1620, "runtime": 8}
+    no_limit = [{"cells": 10, "cost_s": 30.0, "timeout_s": None}]
+    assert plan.batch_resources(no_limit) == {"mem_mb": 1501, "runtime": 7}  # 5 + 120 / 60
+
+
+def test_auto_time_limits_follow_the_methods_declared_cost():
+    plan = test_plan()
+    # 'auto': 60 s plus ten times the declared single-core cost (cbmm: 2 s per 1e6 cells)
+    assert plan.fit_timeout_s("cbmm", 5_000_000, 1000) == pytest.approx(60 + 10 * 2 * 5)
+    assert test_plan({"fit": {"timeout_s": 7}}).fit_timeout_s("cbmm", 5_000_000, 1000) == 7
+    assert test_plan({"fit": {"timeout_s": None}}).fit_timeout_s("cbmm", 5, 1) is None
+
+
+# ------------------------------------------------------------------- real-data plan
+
+def test_each_real_fit_is_planned_once_under_its_stopping_rule():
+    plan = test_plan()
+    fits = plan.real_fits
+    assert len(fits) == len(set(fits))
+    runtime = [RealFit(d, m, PAPER, "1", s) for d in ("suite_a", "suite_b")
+               for m in ("cbmm", "lbfgsb") for s in (0, 1)]
+    stability = [RealFit("suite_a", "cbmm", CONVERGED, v, s) for v in ("1", "3") for s in (0, 1)]
+    interpretability = [RealFit(d, "cbmm", rule, "1", 0)
+                        for d in ("MATH_500", "suite_a", "suite_b")
+                        for rule in (CONVERGED, PAPER)]
+    assert set(fits) == set(runtime + stability + interpretability)
+    # the runtime study's seed-0 cBMM fits are the interpretability study's paper-rule ones,
+    # the stability study's (s2 1, seed 0) fit its converged one
+    assert len(fits) == 8 + 4 + 6 - 2 - 1
+    assert fits[0].fit_dir == "results/fits/real/suite_a/cbmm/paper/s2_1/seed_0"
+
+
+def test_a_datasets_fits_of_both_rules_share_batches_sized_by_the_built_matrix():
+    plan = test_plan({"fit": {"batch_seconds": 600}})
+    cells = 80 * 50  # suite_a
+    (batch,) = plan.real_batches("suite_a", "core", cells)
+    assert {u["stopping"] for u in batch} == {PAPER, CONVERGED}
+    converged = next(u for u in batch if u["stopping"] == CONVERGED)
+    settings = plan.config["real"]["converged"]
+    assert (converged["tol"], converged["max_iter"]) == (settings["tol"], settings["max_iter"])
+    assert converged["options"] == {"accelerate": "auto"} and converged["cells"] == cells
+    paper = next(u for u in batch if u["stopping"] == PAPER)
+    assert (paper["tol"], paper["max_iter"], paper["options"]) == (1e-4, 1000, {})
+    fit = plan.interpretability_fits("suite_a")[CONVERGED]
+    assert plan.real_batch_file(fit, cells) == "results/batches/real/suite_a/core/batch_0.csv"
+    with pytest.raises(KeyError):
+        plan.real_batch_file(RealFit("suite_a", "cbmm", PAPER, "9", 0), cells)
+
+
+def test_a_local_datasets_file_is_made_absolute_and_is_its_builds_input():
+    plan = test_plan()
+    path = str(REPO / ".test" / "data" / "suites" / "suite_a.csv")
+    assert plan.dataset_entry("suite_a")["options"]["path"] == path
+    assert plan.local_files("suite_a") == [path]
+    assert plan.config["datasets"]["suite_a"]["options"]["path"] == \
+        ".test/data/suites/suite_a.csv"  # the config itself is left as written
+
+
+# ------------------------------------------------------------------------- targets
+
+def test_the_targets_of_the_test_configuration():
+    plan = test_plan()
+    studies = ["size_fixN", "size_fixJ", "temperature", "mcar", "mar", "mnar", "sparsity"]
+    datasets = ["MATH_500", "suite_a", "suite_b"]
+    assert plan.all_tables() == (
+        [f"results/tables/sim_{s}.csv" for s in studies]
+        + ["results/tables/runtime_leaderboard.csv", "results/tables/discrimination_summary.csv"]
+        + [f"results/tables/rankings/{d}.csv" for d in datasets]
+        + ["results/tables/stability_raw.csv", "results/tables/math500_abilities.csv",
+           "results/tables/math500_items.csv"])
+    figures = {Path(p).name for p in plan.all_figures()}
+    stems = ([f"sensitivity_{s}" for s in studies] + ["runtime", "discrimination", "rankflow",
+                                                       "math500_ability", "item_difficulty"]
+             + [f"rankflow_{d}" for d in datasets])
+    assert {f"{stem}.{ext}" for stem in stems for ext in ("pdf", "png")} <= figures
+    assert {"runtime_summary.csv", "speedup.csv", "stability_summary.csv", "stability_theta.tex",
+            "stability_a.tex", "stability_b.tex", "math500_models.tex"} <= figures
+
+
+def test_without_real_data_only_the_simulation_is_a_target():
+    plan = test_plan({"real": {"runtime": {"datasets": []}, "stability": {"datasets": []},
+                               "interpretability": {"datasets": [], "rankflow": [],
+                                                    "math500": {"dataset": None}}}})
+    assert plan.math500 is None and plan.real_fits == []
+    assert all(Path(p).name.startswith("sim_") for p in plan.all_tables())
+    assert all("sensitivity_" in p for p in plan.all_figures())
+
+
+def test_every_table_target_is_a_table_of_cbmm_tables():
+    patterns = [re.escape(f"{paths.TABLE_DIR}/") + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(f))
+                for f in cbmm.tables.TABLE_FILES.values()]
+    plan = test_plan()
+    targets = plan.all_tables() + [p for p in plan.all_figures() if "/tables/" in p]
+    assert [t for t in targets if not any(re.fullmatch(p, t) for p in patterns)] == []
+
+
+# ------------------------------------------------------------------- render specs
+
+def test_every_study_of_the_configuration_has_a_figure_drawn_by_its_design():
+    plan = test_plan({"simulation": {
+        "run": ["mcar", "wide"],
+        "studies": {"wide": {"factor": "n_items", "missing": "mar", "levels": [50, 80]}}}})
+    figures = render.sensitivity_figures(plan)
+    assert [f.name for f in figures] == ["sensitivity_mcar", "sensitivity_wide"]
+    wide = figures[1].spec
+    assert wide["figure"] == "sensitivity_wide"
+    assert wide["args"] == ["results/tables/sim_wide.csv"]
+    assert wide["kwargs"]["design"] == wide["caption_args"]["design"] == {
+        "factor": "n_items", "missing": "mar"}
+    assert {"results/figures/sensitivity_wide.pdf",
+            "results/figures/sensitivity_wide.png"} <= set(plan.all_figures())
+
+
+def test_the_interpretability_figures_show_the_configured_panels():
+    plan = test_plan()
+    figures = {f.name: f for f in render.interpretability_figures(plan)}
+    assert list(figures) == ["discrimination", "rankflow", "rankflow_MATH_500",
+                             "rankflow_suite_a", "rankflow_suite_b"]
+    assert figures["rankflow"].spec["kwargs"] == {"top": {"suite_a": 20, "suite_b": 20}}
+    assert figures["rankflow_suite_b"].spec["args"] == [
+        {"suite_b": "results/tables/rankings/suite_b.csv"},
+        "results/tables/discrimination_summary.csv"]
+    assert figures["rankflow_suite_b"].subcategory == "suite_b"
+
+
+# ---------------------------------------------------------------------- conda envs
+
+def test_a_core_job_hides_the_torch_its_env_does_not_list():
+    assert absent_frameworks("core") == ["torch"]
+    assert absent_frameworks("pyirt") == []  # envs/pyirt.yaml lists torch
+    assert {"core", "mirt", "pyirt"} <= set(registered_envs())
+
+
+# ------------------------------------------------------------------ store of fits
+
+def a_fit(seed: int) -> cbmm.FitResult:
+    rng = np.random.default_rng(seed)
+    return cbmm.FitResult(
+        theta=pd.Series(rng.normal(size=4), index=[f"m{i}" for i in range(4)], name="theta"),
+        a=pd.Series(rng.uniform(size=3), index=["q0", "q1", "q2"], name="a"),
+        b=pd.Series(rng.normal(size=3), index=["q0", "q1", "q2"], name="b"),
+        loss=1.5, loss_history=[2.0, 1.5], n_iter=2, status="converged", runtime_s=0.1,
+        method="cbmm", seed=seed)
+
+
+def test_fit_keys_name_every_setting_in_any_order():
+    key = store.fit_key(method="cbmm", seed=1, tol=1e-4, options={"a": 1, "b": 2})
+    assert key == store.fit_key(options={"b": 2, "a": 1}, tol=1e-4, seed=1, method="cbmm")
+    assert key != store.fit_key(method="cbmm", seed=2, tol=1e-4, options={"a": 1, "b": 2})
+    assert re.fullmatch(r"[0-9a-f]{64}", key)
+
+
+def test_a_stored_fit_is_reused_only_under_its_own_key(tmp_path):
+    fit_dir = tmp_path / "fits" / "one"
+    assert store.stored_row(fit_dir, "k1") is None
+    store.store_fit(fit_dir, "k1", a_fit(1), {"status": "converged", "loss": math.nan})
+    assert store.stored_row(fit_dir, "k1") == {"status": "converged", "loss": None}
+    assert store.stored_row(fit_dir, "k2") is None
+    store.store_fit(fit_dir, "k2", a_fit(2), {"status": "max_iter"})  # replaced whole
+    assert store.stored_row(fit_dir, "k2") == {"status": "max_iter"}
+    assert sorted(p.name for p in fit_dir.parent.iterdir()) == ["one"]  # no leftovers
+    loaded = store.load_fit(fit_dir, "k2")
+    assert list(loaded.theta.index) == ["m0", "m1", "m2", "m3"]
+    np.testing.assert_array_equal(loaded.theta, a_fit(2).theta)  # exactly, through the CSV
+    assert loaded.seed == 2
+
+
+def test_a_batch_resumes_from_the_fits_it_had_stored(tmp_path):
+    units = [{"name": n, "fit_dir": str(tmp_path / n)} for n in ("a", "b", "c")]
+    fitted, killed_at = [], ["c"]
+
+    def fit_unit(unit):
+        if unit["name"] in killed_at:
+            raise KeyboardInterrupt  # the job is killed during this fit
+        fitted.append(unit["name"])
+        return a_fit(len(fitted)), {"name": unit["name"]}
+
+    def key_of(unit):
+        return f"key-{unit['name']}"
+
+    log = logging.getLogger("test")
+    with pytest.raises(KeyboardInterrupt):
+        store.batch_rows(units, key_of, fit_unit, log)
+    assert fitted == ["a", "b"]
+    killed_at.clear()
+    rows = store.batch_rows(units, key_of, fit_unit, log)
+    assert rows == [{"name": "a"}, {"name": "b"}, {"name": "c"}]
+    assert fitted == ["a", "b", "c"]  # the rerun fitted only c
+
+
+def test_readers_get_a_fit_only_as_its_batch_table_lists_it(tmp_path):
+    fit_dir = str(tmp_path / "fit")
+    store.store_fit(fit_dir, "k1", a_fit(1), {})
+    table = tmp_path / "batch_0.csv"
+    pd.DataFrame({"fit_dir": [fit_dir], "fit_key": ["k1"], "loss": [1.5]}).to_csv(table,
+                                                                                 index=False)
+    fits = store.listed_fits([table], [fit_dir])
+    assert list(fits) == [fit_dir] and fits[fit_dir].seed == 1
+    with pytest.raises(store.StoreError, match="not listed"):
+        store.listed_fits([table], [str(tmp_path / "other")])
+    store.store_fit(fit_dir, "k2", a_fit(2), {})  # refitted after the table was written
+    with pytest.raises(store.StoreError, match="holds another fit than its batch table lists"):
+        store.listed_fits([table], [fit_dir])
+    with pytest.raises(store.StoreError, match="no stored fit"):
+        store.load_fit(tmp_path / "nothing", "k1")

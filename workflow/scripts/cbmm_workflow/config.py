@@ -1,0 +1,273 @@
+"""The configuration, checked completely once, before any job.
+
+:func:`load_config` checks a configuration (``config/config.yaml`` with the overlays of
+``--configfile`` merged over it) against the schema, ``workflow/schemas/
+config.schema.yaml``, filling in its defaults in the same pass; then the user's method
+modules, the dataset registry, method names and options, simulation levels and the
+references between keys.  Each problem is one line naming its key, all of them in one
+:class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+
+import cbmm
+import jsonschema
+import yaml
+from cbmm.data import DataError, load_registry, validate_registry
+from cbmm.data.release import check_release
+from cbmm.registry import get_method
+
+from .jobs import import_method_modules
+from .paths import SCHEMA, env_file, repo_path
+
+
+class ConfigError(Exception):
+    """The configuration cannot run: the message names each bad key, one per line."""
+
+
+def _fail(problems) -> None:
+    if problems:
+        lines = "\n".join(f"- {p}" for p in problems)
+        raise ConfigError(f"invalid configuration:\n{lines}")
+
+
+def _key(path) -> str:
+    """A JSON-Schema error path as a config key: simulation.studies.mcar.levels[0]."""
+    parts = (f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+    return "".join(parts).lstrip(".")
+
+
+def _filling_defaults(validator_class):
+    """``validator_class`` that also fills in each missing property's default as it
+    descends (jsonschema's FAQ recipe), so checking and filling are one pass."""
+    check_properties = validator_class.VALIDATORS["properties"]
+
+    def properties(validator, properties, instance, schema):
+        if validator.is_type(instance, "object"):
+            for name, subschema in properties.items():
+                if "default" in subschema:
+                    instance.setdefault(name, copy.deepcopy(subschema["default"]))
+        yield from check_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": properties})
+
+
+@functools.cache
+def _schema_validator():
+    schema = yaml.safe_load(SCHEMA.read_text())
+    return _filling_defaults(jsonschema.Draft202012Validator)(schema)
+
+
+def _schema_problems(config) -> list[str]:
+    """One line per schema violation, naming the key; fills in the defaults."""
+    validator = _schema_validator()
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.path)))
+    return [f"{_key(e.absolute_path) or '(top level)'}: {e.message}" for e in errors]
+
+
+def method_modules(config) -> list[str]:
+    """The method_modules entries as the jobs import them (.py files made absolute)."""
+    return [str(repo_path(spec)) if spec.endswith(".py") else spec
+            for spec in config["method_modules"]]
+
+
+def _import_method_modules(config) -> None:
+    """Register the user's methods (config key method_modules) in this process."""
+    try:
+        import_method_modules(method_modules(config))
+    except Exception as exc:  # any error of a user's module: name the key and the module
+        raise ConfigError(f"invalid configuration:\n- method_modules: {exc}") from None
+
+
+def _check_datasets(config) -> list[str]:
+    """The config's own release and dataset entries, by the registry's own check
+    (cbmm.data.validate_registry: unknown or missing options, a missing sha256, paths
+    that would leave the download cache)."""
+    try:
+        validate_registry({"release": config["release"], "datasets": config["datasets"]},
+                          "config")
+    except DataError as exc:
+        return [str(exc)]
+    return []
+
+
+def _merge_registry(config) -> None:
+    """Put the registry file's entries (datasets and alternatives) under the config's own."""
+    if config["registry"] is None:
+        return
+    try:
+        registry = load_registry(repo_path(config["registry"]))
+    except DataError as exc:
+        _fail([f"registry: {exc}"])
+    config["datasets"] = {**registry["alternatives"], **registry["datasets"],
+                          **config["datasets"]}
+    try:
+        config["release"] = check_release({**registry["release"], **config["release"]})
+    except DataError as exc:
+        _fail([str(exc)])
+
+
+def used_methods(config) -> list[str]:
+    """Methods some job will run (cbmm always: the real-data studies need it)."""
+    methods = list(config["methods"])
+    return methods if "cbmm" in methods else methods + ["cbmm"]
+
+
+def _check_methods(config, conda_envs: bool) -> list[str]:
+    """Every method named anywhere is registered; options are the method's own."""
+    problems = []
+    known = cbmm.available_methods()
+    named = [("methods", m) for m in config["methods"]]
+    named += [("real.runtime.exclude_methods", m)
+              for m in config["real"]["runtime"]["exclude_methods"]]
+    named += [("fit.method_options", m) for m in config["fit"]["method_options"]]
+    for key, name in named:
+        if name not in known:
+            problems.append(f"{key}: method {name!r} is not registered (registered: "
+                            f"{', '.join(known)}; add your own through method_modules)")
+    for name, options in config["fit"]["method_options"].items():
+        if name in known:
+            problems += _option_problems(f"fit.method_options.{name}", name, options)
+    converged = {"accelerate": config["real"]["converged"]["accelerate"]}
+    problems += _option_problems("real.converged", "cbmm", converged)
+    if conda_envs:
+        for name in used_methods(config):
+            env = env_file(get_method(name).env) if name in known else None
+            if env is not None and not env.is_file():
+                problems.append(f"methods: {name!r} runs in conda env {env}, which does not "
+                                "exist (Method.env of its registry entry)")
+    return problems
+
+
+def _option_problems(key, method, options) -> list[str]:
+    """Options checked against the registry: JSON Schema of the declared options, then
+    the method's own check (which also catches what JSON Schema cannot say)."""
+    spec = get_method(method)
+    schema = {"type": "object", "additionalProperties": False,
+              "properties": {name: o.json_schema() for name, o in spec.options.items()}}
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(options))
+    if errors:
+        known = ", ".join(sorted(spec.options)) or "none"
+        return [f"{'.'.join(filter(None, [key, _key(e.absolute_path)]))}: {e.message} "
+                f"(options of {method}: {known})" for e in errors]
+    try:
+        spec.check_options(options)
+    except ValueError as exc:
+        return [f"{key}: {exc}"]
+    return []
+
+
+#: Allowed levels per design factor: (test, what a level must be).
+LEVEL_RULES = {
+    "n_models": (lambda v: v >= 2 and float(v).is_integer(), "an integer >= 2"),
+    "n_items": (lambda v: v >= 2 and float(v).is_integer(), "an integer >= 2"),
+    "log10_sigma": (lambda v: math.isfinite(v), "a finite number"),
+    "sparsity": (lambda v: 0 <= v < 1, "a share in [0, 1)"),
+    "missing_rate": (lambda v: 0 <= v < 1, "a share in [0, 1)"),
+}
+
+
+def _check_studies(config) -> list[str]:
+    """Each study's levels are possible values of its factor (schema: numbers), and a
+    missing-rate study has a missingness pattern to apply it to."""
+    problems = []
+    sim = config["simulation"]
+    defaults = sim["defaults"]
+    for study, spec in sim["studies"].items():
+        test, what = LEVEL_RULES[spec["factor"]]
+        for i, level in enumerate(spec["levels"]):
+            if not test(level):
+                problems.append(f"simulation.studies.{study}.levels[{i}]: {level!r} is not a "
+                                f"possible {spec['factor']} (must be {what})")
+        if spec["factor"] == "missing_rate" and spec.get("missing", defaults["missing"]) == "none":
+            problems.append(f"simulation.studies.{study}.missing: a missing_rate study needs a "
+                            "missingness pattern (mcar, mar or mnar), here or in "
+                            "simulation.defaults.missing")
+    for factor in ("n_models", "n_items"):
+        test, what = LEVEL_RULES[factor]
+        if not test(defaults[factor]):
+            problems.append(f"simulation.defaults.{factor}: {defaults[factor]!r} must be {what}")
+    return problems
+
+
+def math500_settings(config) -> dict | None:
+    """The MATH-500 settings, or None when real.interpretability.math500.dataset is null."""
+    settings = config["real"]["interpretability"]["math500"]
+    return settings if settings["dataset"] is not None else None
+
+
+def _check_references(config) -> list[str]:
+    """Cross-key checks JSON Schema cannot express; each names its key."""
+    problems = []
+    studies = config["simulation"]["studies"]
+    for study in config["simulation"]["run"]:
+        if study not in studies:
+            problems.append(f"simulation.run: study {study!r} is not defined under "
+                            f"simulation.studies (defined: {', '.join(sorted(studies))})")
+    datasets, real = config["datasets"], config["real"]
+    math500 = math500_settings(config)
+    references = [(f"real.{role}.datasets", real[role]["datasets"])
+                  for role in ("runtime", "stability", "interpretability")]
+    references.append(("real.interpretability.rankflow",
+                       [panel["dataset"] for panel in real["interpretability"]["rankflow"]]))
+    if math500 is not None:
+        references.append(("real.interpretability.math500.dataset", [math500["dataset"]]))
+    for key, names in references:
+        for name in names:
+            if name not in datasets:
+                problems.append(f"{key}: dataset {name!r} is not in the registry "
+                                f"(known: {', '.join(sorted(datasets)) or 'none'})")
+    for panel in real["interpretability"]["rankflow"]:
+        if panel["dataset"] not in real["interpretability"]["datasets"]:
+            problems.append(f"real.interpretability.rankflow: dataset {panel['dataset']!r} "
+                            "must also be listed in real.interpretability.datasets (its "
+                            "ranking is drawn)")
+    for name, entry in datasets.items():
+        if entry["source"] == "local":
+            path = repo_path(entry["options"]["path"])
+            if not path.is_file():
+                problems.append(f"datasets.{name}.options.path: file {path} not found")
+    if math500 is not None:
+        models, items = repo_path(math500["models"]), math500["items"]
+        if not models.is_file():
+            problems.append(f"real.interpretability.math500.models: file {models} not found")
+        if items != "hub" and not repo_path(items).is_file():
+            problems.append(f"real.interpretability.math500.items: file {repo_path(items)} "
+                            "not found")
+    return problems
+
+
+def load_config(config: dict, *, conda_envs: bool = False) -> dict:
+    """Check ``config`` completely, filling in its defaults (in place), and return it.
+
+    In order: the schema, the user's methods (imported: they register themselves), the
+    dataset entries and the registry file merged under them, method names and options
+    (with ``conda_envs``, each method's conda env file must exist), levels, references.
+
+    Raises
+    ------
+    ConfigError
+        Naming every bad key of the first stage that has any.
+    """
+    _fail(_schema_problems(config))
+    _import_method_modules(config)
+    _fail(_check_datasets(config))
+    _merge_registry(config)
+    _fail(_check_methods(config, conda_envs) + _check_studies(config)
+          + _check_references(config))
+    return config
+
+
+def check_software(config) -> None:
+    """Stop if a configured method cannot run (says how to fix it)."""
+    try:
+        cbmm.check_methods(used_methods(config))
+    except cbmm.MethodUnavailableError as exc:
+        raise ConfigError(
+            f"{exc}\nInstall the missing software as shown, or remove the method from the "
+            "`methods:` list of your config (e.g. --config 'methods=[cbmm,lbfgsb]')."
+        ) from None

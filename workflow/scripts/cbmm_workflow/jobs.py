@@ -1,0 +1,119 @@
+"""What every job does first: its log, its threads, the user's methods and their software."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import logging
+import math
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from cbmm import io as cbmm_io
+from cbmm.registry import MethodUnavailableError, get_method
+
+
+def start_log(log_path, *, job: str) -> logging.Logger:
+    """Send this job's messages, warnings and uncaught errors to its log file.
+
+    The first line records ``SLURM_JOB_ID`` (``none`` outside SLURM) so a log
+    can be matched with the scheduler's accounting; the second the job's start-up
+    (:func:`log_start_up`).
+    """
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    stream = open(log_path, "w", buffering=1)  # noqa: SIM115 (lives as long as the job)
+    sys.stdout = sys.stderr = stream
+    logging.basicConfig(stream=stream, level=logging.INFO, force=True,
+                        format="%(asctime)s %(levelname)s %(message)s")
+    logging.captureWarnings(True)
+    warnings.simplefilter("default")
+    logger = logging.getLogger(job)
+    stream.write(f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', 'none')}\n")
+    log_start_up(logger)
+    return logger
+
+
+def log_start_up(log) -> None:
+    """Log the CPU this process has used so far: its start-up before the job's work
+    (interpreter, Snakemake's script preamble, imports; a fit job logs it again once
+    its methods' software is loaded). ``benchmarks/bench_workflow.py`` sums the last
+    such line of each job's log."""
+    log.info("start-up: %.3f CPU-s", time.process_time())
+
+
+def use_job_threads(threads: int) -> None:
+    """cbmm's fused passes use the job's ``threads`` (one core per fit, as in the paper).
+
+    Snakemake's script runner already sets OMP_NUM_THREADS, OPENBLAS_NUM_THREADS and
+    MKL_NUM_THREADS to them; this overrides a ``CBMM_NUM_THREADS`` the user exported,
+    which cbmm reads at each fit (so it may be set after import).
+    """
+    os.environ["CBMM_NUM_THREADS"] = str(threads)
+
+
+def import_method_modules(specs) -> None:
+    """Import the modules of config key ``method_modules`` (they call
+    ``cbmm.register_method``): importable module names, or ``.py`` files."""
+    for spec in specs:
+        try:
+            if spec.endswith(".py"):
+                path = Path(spec)
+                if not path.is_file():
+                    raise FileNotFoundError(f"no such file {path}")
+                name = "cbmm_user_methods_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+                module_spec = importlib.util.spec_from_file_location(name, path)
+                module = importlib.util.module_from_spec(module_spec)
+                sys.modules[name] = module
+                module_spec.loader.exec_module(module)
+            else:
+                importlib.import_module(spec)
+        except Exception as exc:  # a user's module: report it as configuration
+            raise RuntimeError(f"cannot import {spec!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def load_method_software(units, absent=()) -> None:
+    """Load the software of the units' methods now, as cbmm.fit would at the first fit
+    of each method and options (:meth:`cbmm.registry.Method.load_software`).
+
+    The modules named in ``absent`` (frameworks the job's conda env lacks:
+    :func:`cbmm_workflow.plan.absent_frameworks`) cannot be imported meanwhile, so a
+    library that imports them only when installed skips them here as it would in that
+    env.  A method whose software is missing is left to cbmm.fit, which records each of
+    its fits as ``failed`` with the install command.
+    """
+    settings = {(unit["method"], json.dumps(unit["options"], sort_keys=True)) for unit in units}
+    hidden = [name for name in absent if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(hidden))  # None: importing them raises ImportError
+    try:
+        for name, options in sorted(settings):
+            method = get_method(name)
+            try:
+                method.load_software(method.check_options(json.loads(options)))
+            except (MethodUnavailableError, ImportError, ValueError):
+                pass
+    finally:
+        for name in hidden:
+            del sys.modules[name]
+
+
+def json_safe(value):
+    """NaN/inf become None so the JSON is strict; numpy scalars become Python ones."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def write_json(obj, path) -> None:
+    """Strict JSON (:func:`json_safe`), written atomically by :mod:`cbmm.io`."""
+    cbmm_io.write_json(json_safe(obj), path)

@@ -1,0 +1,69 @@
+"""The figures each render job draws: for every figure its file stem, its report
+category and subcategory, and what ``workflow/scripts/render.py`` is told to draw it
+(``spec``: the figure's name in :func:`cbmm.figures.get_figure`, its table arguments,
+options and caption arguments).  A figure's caption comes from its own caption
+function; the render job writes it beside the figure."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from . import paths
+from .plan import Plan
+
+
+class Figure(NamedTuple):
+    name: str  # file stem under results/figures/
+    category: str
+    subcategory: str | None
+    spec: dict
+
+
+def sensitivity_figures(plan: Plan) -> list[Figure]:
+    """One figure per simulation study, drawn by what the study varies (its design), so
+    that every study of the configuration has its figure."""
+    definitions = plan.config["figures"]["metric_definitions"]
+    replicates = plan.config["simulation"]["replicates"]
+    return [Figure(f"sensitivity_{study}", "Simulation studies", study, {
+        "figure": f"sensitivity_{study}",
+        "args": [paths.SIM_TABLE.format(study=study)],
+        "kwargs": {"definitions": definitions, "design": plan.study_design(study)},
+        "caption_args": {"config_summary": {"n_replicates": replicates},
+                         "definitions": definitions, "design": plan.study_design(study)},
+    }) for study in plan.studies]
+
+
+def runtime_figures(plan: Plan) -> list[Figure]:
+    replicates = plan.config["real"]["runtime"]["replicates"]
+    return [Figure("runtime", "Scalability", None, {
+        "figure": "runtime", "args": [paths.RUNTIME_TABLE],
+        "caption_args": {"config_summary": {"n_replicates": replicates}},
+    })]
+
+
+def math500_figures() -> list[Figure]:
+    return [Figure("math500_ability", "Interpretability", None,
+                   {"figure": "math500_ability", "args": [paths.MATH500_ABILITIES]}),
+            Figure("item_difficulty", "Interpretability", None,
+                   {"figure": "item_difficulty", "args": [paths.MATH500_ITEMS_TABLE]})]
+
+
+def _rankflow(name, category, subcategory, top: dict) -> Figure:
+    rankings = {dataset: paths.RANKINGS.format(dataset=dataset) for dataset in top}
+    return Figure(name, category, subcategory, {
+        "figure": "rankflow", "args": [rankings, paths.DISCRIMINATION_TABLE],
+        "kwargs": {"top": top}, "caption_args": {"config_summary": {"top": top}},
+    })
+
+
+def interpretability_figures(plan: Plan) -> list[Figure]:
+    """The discrimination summary, the paper's rank-flow panels and each interpretability
+    dataset's own rank flow."""
+    interpretability = plan.config["real"]["interpretability"]
+    figures = [Figure("discrimination", "Interpretability", None,
+                      {"figure": "discrimination", "args": [paths.DISCRIMINATION_TABLE]})]
+    if plan.rankflow_panels():
+        figures.append(_rankflow("rankflow", "Interpretability", None, plan.rankflow_panels()))
+    return figures + [_rankflow(f"rankflow_{dataset}", "Rankings", dataset,
+                                {dataset: interpretability["rankflow_top"]})
+                      for dataset in interpretability["datasets"]]

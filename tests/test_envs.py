@@ -162,14 +162,18 @@ def lock_versions() -> dict[str, str]:
             for m in re.finditer(r"^([A-Za-z0-9_.-]+)==(\S+)", LOCK.read_text(), re.M)}
 
 
+#: The common.smk functions that give a job its method's env (a batch shares one).
+PER_METHOD_ENVS = ("batch_env", "method_env")
+
+
 def env_file_of(expression: str, method: str | None) -> Path:
-    if expression == "batch_env":
+    if expression in PER_METHOD_ENVS:
         return ENVS / f"{get_method(method).env}.yaml"
     return (REPO / "workflow" / "rules" / expression).resolve()
 
 
 CASES = [(rule, method, conda, script) for rule, conda, script in rule_blocks()
-         for method in (cbmm.available_methods() if conda == "batch_env" else [None])]
+         for method in (cbmm.available_methods() if conda in PER_METHOD_ENVS else [None])]
 
 
 def test_every_script_rule_was_found():

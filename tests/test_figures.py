@@ -430,6 +430,34 @@ def test_discrimination_two_panels_one_labelled_point_per_suite(tmp_path):
             ["MATH-500", "IFEval", "MATH", "MMLU-Pro", "BBH", "GPQA", "MuSR"])
 
 
+# ------------------------------------------------------------------------- abilities
+
+def test_abilities_shows_the_ablest_with_their_intervals_and_a_status_that_is_not_an_answer(
+        tmp_path):
+    import cbmm
+    from cbmm.figures import plot_abilities
+    from cbmm.figures.abilities import caption
+    from cbmm.simulate import simulate
+    from cbmm.tables import abilities_table
+
+    draw = simulate(40, 60, seed=2)
+    frame = pd.DataFrame(draw.responses, index=[f"model {i}" for i in range(40)])
+    boot = cbmm.bootstrap(frame, n_boot=5, se=True)
+    table = abilities_table(boot.fit, boot, frame.mean(axis=1))
+    paths = out(tmp_path, "abilities")
+    fig = plot_abilities(table, top=10, dataset="MATH_500", out_paths=paths)
+    assert_images(paths)
+    left, right = fig.axes
+    by_height = sorted(zip(left.get_yticks(), (t.get_text() for t in left.get_yticklabels())))
+    assert [label for _, label in by_height][::-1] == list(table["model"].head(10))  # ablest on top
+    assert fig.texts[0].get_text() == "MATH-500"
+    assert "Fit status: converged" in caption({"top": 10}, table)
+    table["status"] = "not_stationary"
+    fig = plot_abilities(table, top=10, dataset="MATH_500")
+    assert fig.texts[0].get_text() == "MATH-500 (fit status: not_stationary)"
+    assert "not an optimum" in caption({"top": 10}, table)
+
+
 # -------------------------------------------------------------------------- rankflow
 
 def test_rankflow_ties_are_wider_bars_and_panels_ordered_by_cv(tmp_path):

@@ -201,6 +201,8 @@ def test_bootstrap_replicates_are_reproducible_and_resample_models(tmp_path):
         cbmm.bootstrap(draw.responses, n_boot=1)
     with pytest.raises(ValueError, match="sets 'start' itself"):
         cbmm.bootstrap(draw.responses, start="random")
+    with_se = quiet(cbmm.bootstrap, draw.responses, n_boot=2, se=True)
+    assert with_se.fit.has_se
 
 
 # ------------------------------------------------------------------- cross-validation

@@ -385,6 +385,40 @@ def test_real_data_tables(test_run):
     np.testing.assert_allclose(stability.loc[diagonal, "spearman"], 1.0)
 
 
+def test_abilities_held_out_fits_and_rankings_carry_intervals_and_statuses(test_run):
+    """Beyond the paper: each dataset's abilities with Wald and bootstrap intervals, rank
+    intervals and the fit's status, the held-out fit of every validated method, and the
+    status of the fits behind the rankings and summaries."""
+    config, workdir = test_run["config"], test_run["workdir"]
+    uncertainty = config["real"]["uncertainty"]
+    for dataset in uncertainty["datasets"]:
+        table = pd.read_csv(workdir / f"results/tables/abilities/{dataset}.csv")
+        matrix = pd.read_csv(TEST_DATA / ("math500/MATH_500.csv" if dataset == "MATH_500"
+                                          else f"suites/{dataset}.csv"), index_col=0)
+        assert sorted(table["model"]) == sorted(matrix.index.astype(str))
+        assert (table["theta_lower"] < table["theta"]).all()
+        assert (table["theta"] < table["theta_upper"]).all()
+        np.testing.assert_allclose(table["theta_upper"] - table["theta"],
+                                   1.959964 * table["theta_se"], rtol=1e-5)
+        assert (table["rank_lower"] <= table["rank_upper"]).all()
+        assert list(table["rank"]) == sorted(table["rank"])  # the ablest first
+        assert table["status"].nunique() == 1 and table["status"].iloc[0] == "converged"
+        caption = (workdir / f"results/figures/abilities_{dataset}.caption.rst").read_text()
+        assert f"({uncertainty['n_boot']} replicates)" in caption and "converged" in caption
+    validation = config["real"]["validation"]
+    for dataset in validation["datasets"]:
+        heldout = pd.read_csv(workdir / f"results/tables/heldout/{dataset}.csv")
+        assert sorted(heldout["method"].unique()) == sorted(validation["methods"])
+        assert len(heldout) == validation["folds"] * len(validation["methods"])
+        assert (heldout["log_loss"] < heldout["item_mean_log_loss"]).all()
+    summary = pd.read_csv(workdir / "results/tables/discrimination_summary.csv")
+    assert summary["status"].notna().all() and summary["status_paper_rule"].notna().all()
+    for dataset in config["real"]["interpretability"]["datasets"]:
+        ranking = pd.read_csv(workdir / f"results/tables/rankings/{dataset}.csv")
+        row = summary.set_index("dataset").loc[dataset]
+        assert set(ranking["status"]) == {row["status"]}
+
+
 def test_interpretability_uses_the_converged_fit_beside_the_paper_rule(test_run):
     """The rankings come from the converged fit (lower loss than the paper-rule fit from the
     same start), and the summary's *_paper_rule columns are the paper-rule fit's numbers."""
@@ -486,6 +520,10 @@ def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
         "build_dataset": len(datasets), "math500_items": 1, "math500_models": 1,
         "metrics_real": len(real["interpretability"]["datasets"]),
         "stability": len(real["stability"]["datasets"]), "math500_tables": 1,
+        "uncertainty": len(real["uncertainty"]["datasets"]),
+        "validate_method": len(real["validation"]["datasets"]) * len(
+            real["validation"]["methods"]),
+        "heldout_table": len(real["validation"]["datasets"]), "render_uncertainty": 1,
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
     assert "fit_real" not in counts  # planned once the matrices are built (checkpoint)

@@ -399,11 +399,16 @@ def test_the_targets_of_the_test_configuration():
         + ["results/tables/runtime_leaderboard.csv", "results/tables/discrimination_summary.csv"]
         + [f"results/tables/rankings/{d}.csv" for d in datasets]
         + ["results/tables/stability_raw.csv", "results/tables/math500_abilities.csv",
-           "results/tables/math500_items.csv"])
+           "results/tables/math500_items.csv"]
+        + ["results/tables/abilities/MATH_500.csv", "results/tables/abilities/suite_a.csv",
+           "results/tables/heldout/MATH_500.csv"])
+    assert plan.heldout_parts("MATH_500") == ["results/validation/MATH_500/cbmm.csv",
+                                              "results/validation/MATH_500/lbfgsb.csv"]
     figures = {Path(p).name for p in plan.all_figures()}
     stems = ([f"sensitivity_{s}" for s in studies] + ["runtime", "discrimination", "rankflow",
                                                        "math500_ability", "item_difficulty"]
-             + [f"rankflow_{d}" for d in datasets])
+             + [f"rankflow_{d}" for d in datasets]
+             + ["abilities_MATH_500", "abilities_suite_a"])
     assert {f"{stem}.{ext}" for stem in stems for ext in ("pdf", "png")} <= figures
     assert {"runtime_summary.csv", "speedup.csv", "stability_summary.csv", "stability_theta.tex",
             "stability_a.tex", "stability_b.tex", "math500_models.tex"} <= figures
@@ -412,7 +417,9 @@ def test_the_targets_of_the_test_configuration():
 def test_without_real_data_only_the_simulation_is_a_target():
     plan = test_plan({"real": {"runtime": {"datasets": []}, "stability": {"datasets": []},
                                "interpretability": {"datasets": [], "rankflow": [],
-                                                    "math500": {"dataset": None}}}})
+                                                    "math500": {"dataset": None}},
+                               "uncertainty": {"datasets": []},
+                               "validation": {"datasets": []}}})
     assert plan.math500 is None and plan.real_fits == []
     assert all(Path(p).name.startswith("sim_") for p in plan.all_tables())
     assert all("sensitivity_" in p for p in plan.all_figures())

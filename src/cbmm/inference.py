@@ -376,7 +376,8 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         Run the replicates in one forked worker (a crash becomes an error here,
         not a dead caller), under ``timeout_s`` (None: no limit).
     **fit_kwargs
-        Passed to :func:`cbmm.fit` (``sigma``, ``tol``, method options...).
+        Passed to :func:`cbmm.fit` (``sigma``, ``tol``, method options...; ``se=True``
+        gives the fit of the full data its standard errors too).
 
     Returns
     -------
@@ -405,7 +406,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         raise ValueError(f"level must be a number in (0, 1), got {level!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    for name in ("start", "n_starts", "se", "isolate"):
+    for name in ("start", "n_starts", "isolate"):
         if name in fit_kwargs:
             raise ValueError(f"bootstrap sets {name!r} itself (replicates start from the fit "
                              "of the full data)")
@@ -418,6 +419,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     # paid once above, would cost a third of a replicate
     settings = {"sigma": full.sigma, "tol": full.tol, "max_iter": full.max_iter, "seed": seed}
     options = spec.check_options({k: v for k, v in fit_kwargs.items() if k in spec.options})
+    fit_kwargs.pop("se", None)
     if "stop_se" in spec.options and options["stop_se"] is not None:
         options["stop_se"] = max(options["stop_se"], REPLICATE_SE)
     if full.failed:

@@ -24,7 +24,7 @@ __all__ = [
     "stability_pairs", "stability_table", "stability_latex",
     "runtime_summary", "speedup_table",
     "math500_model_table", "math500_model_latex",
-    "TABLE_DIR", "TABLE_FILES", "STABILITY_PARAMETERS", "SUITE_LABELS",
+    "TABLE_DIR", "TABLE_FILES", "abilities_table", "STABILITY_PARAMETERS", "SUITE_LABELS",
     "method_label", "suite_label", "ordered_methods",
 ]
 
@@ -48,6 +48,8 @@ TABLE_FILES = {
     "math500_abilities": "math500_abilities.csv",
     "math500_items": "math500_items.csv",
     "math500_models_latex": "math500_models.tex",
+    "abilities": "abilities/{dataset}.csv",
+    "heldout": "heldout/{dataset}.csv",
 }
 
 #: Parameters of the stability study, with their LaTeX symbols.
@@ -134,7 +136,8 @@ def failed_mask(status: pd.Series) -> pd.Series:
 
 # ----------------------------------------------------------------------- rankings
 
-def rankings_table(abilities: pd.Series, accuracy: pd.Series) -> pd.DataFrame:
+def rankings_table(abilities: pd.Series, accuracy: pd.Series,
+                   status: str | None = None) -> pd.DataFrame:
     """Full ranking of one suite by mean accuracy and by recovered ability.
 
     Parameters
@@ -143,11 +146,14 @@ def rankings_table(abilities: pd.Series, accuracy: pd.Series) -> pd.DataFrame:
         ``theta`` per model (index: model names).
     accuracy : pandas.Series
         Mean accuracy per model over the items it answered (same index).
+    status : str, optional
+        The fit's status, added as a last column ``status`` (a ranking from a fit that
+        is not ``converged`` is not an optimum's).
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``model, accuracy, accuracy_rank, theta, theta_rank``; rank 1 is
+        Columns ``model, accuracy, accuracy_rank, theta, theta_rank`` (and ``status``); rank 1 is
         the best (highest value) and tied values share the smallest rank of
         their group (``method="min"``).  Rows are sorted by ``theta_rank``,
         then ``accuracy_rank``, then model name.
@@ -185,7 +191,49 @@ def rankings_table(abilities: pd.Series, accuracy: pd.Series) -> pd.DataFrame:
     table["theta_rank"] = table["theta"].rank(ascending=False, method="min").astype(int)
     table = table.sort_values(["theta_rank", "accuracy_rank", "model"], kind="stable")
     columns = ["model", "accuracy", "accuracy_rank", "theta", "theta_rank"]
-    return table[columns].reset_index(drop=True)
+    table = table[columns].reset_index(drop=True)
+    if status is not None:
+        table["status"] = status
+    return table
+
+
+def abilities_table(fit, boot, accuracy: pd.Series) -> pd.DataFrame:
+    """Abilities with their intervals: one row per model, the ablest first.
+
+    Parameters
+    ----------
+    fit : FitResult
+        A fit with standard errors (``cbmm.fit(..., se=True)``).
+    boot : cbmm.BootstrapResult
+        Its bootstrap (its ``fit`` is the same fit), for the rank intervals.
+    accuracy : pandas.Series
+        Mean accuracy per model (index: the fit's models).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``model, accuracy, theta, theta_se, theta_lower, theta_upper`` (Wald, at the
+        bootstrap's level), ``theta_boot_lower, theta_boot_upper`` (percentile),
+        ``rank, rank_lower, rank_upper`` (1 = ablest; the bootstrap's) and ``status``
+        (the fit's: not ``converged`` means the estimates are not an optimum).
+    """
+    bounds = fit.confint(boot.level)["theta"]
+    index = bounds.index
+    table = pd.DataFrame({
+        "model": index.astype(str),
+        "accuracy": pd.Series(accuracy).reindex(index).to_numpy(),
+        "theta": bounds["estimate"].to_numpy(),
+        "theta_se": np.asarray(fit.theta_se, dtype=float),
+        "theta_lower": bounds["lower"].to_numpy(),
+        "theta_upper": bounds["upper"].to_numpy(),
+        "theta_boot_lower": boot.theta["lower"].to_numpy(),
+        "theta_boot_upper": boot.theta["upper"].to_numpy(),
+        "rank": boot.rank["estimate"].to_numpy(),
+        "rank_lower": boot.rank["lower"].to_numpy(),
+        "rank_upper": boot.rank["upper"].to_numpy(),
+        "status": fit.status,
+    })
+    return table.sort_values(["rank", "model"], kind="stable").reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------- stability

@@ -14,6 +14,7 @@ from snakemake.exceptions import WorkflowError
 # their import path; the Snakefile imports it from the same folder.
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 import cbmm_workflow.config as configuration
+from cbmm.registry import get_method
 from cbmm_workflow import paths, render
 from cbmm_workflow.plan import (
     CONVERGED,
@@ -81,6 +82,11 @@ def real_batch_file(fit):
 def batch_env(wildcards):
     """The conda env of a batch job (the env its methods share)."""
     return str(paths.env_file(wildcards.env))
+
+
+def method_env(wildcards):
+    """The conda env of a job of one method."""
+    return str(paths.env_file(get_method(wildcards.method).env))
 
 
 def interpretability_inputs(wildcards):

@@ -1,8 +1,10 @@
 """MATH-500 tables for the ability and difficulty figures (rule math500_tables).
 
-math500_abilities.csv: row_label, model, prompt, params_b, release_date, tier, theta, accuracy
-(one row per matrix row, i.e. per model and prompt style).
-math500_items.csv: item, subject, level, a, b, accuracy (column j of the matrix is item j).
+math500_abilities.csv: row_label, model, prompt, params_b, release_date, tier, theta, accuracy,
+status (one row per matrix row, i.e. per model and prompt style).
+math500_items.csv: item, subject, level, a, b, accuracy, status (column j of the matrix is
+item j).  ``status`` is the fit's (docs/trust.md): the paper's MATH-500 matrix has items
+answered alike by every model, so its maximum-likelihood fit is ``unbounded``.
 math500_models.tex: the paper's list of the models, as a LaTeX table.
 Every matrix row and column must have its metadata; a gap stops the job naming it.
 The fit is read through the store from the batch table that lists it (the job's input).
@@ -42,6 +44,7 @@ table = models.set_index("row_label").loc[row_labels,
 table.insert(0, "row_label", row_labels)
 table["theta"] = abilities.loc[row_labels].to_numpy()
 table["accuracy"] = responses.accuracy(axis=1)
+table["status"] = fit.status
 write_csv(table.reset_index(drop=True), out.abilities)
 
 meta = pd.read_csv(inp.items_meta, dtype={"item": str})
@@ -51,6 +54,7 @@ items.insert(0, "item", col_labels)
 items["a"] = fit.a.rename(index=str).loc[col_labels].to_numpy()
 items["b"] = fit.b.rename(index=str).loc[col_labels].to_numpy()
 items["accuracy"] = responses.accuracy(axis=0)
+items["status"] = fit.status
 write_csv(items.reset_index(drop=True), out.item_table)
 log.info("%d models x prompts, %d items", len(table), len(items))
 write_text(math500_model_latex(math500_model_table(models),

@@ -1,5 +1,6 @@
 """Descriptive summary (CV of a, Spearman of theta with mean accuracy for all and the
-top models) and the full rankings table of one dataset (rule metrics_real).
+top models) and the full rankings table of one dataset (rule metrics_real), each with
+the status of the fits (docs/trust.md: anything but ``converged`` is not an optimum).
 
 The numbers and the ranking come from the converged fit (real.converged); the
 same summary of the fit at the paper's stopping rule is added with the suffix
@@ -43,9 +44,10 @@ converged, abilities, status = summary("converged")
 if status.startswith("failed"):
     raise RuntimeError(f"{p.fit_dirs['converged']}: the converged fit of {dataset!r} failed "
                        f"({status}); no rankings can be computed")
-paper, _, _ = summary("paper")
+paper, _, paper_status = summary("paper")
 row = {"dataset": dataset, "n_models": responses.shape[0], "n_items": responses.shape[1],
-       **converged, **{f"{name}_paper_rule": value for name, value in paper.items()}}
+       **converged, **{f"{name}_paper_rule": value for name, value in paper.items()},
+       "status": status, "status_paper_rule": paper_status}
 log.info("%s", row)
 write_json(row, out.metrics)
-write_csv(rankings_table(abilities, accuracy), out.rankings)
+write_csv(rankings_table(abilities, accuracy, status=status), out.rankings)

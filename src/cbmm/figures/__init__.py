@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from . import discrimination, item_difficulty, math500_ability, rankflow, runtime, sensitivity
+from . import (abilities, discrimination, item_difficulty, math500_ability, rankflow, runtime,
+               sensitivity)
+from .abilities import plot_abilities
 from .discrimination import plot_discrimination
 from .item_difficulty import plot_item_difficulty
 from .math500_ability import plot_math500_ability
@@ -28,7 +30,7 @@ from .style import method_color, method_label, save_figure
 
 __all__ = [
     "FIGURES", "FigureSpec", "get_figure", "plot_runtime", "plot_math500_ability", "plot_item_difficulty",
-    "plot_discrimination", "plot_rankflow", "plot_sensitivity", "save_figure",
+    "plot_discrimination", "plot_rankflow", "plot_sensitivity", "plot_abilities", "save_figure",
     "method_label", "method_color", "STUDIES",
 ]
 
@@ -72,6 +74,7 @@ FIGURES = {
                                  discrimination.caption),
     "rankflow": FigureSpec(plot_rankflow, (TABLE_FILES["rankings"], TABLE_FILES["discrimination"]),
                            rankflow.caption),
+    "abilities": FigureSpec(plot_abilities, (TABLE_FILES["abilities"],), abilities.caption),
     **{f"sensitivity_{study}": _sensitivity_figure(study) for study in STUDIES},
 }
 

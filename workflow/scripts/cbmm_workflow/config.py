@@ -112,9 +112,11 @@ def _merge_registry(config) -> None:
 
 
 def used_methods(config) -> list[str]:
-    """Methods some job will run (cbmm always: the real-data studies need it)."""
-    methods = list(config["methods"])
-    return methods if "cbmm" in methods else methods + ["cbmm"]
+    """Methods some job will run (cbmm always: the real-data studies need it; and the
+    methods cross-validated on datasets)."""
+    validated = config["real"]["validation"]["methods"] if config["real"]["validation"][
+        "datasets"] else []
+    return list(dict.fromkeys([*config["methods"], "cbmm", *validated]))
 
 
 def _check_methods(config, conda_envs: bool) -> list[str]:
@@ -125,6 +127,7 @@ def _check_methods(config, conda_envs: bool) -> list[str]:
     named += [("real.runtime.exclude_methods", m)
               for m in config["real"]["runtime"]["exclude_methods"]]
     named += [("fit.method_options", m) for m in config["fit"]["method_options"]]
+    named += [("real.validation.methods", m) for m in config["real"]["validation"]["methods"]]
     for key, name in named:
         if name not in known:
             problems.append(f"{key}: method {name!r} is not registered (registered: "
@@ -211,7 +214,8 @@ def _check_references(config) -> list[str]:
     datasets, real = config["datasets"], config["real"]
     math500 = math500_settings(config)
     references = [(f"real.{role}.datasets", real[role]["datasets"])
-                  for role in ("runtime", "stability", "interpretability")]
+                  for role in ("runtime", "stability", "interpretability", "uncertainty",
+                               "validation")]
     references.append(("real.interpretability.rankflow",
                        [panel["dataset"] for panel in real["interpretability"]["rankflow"]]))
     if math500 is not None:

@@ -60,6 +60,10 @@ STABILITY_TEX = table("stability_latex")
 MATH500_ABILITIES = table("math500_abilities")
 MATH500_ITEMS_TABLE = table("math500_items")
 MATH500_MODELS_TEX = table("math500_models_latex")
+ABILITIES_TABLE = table("abilities")
+HELDOUT_TABLE = table("heldout")
+# One method's cross-validation on one dataset (its own job, in the method's conda env).
+HELDOUT_PART = "results/validation/{dataset}/{method}.csv"
 FIDELITY = "results/fidelity/fidelity.csv"
 FIGURE = "results/figures/{figure}"  # + .pdf, .png and .caption.rst
 STABILITY_TEX_FILES = [STABILITY_TEX.format(parameter=p) for p in STABILITY_PARAMETERS]

@@ -291,6 +291,17 @@ class Plan:
         return {p["dataset"]: p["top"]
                 for p in self.config["real"]["interpretability"]["rankflow"]}
 
+    def uncertainty_datasets(self) -> list[str]:
+        return list(self.config["real"]["uncertainty"]["datasets"])
+
+    def validation_datasets(self) -> list[str]:
+        return list(self.config["real"]["validation"]["datasets"])
+
+    def heldout_parts(self, dataset: str) -> list[str]:
+        """One cross-validation table per validated method of ``dataset``."""
+        return [paths.HELDOUT_PART.format(dataset=dataset, method=method)
+                for method in self.config["real"]["validation"]["methods"]]
+
     # ---------------------------------------------------------------- targets
 
     def has_runtime_study(self) -> bool:
@@ -310,6 +321,8 @@ class Plan:
             tables.append(paths.STABILITY_TABLE)
         if self.math500 is not None:
             tables += [paths.MATH500_ABILITIES, paths.MATH500_ITEMS_TABLE]
+        tables += [paths.ABILITIES_TABLE.format(dataset=d) for d in self.uncertainty_datasets()]
+        tables += [paths.HELDOUT_TABLE.format(dataset=d) for d in self.validation_datasets()]
         return tables
 
     def all_figures(self) -> list[str]:
@@ -333,4 +346,6 @@ class Plan:
             outputs += paths.figure_files("math500_ability") + paths.figure_files(
                 "item_difficulty")
             outputs.append(paths.MATH500_MODELS_TEX)
+        for dataset in self.uncertainty_datasets():
+            outputs += paths.figure_files(f"abilities_{dataset}")
         return outputs

@@ -67,3 +67,15 @@ def interpretability_figures(plan: Plan) -> list[Figure]:
     return figures + [_rankflow(f"rankflow_{dataset}", "Rankings", dataset,
                                 {dataset: interpretability["rankflow_top"]})
                       for dataset in interpretability["datasets"]]
+
+
+def uncertainty_figures(plan: Plan) -> list[Figure]:
+    """Each dataset's abilities with their intervals (beyond the paper)."""
+    settings = plan.config["real"]["uncertainty"]
+    summary = {"top": settings["top"], "n_boot": settings["n_boot"], "level": settings["level"]}
+    return [Figure(f"abilities_{dataset}", "Uncertainty", dataset, {
+        "figure": "abilities", "args": [paths.ABILITIES_TABLE.format(dataset=dataset)],
+        "kwargs": {"top": settings["top"], "dataset": dataset},
+        "caption_args": {"config_summary": summary,
+                         "table": paths.ABILITIES_TABLE.format(dataset=dataset)},
+    }) for dataset in plan.uncertainty_datasets()]

@@ -1,0 +1,19 @@
+"""Held-out fit of one method on one dataset (rule validate_method): cbmm.cross_validate
+with the method's default fit, one row per fold, with the dataset's name."""
+
+import cbmm
+from cbmm.data import read_matrix
+from cbmm.io import write_csv
+from cbmm_workflow.jobs import import_method_modules, start_log
+
+log = start_log(snakemake.log[0], job="validate_method")
+p, matrix = snakemake.params, snakemake.input.matrix
+import_method_modules(p.method_modules)
+dataset, method = snakemake.wildcards.dataset, snakemake.wildcards.method
+responses = cbmm.as_responses(read_matrix(matrix), source=matrix)
+table = cbmm.cross_validate(responses, method, folds=p.folds, seed=p.seed, sigma=p.sigma)
+table.insert(0, "dataset", dataset)
+log.info("%s, %s: held-out log loss %.4f (item means %.4f), statuses %s", dataset, method,
+         table["log_loss"].mean(), table["item_mean_log_loss"].mean(),
+         table["status"].value_counts().to_dict())
+write_csv(table, snakemake.output[0])

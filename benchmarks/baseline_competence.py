@@ -82,7 +82,7 @@ def fit_record(simulation, method, seed, fit_settings):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)
         result = cbmm.fit(simulation.responses, method, sigma=simulation.sigma, seed=seed,
-                          **fit_settings)
+                          **{**cbmm.paper_settings(method), **fit_settings})
     record = {"method": method, "status": result.status, "n_iter": result.n_iter,
               "runtime_s": result.runtime_s, "loss": result.loss}
     if result.failed:

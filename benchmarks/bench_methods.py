@@ -122,22 +122,24 @@ def worker(row, label, repeats, budget, clock, input_kind):
     responses, sigma, title = load_row(row)
     responses = as_input(responses, input_kind)
     method, options = METHODS[label]
+    # the paper's procedure (random start, its rule, no prior), with this row's options
+    paper = {**cbmm.paper_settings(method), **options}
     warm_up = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0], [0, 0, 1]], dtype=float)
     # imports and kernels loaded before timing, in this process so that the forked
     # workers inherit them (a solver's lazy imports would otherwise be paid in every worker);
     # cbmm.fit's own software check makes a missing method a row saying what to install
     try:
-        cbmm.fit(warm_up, method, max_iter=50, isolate=False, **options)
+        cbmm.fit(warm_up, method, isolate=False, **{**paper, "max_iter": 50})
     except cbmm.MethodUnavailableError as exc:
         print(json.dumps({"error": " ".join(str(exc).split())}))
         return
-    paper = []
+    runs = []
     for _ in range(repeats):
         wall = end_to_end()
-        result = cbmm.fit(responses, method, sigma=sigma, tol=1e-4, **options)
-        paper.append((end_to_end() - wall, result))
-    walls = [w for w, _ in paper]
-    median = sorted(paper, key=lambda p: p[1].runtime_s)[len(paper) // 2][1]
+        result = cbmm.fit(responses, method, sigma=sigma, **paper)
+        runs.append((end_to_end() - wall, result))
+    walls = [w for w, _ in runs]
+    median = sorted(runs, key=lambda p: p[1].runtime_s)[len(runs) // 2][1]
     row_out = {"row": row, "title": title, "method": label, "status": median.status,
                "n_iter": median.n_iter, "runtime_s": median.runtime_s,
                "wall_s": statistics.median(walls), "loss": median.loss,
@@ -146,7 +148,8 @@ def worker(row, label, repeats, budget, clock, input_kind):
     # tight fit, its iterations capped to end within about `budget` seconds
     per_iteration = median.runtime_s / max(median.n_iter, 1)
     cap = int(min(200000, max(1000, budget / max(per_iteration, 1e-6))))
-    tight = cbmm.fit(responses, method, sigma=sigma, tol=TIGHT_TOL, max_iter=cap, **options)
+    tight = cbmm.fit(responses, method, sigma=sigma,
+                     **{**paper, "tol": TIGHT_TOL, "max_iter": cap})
     row_out.update(tight_loss=tight.loss, tight_status=tight.status, tight_iter=tight.n_iter,
                    tight_runtime_s=tight.runtime_s,
                    tight_stationarity=tight.info.get("stationarity"),

@@ -45,7 +45,7 @@ def _cpu():
 
 def crossover(n, j, repeats):
     """Print CSR / dense time ratios of each pass by density."""
-    from cbmm.model import dense_responses, fused_matrix
+    from cbmm.engine import dense_responses, fused_matrix
 
     rng = np.random.default_rng(1)
     theta, a, b = rng.standard_normal(n), rng.uniform(0.5, 1, j), rng.normal(0, 0.5, j)
@@ -105,7 +105,7 @@ def large_worker(n, j, density, route):
     wall = time.perf_counter()
     if route != "engine":
         with PssPeak() as pss:
-            result = cbmm.fit(responses)
+            result = cbmm.fit(responses, **cbmm.paper_settings("cbmm"))
         row.update(runtime_s=result.runtime_s, n_iter=result.n_iter, status=result.status,
                    stationarity=result.info.get("stationarity"),
                    storage=result.info["storage"], pss_peak_mb=pss.peak_kb / 1024)

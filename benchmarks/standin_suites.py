@@ -57,8 +57,9 @@ def main() -> None:
     if args.kind == "calibrated":
         if args.calibrate is None:
             parser.error("--kind calibrated needs --calibrate MATRIX.csv")
-        fit = cbmm.fit(pd.read_csv(args.calibrate, index_col=0), "cbmm", tol=1e-8, max_iter=20000,
-                       accelerate="auto", seed=0)
+        fit = cbmm.fit(pd.read_csv(args.calibrate, index_col=0), "cbmm",
+                       **{**cbmm.paper_settings("cbmm"), "tol": 1e-8, "max_iter": 20000,
+                          "accelerate": "auto", "seed": 0})
         print(f"calibration fit of {args.calibrate}: {fit.status}, {fit.n_iter} iterations")
     args.out.mkdir(parents=True, exist_ok=True)
     datasets = {}

@@ -17,8 +17,8 @@ from scipy.stats import spearmanr
 
 import cbmm
 from cbmm.methods._bilinear import balance_scale, orient_sign
-from cbmm.methods._objective import Objective
-from cbmm.methods._stopping import RelativeLossRule
+from cbmm.engine import Objective
+from cbmm.stopping import RelativeLossRule
 from cbmm.methods.manopt import lipschitz_item_block, proximal_gradient
 from cbmm.methods.pyirt import to_cbmm_parameters
 from cbmm.registry import get_method

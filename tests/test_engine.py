@@ -13,7 +13,8 @@ import pytest
 import cbmm
 from cbmm import initial_values
 from cbmm.simulate import simulate
-from cbmm.solver import available_cores, solve_cbmm
+from cbmm.engine import available_cores
+from cbmm.solver import solve_cbmm
 
 FORK_AFTER_THREADED_FIT = textwrap.dedent("""
     import os, sys

@@ -15,7 +15,7 @@ from data_fixtures import SHARED_DATA, needs_shared
 
 import cbmm
 from cbmm.inference import standard_errors
-from cbmm.model import Penalty
+from cbmm.prior import Penalty
 from cbmm.simulate import simulate
 from cbmm.validation import held_out_scores, predicted_probabilities
 

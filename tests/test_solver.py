@@ -8,7 +8,8 @@ import pytest
 from scipy.special import expit
 
 from cbmm import Responses, _fused, initial_values, loss, loss_and_gradient, model
-from cbmm.solver import MMOperator, mm_step_numpy, solve_cbmm
+from cbmm.mm import MMOperator, mm_step_numpy
+from cbmm.solver import solve_cbmm
 
 
 def draw(n, j, seed=0, missing=0.0, sigma=1.0):

@@ -16,7 +16,8 @@ from scipy.stats import spearmanr
 import cbmm
 from cbmm.diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
 from cbmm.initialization import spectral_start
-from cbmm.model import Penalty, expit
+from cbmm.model import expit
+from cbmm.prior import Penalty
 from cbmm.simulate import simulate
 
 
@@ -183,6 +184,20 @@ def test_every_seed_reaches_the_best_of_two_optima_and_disagreement_is_flagged()
     paper = [quiet_fit(y, prior="none", start="random", n_starts=1, seed=s) for s in range(6)]
     worse = [f for f in paper if f.info["objective"] > best + 100]
     assert worse, "no random start reached the worse optimum"
+
+
+def test_the_same_answers_in_long_format_reach_the_same_optimum():
+    """The issue's report: a long table of the same data landed in another solution."""
+    y, _ = two_orientations(n=600, j=80, seed=3)
+    wide = pd.DataFrame(y, index=[f"m{i}" for i in range(600)],
+                        columns=[f"q{j}" for j in range(80)])
+    records = wide.stack().rename("correct").reset_index()
+    records.columns = ["model", "item", "correct"]
+    records = records.sample(frac=1.0, random_state=0)  # another order of models and items
+    fits = [quiet_fit(wide), quiet_fit(records)]
+    assert fits[1].info["objective"] == pytest.approx(fits[0].info["objective"], abs=1e-3)
+    theta = [f.theta.sort_index() for f in fits]
+    np.testing.assert_allclose(theta[0], theta[1], atol=1e-3)
 
 
 def test_a_warm_start_from_a_fit_returns_to_the_same_optimum_at_once():

@@ -8,7 +8,7 @@
 
 from . import methods as _methods  # noqa: F401  (registers the methods)
 from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
-from .inference import BootstrapResult, bootstrap
+from .bootstrap import BootstrapResult, bootstrap
 from .initialization import initial_values
 from .model import loss, loss_and_gradient
 from .registry import MethodUnavailableError, available_methods, check_methods, register_method

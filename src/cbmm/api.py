@@ -34,11 +34,13 @@ import numpy as np
 from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
-from .methods._objective import penalty_of
-from .model import Penalty, check_sigma, fit_measures, loss
+from .methods._prior import penalty_of
+from .model import check_sigma, fit_measures, loss
+from .prior import Penalty
 from .registry import Option, get_method
 from .responses import as_responses
 from .result import FitResult, SolverOutput, canonicalize
+from .stopping import PAPER_TOL
 
 __all__ = ["fit", "paper_settings", "run_in_worker", "DegenerateDataWarning",
            "ConvergenceWarning", "FORK_AVAILABLE", "AGREE_OBJECTIVE", "FIT_OPTIONS", "PAPER_FIT",
@@ -127,7 +129,7 @@ AGREE_OBJECTIVE = 1.0
 #: The arguments of :func:`fit` under which it is the paper's procedure (the random start,
 #: the relative-loss rule at 1e-4, 1000 iterations), with each method's
 #: ``Method.paper_options`` (:func:`paper_settings`).
-PAPER_FIT = {"start": "random", "n_starts": 1, "tol": 1e-4, "max_iter": 1000,
+PAPER_FIT = {"start": "random", "n_starts": 1, "tol": PAPER_TOL, "max_iter": 1000,
              "degenerate": "keep"}
 
 
@@ -321,7 +323,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         if isolate:
             n_core, j_core = core.shape
             out = run_in_worker(
-                task, lambda reason, seconds: _failed_output(reason, seconds, n_core, j_core),
+                task, lambda reason, seconds: SolverOutput.failed(reason, n_core, j_core,
+                                                                  runtime_s=seconds),
                 timeout_s, f"cbmm-fit-{spec.name}")
         else:
             out = task()
@@ -620,10 +623,10 @@ def _solve(spec, data, start, settings, options, verbose) -> SolverOutput:
         message = " ".join(str(exc).split()) or type(exc).__name__
         if isinstance(exc, SystemExit):
             message = f"the method called sys.exit({exc.code!r})"
-        return _failed_output(message, time.perf_counter() - wall, n, j,
-                              {"exception": type(exc).__name__})
+        return SolverOutput.failed(message, n, j, runtime_s=time.perf_counter() - wall,
+                                   info={"exception": type(exc).__name__})
     if problem:
-        return _failed_output(problem, time.perf_counter() - wall, n, j)
+        return SolverOutput.failed(problem, n, j, runtime_s=time.perf_counter() - wall)
     return out
 
 
@@ -637,12 +640,6 @@ def _malformed(out, n, j) -> str | None:
     if not isinstance(out.status, str):
         return f"the solver returned status {out.status!r}, not a string"
     return None
-
-
-def _failed_output(reason, runtime_s, n, j, info=None) -> SolverOutput:
-    return SolverOutput(theta=np.full(n, np.nan), a=np.full(j, np.nan), b=np.full(j, np.nan),
-                        loss_history=[], n_iter=0, status=f"failed: {reason}",
-                        runtime_s=runtime_s, info=dict(info or {}))
 
 
 class _ProgressLog:

@@ -211,7 +211,7 @@ def _fit_command(args) -> int:
 def _bootstrap_command(args) -> int:
     import cbmm
 
-    from .inference import BootstrapResult
+    from .bootstrap import BootstrapResult
     from .registry import get_method
 
     method = get_method(args.method)

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import Penalty, fit_measures, fused_matrix, row_blocks
+from .engine import Objective, row_blocks
+from .model import fit_measures
+from .prior import Penalty
 
 __all__ = ["STATIONARY_BELOW", "identified_core", "scaled_gradient", "separation"]
 
@@ -63,20 +65,13 @@ def scaled_gradient(theta, a, b, responses, sigma: float = 1.0, penalty: Penalty
         penalty's curvature.  A component with no information (``F_kk = 0``) counts as
         inf unless its gradient vanishes.
     """
-    from .solver import thread_count
-
     penalty = penalty or Penalty()
     theta, a, b = (np.ascontiguousarray(v, dtype=float) for v in (theta, a, b))
-    matrix = fused_matrix(responses)
+    objective = Objective(responses, sigma, penalty)
     if gradient is None:
-        gradient = fit_measures(theta, a, b, (theta, a, b), matrix, sigma, reference=1.0,
-                                penalty=penalty)[3]
-    curvature = [np.empty(theta.size), np.empty(a.size), np.empty(b.size)]
-    matrix.curvature(theta, a / sigma, b / sigma, 1.0,
-                     thread_count(matrix.stored, matrix.shape[0]), *curvature)
-    theta_precision, item_precision = penalty.curvature()
-    curvature = [curvature[0] + theta_precision, curvature[1] + item_precision,
-                 curvature[2] + item_precision]
+        gradient = fit_measures(theta, a, b, (theta, a, b), objective.matrix, sigma,
+                                reference=1.0, penalty=penalty)[3]
+    curvature = objective.curvature(theta, a, b)
     g_theta, g_alpha, g_beta = gradient
     g_alpha = np.where((a <= 0) & (g_alpha > 0), 0.0, g_alpha)
     largest = 0.0

@@ -6,7 +6,7 @@ crawls wherever theta and a are strongly coupled (real data, weak signal:
 quasi-Newton method on the same objective handles the coupling but wastes its
 first iterations far from the optimum.  ``auto`` uses each where it is good:
 
-1. **MM phase.**  SQUAREM cycles of the MM map (:func:`cbmm.solver.squarem_cycles`;
+1. **MM phase.**  SQUAREM cycles of the MM map (:func:`cbmm.mm.squarem_cycles`;
    monotone, ``a >= 0``), in float32 per-entry arithmetic unless float64 is
    requested.  The first pass also gives the gradient at the start, the
    reference of the stationarity measure.  The phase ends when MM's rate
@@ -60,6 +60,7 @@ try:
 except ImportError:
     threadpool_limits = None
 
+from .mm import squarem_cycles
 from .model import canonical_projected_norm
 from .result import SolverOutput
 
@@ -92,7 +93,7 @@ def solve_auto(op, theta, a, b, *, tol, max_iter, start, progress=None, stop_se=
 
     Parameters
     ----------
-    op : cbmm.solver.MMOperator
+    op : cbmm.mm.MMOperator
         The MM map on the responses (sigma = 1; either engine).
     theta, a, b : ndarray
         Start, ``a >= 0``.
@@ -169,8 +170,6 @@ def _mm_phase(op, theta, a, b, max_iter, record, stop_se=None):
     reference : float
         Canonical projected-gradient norm at the start.
     """
-    from .solver import squarem_cycles
-
     scale = None
     if stop_se is not None:
         # the start's curvature scales the gradient for the stop_se test (one pass), and

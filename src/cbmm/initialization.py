@@ -100,7 +100,8 @@ def spectral_start(responses, *, sigma: float = 1.0, penalty=None):
     theta0 : ndarray (N,)
     a0, b0 : ndarray (J,)
     """
-    from .model import Penalty, loss
+    from .model import loss
+    from .prior import Penalty
 
     penalty = penalty or Penalty()
     n, j = responses.shape
@@ -128,7 +129,7 @@ def spectral_start(responses, *, sigma: float = 1.0, penalty=None):
 
 def _centred_products(responses, ybar, observed_share):
     """``(Z @ V, Z.T @ U)`` for the centred, rescaled matrix of :func:`spectral_start`."""
-    from .model import row_blocks
+    from .engine import row_blocks
 
     n, j = responses.shape
     full = observed_share == 1.0

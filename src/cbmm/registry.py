@@ -204,7 +204,7 @@ class Method:
         :func:`cbmm.paper_settings` adds them to ``fit``'s paper arguments.
     minimises_loss : bool
         Whether the solver minimises loss (3) (plus the penalty of the shared
-        ``prior`` options, :data:`cbmm.methods._objective.PRIOR_OPTIONS`, when
+        ``prior`` options, :data:`cbmm.methods._prior.PRIOR_OPTIONS`, when
         it declares them).  :func:`cbmm.fit` then judges its stationarity and
         unbounded directions, compares its starts by that objective and can
         compute standard errors; a method fitting another model (mirt's

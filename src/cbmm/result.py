@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .io import atomic_paths
+from .stopping import PAPER_TOL
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
@@ -53,6 +54,16 @@ class SolverOutput:
     status: str
     runtime_s: float
     info: dict = field(default_factory=dict)
+
+    @classmethod
+    def failed(cls, reason: str, n: int, j: int, *, runtime_s: float = 0.0, loss_history=(),
+               n_iter: int = 0, info=None) -> "SolverOutput":
+        """A failed solver output: NaN parameters and ``status = "failed: <reason>"`` (the
+        prefix is not doubled), with the progress made before the failure."""
+        status = reason if reason.startswith("failed") else f"failed: {reason}"
+        return cls(theta=np.full(n, np.nan), a=np.full(j, np.nan), b=np.full(j, np.nan),
+                   loss_history=list(loss_history), n_iter=int(n_iter), status=status,
+                   runtime_s=float(runtime_s), info=dict(info or {}))
 
 
 @dataclass
@@ -106,7 +117,7 @@ class FitResult:
     runtime_s: float
     method: str
     sigma: float = 1.0
-    tol: float = 1e-4
+    tol: float = PAPER_TOL
     max_iter: int = 1000
     seed: int | None = 0
     init_scale: float = 1.0
@@ -122,7 +133,7 @@ class FitResult:
 
     @classmethod
     def failure(cls, reason, *, responses, method: str, runtime_s: float = 0.0,
-                n_iter: int = 0, loss_history=(), sigma: float = 1.0, tol: float = 1e-4,
+                n_iter: int = 0, loss_history=(), sigma: float = 1.0, tol: float = PAPER_TOL,
                 max_iter: int = 1000, seed=0, init_scale: float = 1.0,
                 degenerate_items=(), degenerate_models=(), info=None) -> "FitResult":
         """A failed fit (the paper's "NA"): NaN parameters labelled like the data.

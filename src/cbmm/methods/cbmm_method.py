@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..model import PRIOR_SD, Penalty
+from ..prior import PRIOR_SD, Penalty
 from ..registry import Option, register_method
 from ..solver import solve_cbmm
-from ._objective import PRIOR_OPTIONS
+from ._prior import PRIOR_OPTIONS
 
 OPTIONS = {
     "engine": Option("str", "fused", choices=("fused", "numpy"),

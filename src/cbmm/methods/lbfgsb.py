@@ -2,15 +2,15 @@
 
 The variables are ``x = (theta, a, b)`` with box constraints ``a >= 0``
 (theta and b free); every evaluation returns the loss and its gradient from
-one fused pass over the observed entries (:class:`~._objective.Objective`).
+one fused pass over the observed entries (:class:`cbmm.engine.Objective`).
 The shared start enters in its balanced representative
 (:func:`~._bilinear.balance_scale`: the same ``theta a^T``, hence the same
 loss, with ``||theta|| = ||a||``).
 
 Stopping rule.  The decision is taken in the callback after every iteration
-by :class:`~._stopping.RelativeLossRule`: the paper's relative loss change
+by :class:`cbmm.stopping.RelativeLossRule`: the paper's relative loss change
 ``|l_k - l_{k-1}| / |l_{k-1}| < tol``, counted once the projected-gradient
-norm is at most :data:`~._stopping.GRADIENT_SAFEGUARD` times the start's.
+norm is at most :data:`cbmm.stopping.GRADIENT_SAFEGUARD` times the start's.
 SciPy's own one-shot ``ftol`` test is switched off (``ftol = 0``: it would
 stop on any single short step), ``gtol = 1e-12`` (a projected gradient that
 small is stationary), ``maxiter = max_iter`` (L-BFGS-B iterations; the line
@@ -28,20 +28,16 @@ import numpy as np
 from ..registry import Option, register_method
 from ..result import SolverOutput
 from ._bilinear import balance_scale
-from ..model import PRIOR_SD, Penalty
-from ._objective import PRIOR_OPTIONS, Objective
-from ._stopping import RelativeLossRule
+from ..engine import Objective
+from ..model import projected_norm
+from ..prior import PRIOR_SD, Penalty
+from ..stopping import RelativeLossRule
+from ._prior import PRIOR_OPTIONS
 
 __all__ = ["solve"]
 
 #: Projected-gradient sup-norm at which SciPy stops by itself (a stationary point).
 GTOL = 1e-12
-
-
-def _projected_gradient_norm(a, grad_theta, grad_a, grad_b):
-    """Euclidean norm of the gradient projected onto the feasible directions of ``a >= 0``."""
-    grad_a = np.where((a <= 0) & (grad_a > 0), 0.0, grad_a)
-    return float(np.sqrt(grad_theta @ grad_theta + grad_a @ grad_a + grad_b @ grad_b))
 
 
 OPTIONS = {
@@ -64,7 +60,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     theta0, a0, b0 : ndarray
         Shared starting point (``a0`` is clipped at 0).
     sigma, tol, max_iter
-        Temperature, relative-loss tolerance (:class:`~._stopping.RelativeLossRule`),
+        Temperature, relative-loss tolerance (:class:`cbmm.stopping.RelativeLossRule`),
         iteration limit (SciPy ``maxiter``).
     seed : ignored
         L-BFGS-B is deterministic.
@@ -108,7 +104,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     def value_and_gradient(x):
         value, g_theta, g_a, g_b = objective.loss_and_gradient(x[:n], x[n:n + j], x[n + j:])
         last.update(x=x.copy(), value=value,
-                    gradient_norm=_projected_gradient_norm(x[n:n + j], g_theta, g_a, g_b))
+                    gradient_norm=projected_norm(x[n:n + j], g_theta, g_a, g_b))
         if not history:  # SciPy evaluates x0 first: record the starting loss
             history.append(value)
             times.append(time.perf_counter() - start)

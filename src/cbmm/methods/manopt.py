@@ -11,9 +11,9 @@ representative (:func:`~._bilinear.balance_scale`: the same ``theta a^T``,
 hence the same loss, with ``||theta|| = ||a||``).
 
 Stopping rule.  pymanopt has no relative-cost test, so a subclass adds the
-paper's, :class:`~._stopping.RelativeLossRule`: stop when
+paper's, :class:`cbmm.stopping.RelativeLossRule`: stop when
 ``|f_k - f_{k-1}| / |f_{k-1}| < tol`` between consecutive CG iterates, counted
-once the gradient norm is at most :data:`~._stopping.GRADIENT_SAFEGUARD`
+once the gradient norm is at most :data:`cbmm.stopping.GRADIENT_SAFEGUARD`
 times the start's.  pymanopt's own tests stay active: gradient norm < 1e-6
 (stationary: converged), ``max_iterations`` so that at most ``max_iter`` CG
 steps are taken; its 1000-second time limit is removed.  A line search that
@@ -52,10 +52,11 @@ import numpy as np
 from ..registry import Option, register_method
 from ..result import SolverOutput
 from ._bilinear import balance_scale, orient_sign
-from ..model import PRIOR_SD, Penalty
-from ._objective import PRIOR_OPTIONS, Objective
+from ..engine import Objective
+from ..prior import PRIOR_SD, Penalty
 from ._software import require_python_modules
-from ._stopping import RelativeLossRule
+from ..stopping import RelativeLossRule, relative_change
+from ._prior import PRIOR_OPTIONS
 
 __all__ = ["availability", "lipschitz_item_block", "proximal_gradient", "solve"]
 
@@ -132,7 +133,7 @@ def proximal_gradient(objective, theta, a, b, *, step, sparsity, tol, max_iter, 
         previous, penalised = penalised, value + sparsity * a.sum()
         if not np.isfinite(penalised):
             return a, b, history, times, n_steps, False
-        if abs(penalised - previous) < tol * abs(previous):
+        if relative_change(previous, penalised) < tol:
             return a, b, history, times, n_steps, True
     return a, b, history, times, max_iter, False
 
@@ -154,7 +155,7 @@ class _CostGradientCache:
 
 
 def _relative_cost_cg(rule, start, progress=None):
-    """pymanopt ConjugateGradient that stops by ``rule`` (:class:`~._stopping.RelativeLossRule`)."""
+    """pymanopt ConjugateGradient that stops by ``rule`` (:class:`cbmm.stopping.RelativeLossRule`)."""
     from pymanopt.optimizers import ConjugateGradient
 
     class RelativeCostConjugateGradient(ConjugateGradient):
@@ -265,8 +266,10 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     history, times = list(optimizer.costs), list(optimizer.times)
     n_cg = result.iterations - 1
     if reason.startswith("failed") or not np.isfinite(result.cost):
-        return _failed(f"failed: Manopt conjugate gradient: {reason.removeprefix('failed: ')}",
-                       n, j, history, n_cg, time.perf_counter() - start, setup_s, times)
+        return SolverOutput.failed(
+            f"Manopt conjugate gradient: {reason.removeprefix('failed: ')}", n, j,
+            runtime_s=time.perf_counter() - start, loss_history=history, n_iter=n_cg,
+            info={"time_history": times, "setup_s": setup_s})
 
     theta, a_cg, flipped = orient_sign(theta, a_cg)
     # the penalty adds its curvature, item_precision / sigma^2, to the item block's
@@ -279,8 +282,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     history += prox_history[1:]
     times += prox_times
     if not np.isfinite(history[-1]):
-        return _failed("failed: Manopt proximal step: non-finite loss", n, j, history, n_cg,
-                       runtime, setup_s, times)
+        return SolverOutput.failed("Manopt proximal step: non-finite loss", n, j,
+                                   runtime_s=runtime, loss_history=history, n_iter=n_cg,
+                                   info={"time_history": times, "setup_s": setup_s})
     cg_hit_limit = reason.startswith("Terminated - max iterations")
     status = "max_iter" if cg_hit_limit or not prox_converged else "converged"
     return SolverOutput(
@@ -290,13 +294,6 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
               "prox_steps": prox_steps, "prox_step_size": eta, "prox_sparsity": sparsity,
               "negative_a_before_prox": int(np.count_nonzero(a_cg < 0)), "flipped": flipped,
               "n_evaluations": objective.evaluations - setup_evaluations, **rule.info()})
-
-
-def _failed(status, n, j, history, n_iter, runtime, setup_s, times):
-    nan = np.full(j, np.nan)
-    return SolverOutput(theta=np.full(n, np.nan), a=nan, b=nan.copy(), loss_history=history,
-                        n_iter=n_iter, status=status, runtime_s=runtime,
-                        info={"time_history": times, "setup_s": setup_s})
 
 
 register_method("manopt", solve, label="Manopt", availability=availability, options=OPTIONS,

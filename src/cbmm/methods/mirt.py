@@ -231,10 +231,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
             "r_output": "".join(console), "TOL": tol, "NCYCLES": max_iter}
     if "error" in result:
         message = " ".join(str(result["error"][0]).split())
-        nan = np.full(j, np.nan)
-        return SolverOutput(theta=np.full(n, np.nan), a=nan, b=nan.copy(), loss_history=[],
-                            n_iter=0, status=f"failed: mirt: {message}", runtime_s=wall,
-                            info=info)
+        return SolverOutput.failed(f"mirt: {message}", n, j, runtime_s=wall, info=info)
     info["marginal_loglik"] = float(result["loglik"][0])
     return SolverOutput(
         theta=np.asarray(result["theta"], dtype=float),

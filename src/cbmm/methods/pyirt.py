@@ -41,7 +41,8 @@ import numpy as np
 
 from ..registry import Option, register_method
 from ..result import SolverOutput
-from ._objective import Objective
+from ..engine import Objective
+from ..stopping import relative_change
 from ._software import require_python_modules
 
 __all__ = ["availability", "solve", "to_cbmm_parameters"]
@@ -239,7 +240,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, progress=N
                                        sigma)
             history.append(objective.loss_and_gradient(*point)[0])
         history.append(objective.loss_and_gradient(theta, a, b)[0])
-        changes = np.abs(np.diff(history)) / np.abs(history[:-1])
+        changes = np.array([relative_change(before, after)
+                            for before, after in zip(history[:-1], history[1:])])
         below = np.flatnonzero(changes < tol)
         info["tol_reached_epoch"] = int(below[0]) + 1 if below.size else None
         status = "converged" if changes.size and changes[-1] < tol else "max_iter"

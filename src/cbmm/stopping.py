@@ -1,22 +1,49 @@
-"""The stopping rule of the gradient baselines (L-BFGS-B, Manopt): the paper's, with a safeguard.
+"""Stopping rules: the paper's relative change of the loss, for every method.
 
 The paper stops every method when the relative change of the loss between
-consecutive iterates falls below ``tol``.  A quasi-Newton or conjugate
-gradient iteration can also make one tiny step far from a stationary point
-(a short line-search step after a poor direction, or a step cut short by the
-bound ``a >= 0``), and the rule alone then reads that step as convergence.
-So the rule only counts once the solver's own (projected) gradient norm has
-fallen to ``GRADIENT_SAFEGUARD`` times its norm at the start; above that the
-iteration goes on.  On the paper's designs the safeguard almost never binds
-(docs/baselines.md), so it costs no iterations where the paper's rule is
-sound.
+consecutive iterates falls below ``tol`` (:data:`PAPER_TOL` = 1e-4).  cBMM's MM
+iterations use it as it is (:func:`stop_status`).  A quasi-Newton or conjugate
+gradient iteration can also make one tiny step far from a stationary point (a
+short line-search step after a poor direction, or a step cut short by the bound
+``a >= 0``), and the rule alone then reads that step as convergence; so for the
+gradient baselines (L-BFGS-B, Manopt) :class:`RelativeLossRule` counts it only once
+the solver's own (projected) gradient norm has fallen to ``GRADIENT_SAFEGUARD``
+times its norm at the start.  On the paper's designs the safeguard almost never
+binds (docs/baselines.md).  Whether a stopped fit is an answer is judged afterwards,
+the same way for every method (:mod:`cbmm.diagnostics`).
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["GRADIENT_SAFEGUARD", "RelativeLossRule"]
+import numpy as np
+
+__all__ = ["GRADIENT_SAFEGUARD", "PAPER_TOL", "RelativeLossRule", "relative_change",
+           "stop_status"]
+
+#: The paper's tolerance of the relative change of the loss.
+PAPER_TOL = 1e-4
+
+
+def relative_change(previous, current) -> float:
+    """``|current - previous| / |previous|`` (a zero ``previous`` counts as the tiniest
+    float)."""
+    return abs(current - previous) / max(abs(previous), np.finfo(float).tiny)
+
+
+def stop_status(history, updates, tol, max_iter):
+    """Why the paper's rule ends an MM fit after the losses ``history`` and ``updates``
+    MM maps: a non-finite loss, a relative change below ``tol`` or ``max_iter``
+    maps; None while it goes on."""
+    if not np.isfinite(history[-1]):
+        return "failed: non-finite loss"
+    if len(history) > 1 and relative_change(history[-2], history[-1]) < tol:
+        return "converged"
+    if updates >= max_iter:
+        return "max_iter"
+    return None
+
 
 #: The relative-loss rule counts only at a gradient norm <= this times the start's.
 GRADIENT_SAFEGUARD = 0.1
@@ -68,7 +95,7 @@ class RelativeLossRule:
         previous, self.previous_loss = self.previous_loss, loss
         self.gradient_ratio = (gradient_norm / self.start_gradient_norm
                                if self.start_gradient_norm > 0 else 0.0)
-        change = abs(loss - previous) / abs(previous)
+        change = relative_change(previous, loss)
         if not change < self.tol:
             return False
         if self.gradient_ratio <= self.safeguard:

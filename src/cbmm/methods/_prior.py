@@ -1,0 +1,28 @@
+"""The ``prior`` options shared by the methods that minimise loss (3) (cbmm, lbfgsb,
+manopt): maximum likelihood as in the paper, or MAP (:class:`cbmm.prior.Penalty`)."""
+
+from __future__ import annotations
+
+from ..prior import PRIOR_SD, PRIORS, Penalty
+from ..registry import Option
+
+__all__ = ["PRIOR_OPTIONS", "penalty_of"]
+
+#: The options of every method that minimises loss (3): ML (the paper) or MAP.
+PRIOR_OPTIONS = {
+    "prior": Option("str", "normal", choices=PRIORS,
+                    doc="none: maximum likelihood, loss (3) as in the paper; normal: MAP with "
+                        "theta ~ N(0,1), a/sigma ~ N+(0,prior_sd^2), b/sigma ~ N(0,prior_sd^2), "
+                        "which has a finite optimum whatever the data"),
+    "prior_sd": Option("float", PRIOR_SD, exclusive_minimum=0,
+                       doc="prior standard deviation of a/sigma and b/sigma (logits) with "
+                           "prior=normal"),
+}
+
+
+def penalty_of(method, options) -> Penalty:
+    """The :class:`cbmm.model.Penalty` a method fits with its checked ``options``: none
+    unless it declares the shared :data:`PRIOR_OPTIONS`."""
+    if method.options.get("prior") is not PRIOR_OPTIONS["prior"]:
+        return Penalty()
+    return Penalty.of(options["prior"], options["prior_sd"])

@@ -99,3 +99,59 @@ def test_preload_is_called_with_the_checked_options(toy):
     assert not cbmm.fit(y, method=toy, steps=5, isolate=False).failed
     assert seen == [{"steps": 5, "mode": "fast"}]
     assert "cbmm.tables" in sys.modules
+
+
+# ----------------------------------------------------------------- the import graph
+
+def module_imports(package_dir):
+    """{module: modules of the package it imports}, at any depth of the code (imports
+    inside functions included), from the source files."""
+    import ast
+    from pathlib import Path
+
+    root = Path(package_dir)
+    modules = {}
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = path
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[:len(package.split(".")) - node.level + 1] \
+                    if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                submodules = [f"{target}.{a.name}" for a in node.names
+                              if f"{target}.{a.name}" in modules]
+                edges.update(submodules or [target])  # "from . import x" imports x
+            elif isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names)
+        graph[name] = {m for m in edges if m in modules and m != name}
+    return graph
+
+
+def test_the_librarys_modules_import_each_other_without_a_cycle():
+    from pathlib import Path
+
+    graph = module_imports(Path(cbmm.__file__).parent)
+    # the package itself imports everything for its namespace: not an edge of a cycle
+    graph = {m: deps - {"cbmm"} for m, deps in graph.items() if m != "cbmm"}
+    assert {"cbmm.engine", "cbmm.mm", "cbmm.solver", "cbmm.hybrid"} <= set(graph)
+    assert "cbmm.solver" not in graph["cbmm.hybrid"] and "cbmm.solver" not in graph["cbmm.model"]
+    state = {}
+
+    def visit(module, path):
+        state[module] = "open"
+        for dependency in sorted(graph[module]):
+            if state.get(dependency) == "open":
+                raise AssertionError("import cycle: " + " -> ".join(path + [dependency]))
+            if dependency not in state:
+                visit(dependency, path + [dependency])
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])

@@ -18,11 +18,16 @@ present, and any CSV given with ``--files``: models in rows, items in columns, 1
 Usage::
 
     python benchmarks/bench_agreement.py [--files a.csv,b.csv] [--splits 10] [--seeds 10]
+        [--prior-sds 3]
+
+``--prior-sds 2,3,5`` repeats the default's split halves with each prior standard
+deviation (``prior_sd``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import warnings
 from pathlib import Path
 
@@ -48,8 +53,8 @@ def split_halves(table, splits, how):
     return np.array(shares)
 
 
-def default(half):
-    fit = cbmm.fit(half, se=True)
+def default(half, prior_sd=cbmm.prior.PRIOR_SD):
+    fit = cbmm.fit(half, se=True, prior_sd=prior_sd)
     return np.asarray(fit.theta), np.asarray(fit.theta_se)
 
 
@@ -82,6 +87,7 @@ def main():
     parser.add_argument("--files", default="")
     parser.add_argument("--splits", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--prior-sds", default=str(cbmm.prior.PRIOR_SD))
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     paths = [p for p in MATH500_CANDIDATES if p.is_file()][:1]
@@ -89,14 +95,15 @@ def main():
     for path in paths:
         table = pd.read_csv(path, index_col=0)
         print(f"{path.name}: {table.shape[0]} models x {table.shape[1]} items")
-        for name, how in (("default (MAP)", default), ("ML, set aside", set_aside),
-                          ("before: score's SE", before)):
+        rows = [(f"default, prior_sd {sd:g}", functools.partial(default, prior_sd=sd))
+                for sd in map(float, args.prior_sds.split(","))]
+        for name, how in rows + [("ML, set aside", set_aside), ("before: score's SE", before)]:
             shares = split_halves(table, args.splits, how)
             answered = shares[np.isfinite(shares)]
             if not answered.size:
-                print(f"  split halves, {name:>20}: no finite optimum in any split")
+                print(f"  split halves, {name:>24}: no finite optimum in any split")
                 continue
-            print(f"  split halves, {name:>20}: {answered.mean():.3f} of models within "
+            print(f"  split halves, {name:>24}: {answered.mean():.3f} of models within "
                   f"(range {answered.min():.3f}-{answered.max():.3f} over {answered.size} "
                   f"splits; {args.splits - answered.size} without a finite optimum)")
         for name, settings in (("default", {}), ("paper", cbmm.paper_settings("cbmm"))):

@@ -48,6 +48,10 @@ TABLE_FILES = {
     "math500_abilities": "math500_abilities.csv",
     "math500_items": "math500_items.csv",
     "math500_models_latex": "math500_models.tex",
+    # efficient evaluation (cbmm.efficient.study): selection, adaptive tests, item audit
+    "efficiency": "efficiency/{dataset}.csv",
+    "adaptive": "adaptive/{dataset}.csv",
+    "item_audit": "item_audit/{dataset}.csv",
 }
 
 #: Parameters of the stability study, with their LaTeX symbols.

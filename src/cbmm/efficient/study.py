@@ -1,0 +1,223 @@
+"""The efficient-evaluation study of one response matrix (the workflow's rule
+``efficiency`` and ``benchmarks/bench_efficiency.py`` run it).
+
+The models are split at random into calibration and held-out models (``splits`` times,
+``test_share`` held out).  On each split the calibration models are fitted with
+:func:`cbmm.fit`; then
+
+* :func:`selection_study`: for each ``k`` and strategy, the held-out models answer the
+  k selected items and :func:`cbmm.predict_accuracy` predicts their accuracy over all
+  items, beside the baseline of the mean of k random items (``random_mean``, the same
+  draw as the ``random`` strategy);
+* :func:`adaptive_study`: each held-out model takes an adaptive test with its own answers
+  (for each SE target), compared with its ability from all its answers (the same
+  posterior mean, every item answered).
+
+:func:`summarise_selection` and :func:`summarise_adaptive` reduce the per-model rows to
+the tables the report shows.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .adaptive import ItemExposure, adaptive_test
+from .bank import ItemBank, Posterior, check_integer
+from .prediction import reconstruct
+from .selection import select_items
+
+__all__ = ["model_splits", "calibrate", "selection_study", "adaptive_study",
+           "summarise_selection", "summarise_adaptive", "BASELINE"]
+
+#: The baseline of the selection study: the mean of the k items of the ``random`` draw.
+BASELINE = "random_mean"
+
+
+def model_splits(n_models: int, splits: int, test_share: float, seed: int):
+    """``[(calibration rows, held-out rows), ...]``: ``splits`` random splits of the
+    models, ``round(test_share * n_models)`` (at least 1) held out in each."""
+    splits = check_integer("splits", splits, minimum=1)
+    if not 0 < test_share < 1:
+        raise ValueError(f"test_share must be in (0, 1), got {test_share!r}")
+    held = max(1, int(round(test_share * n_models)))
+    if n_models - held < 2:
+        raise ValueError(f"{n_models} models leave fewer than 2 to calibrate on")
+    rng = np.random.default_rng([check_integer("seed", seed, minimum=0), 0xeff])
+    out = []
+    for _ in range(splits):
+        order = rng.permutation(n_models)
+        out.append((np.sort(order[held:]), np.sort(order[:held])))
+    return out
+
+
+def calibrate(table, rows, fit_options: dict):
+    """The default fit (``cbmm.fit`` with ``fit_options``) of the models ``rows``."""
+    from ..api import fit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degenerate items of a split are the audit's business
+        return fit(table.iloc[rows], **fit_options)
+
+
+def selection_study(table, *, ks, strategies, splits: int = 5, test_share: float = 0.2,
+                    seed: int = 0, fit_options: dict | None = None):
+    """Predicted accuracy of held-out models from k selected items.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Models x items, 1 / 0 / NaN.
+    ks : list of int
+        Numbers of items; those not below the number of items are skipped.
+    strategies : list of str
+        Strategies of :func:`cbmm.select_items`.
+    splits, test_share, seed
+        See :func:`model_splits`; ``seed`` also seeds the selections.
+    fit_options : dict, optional
+        Arguments of :func:`cbmm.fit` for the calibrations.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per split, k, strategy (and ``random_mean``) and held-out model:
+        ``split, k, strategy, model, accuracy`` (over the items the model answered),
+        ``predicted, lower, upper``.
+    """
+    import pandas as pd
+
+    rows = []
+    values = table.to_numpy(dtype=float)
+    for split, (train, held) in enumerate(model_splits(len(table), splits, test_share, seed)):
+        result = calibrate(table, train, fit_options or {})
+        bank = ItemBank.of(result)
+        truth = values[held]
+        accuracy = np.nanmean(truth, axis=1)
+        for k in (k for k in ks if k < truth.shape[1]):
+            for strategy in strategies:
+                chosen = bank.labels.get_indexer(
+                    select_items(result, k, strategy, seed=seed + split))
+                answers = np.zeros(truth.shape, dtype=np.int8)
+                observed = truth[:, chosen]
+                answers[:, chosen] = np.where(np.isnan(observed), 0,
+                                              np.where(observed > 0, 1, -1))
+                predicted = reconstruct(answers, bank)
+                rows.append(pd.DataFrame({
+                    "split": split, "k": k, "strategy": strategy,
+                    "model": table.index[held], "accuracy": accuracy,
+                    "predicted": predicted["accuracy"], "lower": predicted["lower"],
+                    "upper": predicted["upper"]}))
+                if strategy == "random":
+                    mean = np.nanmean(observed, axis=1)
+                    rows.append(pd.DataFrame({
+                        "split": split, "k": k, "strategy": BASELINE,
+                        "model": table.index[held], "accuracy": accuracy, "predicted": mean,
+                        "lower": np.nan, "upper": np.nan}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def adaptive_study(table, *, se_targets, max_items: int = 50, min_items: int = 5,
+                   candidates: int = 5, max_exposure: float | None = None, splits: int = 5,
+                   test_share: float = 0.2, seed: int = 0, fit_options: dict | None = None):
+    """Adaptive tests of held-out models driven by their own answers.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Models x items, 1 / 0 / NaN (a test asks only items the model answered: its
+        ``pool``).
+    se_targets : list of float
+        SE targets of :func:`cbmm.adaptive_test`, one test per model and target.
+    max_items, min_items, candidates
+        As for :func:`cbmm.adaptive_test` (``max_items`` at most the number of items).
+    max_exposure : float, optional
+        The held-out models of a split (in random order) share an :class:`ItemExposure`
+        with this rate; None: no exposure control.
+    splits, test_share, seed, fit_options
+        As for :func:`selection_study`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per split, SE target and held-out model: ``split, se_target, model,
+        n_items, theta, se, theta_full`` (posterior mean from all the model's answers),
+        ``theta_error`` (``theta - theta_full``), ``predicted`` (accuracy),
+        ``accuracy`` (over all its answers), ``stop`` and ``items`` (the labels given,
+        separated by spaces).
+    """
+    import pandas as pd
+
+    rows = []
+    values = table.to_numpy(dtype=float)
+    for split, (train, held) in enumerate(model_splits(len(table), splits, test_share, seed)):
+        result = calibrate(table, train, fit_options or {})
+        bank = ItemBank.of(result)
+        truth = values[held]
+        coded = np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
+        theta_full = Posterior(coded, bank).mean
+        position = {label: j for j, label in enumerate(bank.labels)}
+        order = np.random.default_rng([seed, split]).permutation(len(held))
+        for se_target in se_targets:
+            exposure = None if max_exposure is None else ItemExposure(max_exposure, len(held))
+            for i in order:
+                def respond(label, row=truth[i]):
+                    return int(row[position[label]] > 0)
+
+                test = adaptive_test(respond, result, pool=bank.labels[coded[i] != 0],
+                                     se_target=se_target,
+                                     max_items=min(max_items, len(bank)),
+                                     min_items=min_items, candidates=candidates,
+                                     exposure=exposure, seed=seed + split)
+                rows.append({"split": split, "se_target": se_target,
+                             "model": table.index[held[i]], "n_items": len(test.items),
+                             "theta": test.theta, "se": test.se,
+                             "theta_full": theta_full[i],
+                             "theta_error": test.theta - theta_full[i],
+                             "predicted": test.accuracy,
+                             "accuracy": float(np.nanmean(truth[i])), "stop": test.stop,
+                             "items": " ".join(map(str, test.items))})
+    return pd.DataFrame(rows)
+
+
+def summarise_selection(rows):
+    """Per k and strategy: ``mae``, ``rmse`` of the predicted accuracy (mean over splits of
+    each split's value, and its sd ``mae_sd``), ``coverage`` of the intervals and
+    ``n_models`` per split."""
+    import pandas as pd
+
+    error = rows["predicted"] - rows["accuracy"]
+    covered = (rows["lower"] <= rows["accuracy"]) & (rows["accuracy"] <= rows["upper"])
+    frame = rows.assign(abs_error=error.abs(), sq_error=error ** 2,
+                        covered=covered.where(rows["lower"].notna()))
+    per_split = frame.groupby(["k", "strategy", "split"]).agg(
+        mae=("abs_error", "mean"), mse=("sq_error", "mean"), coverage=("covered", "mean"),
+        n_models=("model", "size"))
+    per_split["rmse"] = np.sqrt(per_split.pop("mse"))
+    grouped = per_split.groupby(level=["k", "strategy"])
+    out = grouped[["mae", "rmse", "coverage", "n_models"]].mean()
+    out.insert(1, "mae_sd", grouped["mae"].std())
+    return pd.DataFrame(out).reset_index()
+
+
+def summarise_adaptive(rows):
+    """Per SE target: mean and largest ``n_items``, ``theta_mae`` (against the full-data
+    ability), ``accuracy_mae`` and ``max_exposure`` (the largest share of a split's tests
+    that gave one item, mean over splits)."""
+    frame = rows.assign(abs_theta=rows["theta_error"].abs(),
+                        abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs())
+    out = frame.groupby("se_target").agg(n_items=("n_items", "mean"),
+                                         max_items=("n_items", "max"),
+                                         theta_mae=("abs_theta", "mean"),
+                                         accuracy_mae=("abs_accuracy", "mean"))
+    exposure = rows.groupby(["se_target", "split"])["items"].apply(_largest_exposure)
+    out["max_exposure"] = exposure.groupby(level="se_target").mean()
+    return out.reset_index()
+
+
+def _largest_exposure(items):
+    counts = {}
+    for given in items:
+        for label in given.split():
+            counts[label] = counts.get(label, 0) + 1
+    return max(counts.values()) / len(items)

@@ -47,6 +47,7 @@ include: "workflow/rules/metrics.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/render.smk"
 include: "workflow/rules/fidelity.smk"
+include: "workflow/rules/efficiency.smk"
 
 
 rule all:

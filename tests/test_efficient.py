@@ -341,8 +341,8 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     summary = study.summarise_selection(rows)
     assert set(summary.columns) >= {"k", "strategy", "mae", "mae_sd", "rmse", "coverage"}
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
-    adaptive = study.adaptive_study(small, se_targets=[0.3], max_items=20, splits=1,
-                                    max_exposure=0.2)
-    assert len(adaptive) == 60 and (adaptive["n_items"] <= 20).all()
-    summary = study.summarise_adaptive(adaptive)
-    assert summary["max_exposure"].iloc[0] <= 0.2
+    adaptive = study.adaptive_study(small, se_targets=[0.3], max_exposures=[None, 0.2],
+                                    max_items=20, splits=1)
+    assert len(adaptive) == 120 and (adaptive["n_items"] <= 20).all()
+    summary = study.summarise_adaptive(adaptive).set_index("max_exposure")
+    assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]

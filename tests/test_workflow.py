@@ -185,6 +185,8 @@ def expected_outputs(config):
                "results/tables/math500_models.tex"]
     tables += [f"results/tables/stability_{p}.tex" for p in ("theta", "a", "b")]
     tables += [f"results/tables/rankings/{d}.csv" for d in real["interpretability"]["datasets"]]
+    tables += [f"results/tables/{table}/{d}.csv" for d in real["efficiency"]["datasets"]
+               for table in ("efficiency", "adaptive", "item_audit")]
     return tables + [f"results/figures/{f}.{ext}" for f in figure_names(config)
                      for ext in ("pdf", "png")]
 
@@ -192,6 +194,8 @@ def expected_outputs(config):
 def figure_names(config):
     names = [f"sensitivity_{s}" for s in config["simulation"]["run"]]
     names += ["runtime", "discrimination", "rankflow", "math500_ability", "item_difficulty"]
+    names += [f"{figure}_{d}" for d in config["real"]["efficiency"]["datasets"]
+              for figure in ("efficiency", "item_audit")]
     return names + [f"rankflow_{d}" for d in config["real"]["interpretability"]["datasets"]]
 
 
@@ -383,6 +387,25 @@ def test_real_data_tables(test_run):
     assert len(stability) == len(st["datasets"]) * st["replicates"] * 3 * k * (k + 1) // 2
     diagonal = stability["s2_row"] == stability["s2_col"]
     np.testing.assert_allclose(stability.loc[diagonal, "spearman"], 1.0)
+
+
+def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
+    config, workdir = test_run["config"], test_run["workdir"]
+    study = config["real"]["efficiency"]
+    for dataset in study["datasets"]:
+        source = pd.read_csv(REPO / config["datasets"][dataset]["options"]["path"], index_col=0)
+        held = round(0.2 * len(source))
+        selection = pd.read_csv(workdir / f"results/tables/efficiency/{dataset}.csv")
+        assert sorted(zip(selection["k"], selection["strategy"])) == sorted(
+            (k, s) for k in study["k"] for s in [*study["strategies"], "random_mean"])
+        assert (selection["n_models"] == held).all() and selection["mae"].between(0, 1).all()
+        tests = pd.read_csv(workdir / f"results/tables/adaptive/{dataset}.csv")
+        adaptive = study["adaptive"]
+        assert len(tests) == (study["splits"] * held * len(adaptive["se_targets"])
+                              * len(adaptive["max_exposures"]))
+        assert (tests["n_items"] <= adaptive["max_items"]).all()
+        audit = pd.read_csv(workdir / f"results/tables/item_audit/{dataset}.csv")
+        assert list(audit["item"].astype(str)) == list(source.columns)
 
 
 def test_interpretability_uses_the_converged_fit_beside_the_paper_rule(test_run):

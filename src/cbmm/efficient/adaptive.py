@@ -133,8 +133,10 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     respond : callable
         ``respond(label) -> 1 | 0`` (or True / False): the model's answer to the item
         with that label (correct or not).
-    result : FitResult, pandas.DataFrame or path
-        The calibrated items (as for :func:`cbmm.score`).
+    result : FitResult, pandas.DataFrame, path or ItemBank
+        The calibrated items (as for :func:`cbmm.score`); an
+        :class:`~cbmm.efficient.bank.ItemBank` keeps what it computes between tests (for
+        many tests against a large bank).
     pool : list of labels, optional
         The items that may be given (e.g. those a file holds answers to); default all.
     se_target : float

@@ -17,6 +17,7 @@ probabilities, their variance) by one weighted sum.
 
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -73,7 +74,10 @@ class ItemBank:
     @classmethod
     def of(cls, result) -> ItemBank:
         """The bank of a FitResult, a DataFrame with columns ``a`` and ``b``, an
-        ``items.csv`` or its folder (see :func:`cbmm.score.read_items`)."""
+        ``items.csv`` or its folder (see :func:`cbmm.score.read_items`); an ItemBank is
+        returned as it is (with the grid values it has computed)."""
+        if isinstance(result, ItemBank):
+            return result
         table, sigma, _ = read_items(result)
         abilities = None
         if isinstance(result, FitResult):
@@ -103,6 +107,18 @@ class ItemBank:
         ``slope^2 p (1 - p)``."""
         p = self.probabilities(theta)
         return self.slope ** 2 * p * (1.0 - p)
+
+    @functools.cached_property
+    def grid(self) -> dict:
+        """The items at :data:`GRID`, computed once per bank (``grid x J`` each): ``p``,
+        ``pq`` (``p (1 - p)``), ``log_p``, ``log_q`` (``log (1 - p)``), and the sums over
+        all items ``p_total`` and ``pq_total`` (per grid ability)."""
+        x = np.multiply.outer(GRID, self.slope) + self.intercept
+        p = expit(x)
+        pq = p * (1.0 - p)
+        return {"p": p, "pq": pq, "log_p": -np.logaddexp(0.0, -x),
+                "log_q": -np.logaddexp(0.0, x), "p_total": p.sum(axis=1),
+                "pq_total": pq.sum(axis=1)}
 
     def population(self) -> np.ndarray:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)
@@ -135,16 +151,13 @@ class Posterior:
     """Posterior weights of the ability on :data:`GRID` for each row of ``answers``
     (int8, +1 / -1 / 0 not answered), under the N(0, 1) prior.
 
-    ``weights`` is ``models x grid`` (rows sum to 1).  The bank's probabilities at the
-    grid, ``p`` (``grid x J``), are kept for the expectations below.
+    ``weights`` is ``models x grid`` (rows sum to 1).
     """
 
     def __init__(self, answers: np.ndarray, bank: ItemBank):
-        self.bank = bank
-        self.p = bank.probabilities(GRID)
-        log_p, log_q = _log_probabilities(bank)
+        grid = bank.grid
         correct, wrong = _indicators(answers)
-        log_weights = correct @ log_p.T + wrong @ log_q.T + _LOG_PRIOR
+        log_weights = correct @ grid["log_p"].T + wrong @ grid["log_q"].T + _LOG_PRIOR
         log_weights -= log_weights.max(axis=1, keepdims=True)
         weights = np.exp(log_weights)
         self.weights = weights / weights.sum(axis=1, keepdims=True)
@@ -165,12 +178,6 @@ class Posterior:
         """``models x grid``: for each model and grid ability, the sum of ``values``
         (``grid x J``) over the items the model answered."""
         return np.asarray(self.answered @ values.T)
-
-
-def _log_probabilities(bank: ItemBank):
-    """``log p`` and ``log (1 - p)`` at :data:`GRID` (``grid x J``), without overflow."""
-    x = np.multiply.outer(GRID, bank.slope) + bank.intercept
-    return -np.logaddexp(0.0, -x), -np.logaddexp(0.0, x)
 
 
 def _indicators(answers: np.ndarray):

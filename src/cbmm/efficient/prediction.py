@@ -101,20 +101,20 @@ def reconstruct(answers: np.ndarray, bank: ItemBank, level: float = 0.95) -> dic
     from scipy.special import ndtri
 
     posterior = Posterior(answers, bank)
-    weights, p = posterior.weights, posterior.p
-    pq = p * (1.0 - p)
+    weights, grid = posterior.weights, bank.grid
     n_items = len(bank)
     answered = np.count_nonzero(answers, axis=1)
     unanswered = n_items - answered
     correct = np.count_nonzero(answers > 0, axis=1)
 
-    answered_p = posterior.answered_sums(p)
-    unanswered_p = p.sum(axis=1) - answered_p  # models x grid
+    answered_p = posterior.answered_sums(grid["p"])
+    unanswered_p = grid["p_total"] - answered_p  # models x grid
     expected = (weights * unanswered_p).sum(axis=1)
     ability_variance = np.maximum((weights * unanswered_p ** 2).sum(axis=1) - expected ** 2, 0)
-    total_pq = weights @ pq.sum(axis=1)
+    total_pq = weights @ grid["pq_total"]
     # rounding can leave a sum over no item a hair below 0
-    noise = np.maximum(total_pq - (weights * posterior.answered_sums(pq)).sum(axis=1), 0.0)
+    noise = np.maximum(total_pq - (weights * posterior.answered_sums(grid["pq"])).sum(axis=1),
+                       0.0)
 
     with np.errstate(invalid="ignore", divide="ignore"):
         residual = np.where(answered > 0,

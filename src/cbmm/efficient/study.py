@@ -117,8 +117,8 @@ def selection_study(table, *, ks, strategies, splits: int = 5, test_share: float
     return pd.concat(rows, ignore_index=True)
 
 
-def adaptive_study(table, *, se_targets, max_items: int = 50, min_items: int = 5,
-                   candidates: int = 5, max_exposure: float | None = None, splits: int = 5,
+def adaptive_study(table, *, se_targets, max_exposures=(None,), max_items: int = 50,
+                   min_items: int = 5, candidates: int = 5, splits: int = 5,
                    test_share: float = 0.2, seed: int = 0, fit_options: dict | None = None):
     """Adaptive tests of held-out models driven by their own answers.
 
@@ -129,54 +129,51 @@ def adaptive_study(table, *, se_targets, max_items: int = 50, min_items: int = 5
         ``pool``).
     se_targets : list of float
         SE targets of :func:`cbmm.adaptive_test`, one test per model and target.
+    max_exposures : list of float or None
+        Exposure settings, one set of tests each: the held-out models of a split (in random
+        order) share an :class:`ItemExposure` with this rate; None: no exposure control.
     max_items, min_items, candidates
         As for :func:`cbmm.adaptive_test` (``max_items`` at most the number of items).
-    max_exposure : float, optional
-        The held-out models of a split (in random order) share an :class:`ItemExposure`
-        with this rate; None: no exposure control.
     splits, test_share, seed, fit_options
         As for :func:`selection_study`.
 
     Returns
     -------
     pandas.DataFrame
-        One row per split, SE target and held-out model: ``split, se_target, model,
-        n_items, theta, se, theta_full`` (posterior mean from all the model's answers),
-        ``theta_error`` (``theta - theta_full``), ``predicted`` (accuracy),
-        ``accuracy`` (over all its answers), ``stop`` and ``items`` (the labels given,
-        separated by spaces).
+        One row per split, exposure setting, SE target and held-out model: ``split,
+        max_exposure`` (NaN: none), ``se_target, model, n_items, theta, se, theta_full``
+        (posterior mean from all the model's answers), ``theta_error`` (``theta -
+        theta_full``), ``predicted`` (accuracy), ``accuracy`` (over all its answers),
+        ``stop`` and ``items`` (the labels given, separated by spaces).
     """
     import pandas as pd
 
     rows = []
     values = table.to_numpy(dtype=float)
     for split, (train, held) in enumerate(model_splits(len(table), splits, test_share, seed)):
-        result = calibrate(table, train, fit_options or {})
-        bank = ItemBank.of(result)
+        bank = ItemBank.of(calibrate(table, train, fit_options or {}))
         truth = values[held]
         coded = np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
         theta_full = Posterior(coded, bank).mean
-        position = {label: j for j, label in enumerate(bank.labels)}
         order = np.random.default_rng([seed, split]).permutation(len(held))
-        for se_target in se_targets:
-            exposure = None if max_exposure is None else ItemExposure(max_exposure, len(held))
-            for i in order:
-                def respond(label, row=truth[i]):
-                    return int(row[position[label]] > 0)
-
-                test = adaptive_test(respond, result, pool=bank.labels[coded[i] != 0],
-                                     se_target=se_target,
-                                     max_items=min(max_items, len(bank)),
-                                     min_items=min_items, candidates=candidates,
-                                     exposure=exposure, seed=seed + split)
-                rows.append({"split": split, "se_target": se_target,
-                             "model": table.index[held[i]], "n_items": len(test.items),
-                             "theta": test.theta, "se": test.se,
-                             "theta_full": theta_full[i],
-                             "theta_error": test.theta - theta_full[i],
-                             "predicted": test.accuracy,
-                             "accuracy": float(np.nanmean(truth[i])), "stop": test.stop,
-                             "items": " ".join(map(str, test.items))})
+        for max_exposure in max_exposures:
+            for se_target in se_targets:
+                exposure = None if max_exposure is None else ItemExposure(max_exposure,
+                                                                          len(held))
+                for i in order:
+                    test = adaptive_test(
+                        lambda label, row=coded[i]: int(row[bank.labels.get_loc(label)] > 0),
+                        bank, pool=bank.labels[coded[i] != 0], se_target=se_target,
+                        max_items=min(max_items, len(bank)), min_items=min_items,
+                        candidates=candidates, exposure=exposure, seed=seed + split)
+                    rows.append({
+                        "split": split,
+                        "max_exposure": np.nan if max_exposure is None else max_exposure,
+                        "se_target": se_target, "model": table.index[held[i]],
+                        "n_items": len(test.items), "theta": test.theta, "se": test.se,
+                        "theta_full": theta_full[i], "theta_error": test.theta - theta_full[i],
+                        "predicted": test.accuracy, "accuracy": float(np.nanmean(truth[i])),
+                        "stop": test.stop, "items": " ".join(map(str, test.items))})
     return pd.DataFrame(rows)
 
 
@@ -201,17 +198,17 @@ def summarise_selection(rows):
 
 
 def summarise_adaptive(rows):
-    """Per SE target: mean and largest ``n_items``, ``theta_mae`` (against the full-data
-    ability), ``accuracy_mae`` and ``max_exposure`` (the largest share of a split's tests
-    that gave one item, mean over splits)."""
+    """Per exposure setting and SE target: mean and largest ``n_items``, ``theta_mae``
+    (against the full-data ability), ``accuracy_mae`` and ``exposure`` (the largest share
+    of a split's tests that gave one item, mean over splits)."""
+    keys = ["max_exposure", "se_target"]
     frame = rows.assign(abs_theta=rows["theta_error"].abs(),
                         abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs())
-    out = frame.groupby("se_target").agg(n_items=("n_items", "mean"),
-                                         max_items=("n_items", "max"),
-                                         theta_mae=("abs_theta", "mean"),
-                                         accuracy_mae=("abs_accuracy", "mean"))
-    exposure = rows.groupby(["se_target", "split"])["items"].apply(_largest_exposure)
-    out["max_exposure"] = exposure.groupby(level="se_target").mean()
+    out = frame.groupby(keys, dropna=False).agg(
+        n_items=("n_items", "mean"), max_items=("n_items", "max"),
+        theta_mae=("abs_theta", "mean"), accuracy_mae=("abs_accuracy", "mean"))
+    exposure = rows.groupby([*keys, "split"], dropna=False)["items"].apply(_largest_exposure)
+    out["exposure"] = exposure.groupby(level=keys, dropna=False).mean()
     return out.reset_index()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import ScalarFormatter
 
 from ..tables import read_result_table
 from .style import FIGURE_WIDTH_IN, paper_style, save_figure
@@ -13,7 +14,9 @@ from .style import FIGURE_WIDTH_IN, paper_style, save_figure
 __all__ = ["plot_efficiency", "caption", "STRATEGY_STYLE"]
 
 _SELECTION = ("k", "strategy", "mae", "mae_sd")
-_ADAPTIVE = ("se_target", "n_items", "theta_error")
+_ADAPTIVE = ("max_exposure", "se_target", "n_items", "theta_error")
+#: Colours of the adaptive tests without and with exposure control (light: one test).
+_EXPOSURE_COLORS = (("#9ecae1", "#08519c"), ("#fdae6b", "#a63603"), ("#a1d99b", "#006d2c"))
 #: Label and colour of each strategy (and of the baseline, dashed).
 STRATEGY_STYLE = {
     "stratified": ("stratified", "#b2182b"),
@@ -36,8 +39,8 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
     selection : pandas.DataFrame or path-like
         ``results/tables/efficiency/<dataset>.csv`` (columns ``k, strategy, mae, mae_sd``).
     adaptive : pandas.DataFrame or path-like
-        ``results/tables/adaptive/<dataset>.csv`` (columns ``se_target, n_items,
-        theta_error``).
+        ``results/tables/adaptive/<dataset>.csv`` (columns ``max_exposure, se_target,
+        n_items, theta_error``; one colour per exposure setting, NaN: none).
     out_paths : sequence of path-like
         Files to write, atomically.
     title : str, optional
@@ -62,19 +65,26 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
         left.axhline(TINYBENCHMARKS_MAE, color="black", linewidth=0.7, linestyle=":",
                      label=f"tinyBenchmarks, MMLU ({TINYBENCHMARKS_MAE})")
         left.set_xscale("log")
+        left.set_xticks(sorted(selection["k"].unique()))
+        left.xaxis.set_major_formatter(ScalarFormatter())
+        left.minorticks_off()
         left.set_xlabel("items kept, k")
         left.set_ylabel("MAE of predicted accuracy")
         left.set_ylim(bottom=0)
         left.legend(fontsize=6.5, frameon=False)
         error = adaptive.assign(abs_error=adaptive["theta_error"].abs())
-        right.scatter(error["n_items"], error["abs_error"], s=4, color="#9ecae1",
-                      linewidths=0, label="one held-out test")
-        means = error.groupby("se_target")[["n_items", "abs_error"]].mean()
-        right.plot(means["n_items"], means["abs_error"], color="#08519c", marker="o",
-                   markersize=4, label="mean per SE target")
-        for target, row in means.iterrows():
-            right.annotate(f"SE {target:g}", (row["n_items"], row["abs_error"]),
-                           textcoords="offset points", xytext=(4, 4), fontsize=6.5)
+        settings = error.groupby("max_exposure", dropna=False, sort=False)
+        for (limit, tests), (light, dark) in zip(settings, _EXPOSURE_COLORS):
+            label = "no exposure control" if pd.isna(limit) else f"exposure ≤ {limit:.0%}"
+            right.scatter(tests["n_items"], tests["abs_error"], s=4, color=light,
+                          linewidths=0)
+            means = tests.groupby("se_target")[["n_items", "abs_error"]].mean()
+            right.plot(means["n_items"], means["abs_error"], color=dark, marker="o",
+                       markersize=4, label=f"{label}: mean per SE target")
+            for target, row in means.iterrows():
+                right.annotate(f"{target:g}", (row["n_items"], row["abs_error"]),
+                               textcoords="offset points", xytext=(3, 3), fontsize=6,
+                               color=dark)
         right.scatter(*ATLAS, marker="*", s=60, color="black", zorder=3,
                       label=f"ATLAS, HellaSwag ({ATLAS[0]} items, {ATLAS[1]})")
         right.set_xlabel("items given")
@@ -99,7 +109,8 @@ def caption(config_summary: dict | None = None) -> str:
             "models' predicted full-benchmark accuracy (cbmm.predict_accuracy) from k items "
             "chosen by each strategy of cbmm.select_items on the calibration fit, mean and sd "
             "over the splits, beside the mean of k random items. Right: adaptive tests of "
-            "the held-out models (cbmm.adaptive_test, one per SE target): items given against "
-            "the absolute difference between the test's ability and the ability from all of "
-            "the model's answers. Dotted line and star: tinyBenchmarks' and ATLAS's published "
+            "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting; "
+            "light dots one test, dark the mean per SE target): items given against the "
+            "absolute difference between the test's ability and the ability from all of the "
+            "model's answers. Dotted line and star: tinyBenchmarks' and ATLAS's published "
             "figures on other benchmarks.")

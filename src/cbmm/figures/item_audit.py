@@ -63,7 +63,8 @@ def plot_item_audit(audit, out_paths=(), title: str | None = None):
         if title:
             ax.set_title(title)
         if ax.get_legend_handles_labels()[0]:
-            ax.legend(loc="upper left", fontsize=6.5, frameon=False)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=6.5,
+                      frameon=False)
         fig.tight_layout()
         save_figure(fig, out_paths)
     return fig

@@ -60,6 +60,12 @@ STABILITY_TEX = table("stability_latex")
 MATH500_ABILITIES = table("math500_abilities")
 MATH500_ITEMS_TABLE = table("math500_items")
 MATH500_MODELS_TEX = table("math500_models_latex")
+# The efficient-evaluation study (rules/efficiency.smk): its tables, and the per-model rows
+# of the selection study that its table summarises.
+EFFICIENCY_TABLE = table("efficiency")
+ADAPTIVE_TABLE = table("adaptive")
+ITEM_AUDIT_TABLE = table("item_audit")
+EFFICIENCY_ROWS = "results/efficiency/{dataset}/selection.csv"
 FIDELITY = "results/fidelity/fidelity.csv"
 FIGURE = "results/figures/{figure}"  # + .pdf, .png and .caption.rst
 STABILITY_TEX_FILES = [STABILITY_TEX.format(parameter=p) for p in STABILITY_PARAMETERS]

@@ -24,7 +24,7 @@ import yaml
 from cbmm.registry import get_method, method_order
 
 from . import paths
-from .config import math500_settings, method_modules, used_methods
+from .config import _fail, math500_settings, method_modules, used_methods
 
 PAPER, CONVERGED = "paper", "converged"
 
@@ -99,6 +99,7 @@ class Plan:
         self.config = config
         self.method_modules = method_modules(config)
         self.math500 = math500_settings(config)
+        _fail(efficiency_problems(config))
 
     # ---------------------------------------------------------------- methods
 
@@ -310,6 +311,9 @@ class Plan:
             tables.append(paths.STABILITY_TABLE)
         if self.math500 is not None:
             tables += [paths.MATH500_ABILITIES, paths.MATH500_ITEMS_TABLE]
+        for dataset in self.efficiency_datasets:
+            tables += [pattern.format(dataset=dataset) for pattern in (
+                paths.EFFICIENCY_TABLE, paths.ADAPTIVE_TABLE, paths.ITEM_AUDIT_TABLE)]
         return tables
 
     def all_figures(self) -> list[str]:
@@ -333,4 +337,33 @@ class Plan:
             outputs += paths.figure_files("math500_ability") + paths.figure_files(
                 "item_difficulty")
             outputs.append(paths.MATH500_MODELS_TEX)
+        for dataset in self.efficiency_datasets:
+            outputs += paths.figure_files(f"efficiency_{dataset}")
+            outputs += paths.figure_files(f"item_audit_{dataset}")
         return outputs
+
+    # ---------------------------------------------------------- efficient evaluation
+
+    @property
+    def efficiency(self) -> dict:
+        """The efficient-evaluation study's settings (``real.efficiency``)."""
+        return self.config["real"]["efficiency"]
+
+    @property
+    def efficiency_datasets(self) -> list[str]:
+        return list(self.efficiency["datasets"])
+
+
+def efficiency_problems(config) -> list[str]:
+    """Cross-key checks of ``real.efficiency`` (its datasets are in the registry, its
+    strategies are cbmm.select_items'), each naming its key."""
+    from cbmm.efficient import STRATEGIES
+
+    efficiency, datasets = config["real"]["efficiency"], config["datasets"]
+    problems = [f"real.efficiency.datasets: dataset {name!r} is not in the registry (known: "
+                f"{', '.join(sorted(datasets)) or 'none'})"
+                for name in efficiency["datasets"] if name not in datasets]
+    problems += [f"real.efficiency.strategies: {name!r} is not a strategy of "
+                 f"cbmm.select_items ({', '.join(STRATEGIES)})"
+                 for name in efficiency["strategies"] if name not in STRATEGIES]
+    return problems

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from cbmm.tables import suite_label
+
 from . import paths
 from .plan import Plan
 
@@ -67,3 +69,21 @@ def interpretability_figures(plan: Plan) -> list[Figure]:
     return figures + [_rankflow(f"rankflow_{dataset}", "Rankings", dataset,
                                 {dataset: interpretability["rankflow_top"]})
                       for dataset in interpretability["datasets"]]
+
+
+def efficiency_figures(plan: Plan) -> list[Figure]:
+    """Per dataset of the efficient-evaluation study: its selection and adaptive-test
+    figure, and its item information map."""
+    settings = {"splits": plan.efficiency["splits"], "test_share": plan.efficiency["test_share"]}
+    figures = []
+    for dataset in plan.efficiency_datasets:
+        figures.append(Figure(f"efficiency_{dataset}", "Efficient evaluation", dataset, {
+            "figure": "efficiency",
+            "args": [paths.EFFICIENCY_TABLE.format(dataset=dataset),
+                     paths.ADAPTIVE_TABLE.format(dataset=dataset)],
+            "kwargs": {"title": suite_label(dataset)},
+            "caption_args": {"config_summary": settings}}))
+        figures.append(Figure(f"item_audit_{dataset}", "Efficient evaluation", dataset, {
+            "figure": "item_audit", "args": [paths.ITEM_AUDIT_TABLE.format(dataset=dataset)],
+            "kwargs": {"title": suite_label(dataset)}}))
+    return figures

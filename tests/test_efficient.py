@@ -332,8 +332,12 @@ def test_the_audit_flags_unanswerable_and_out_of_range_items():
 def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simulated):
     _, table, _ = simulated
     small = table.iloc[:300, :80]
-    rows = study.selection_study(small, ks=[10, 80], strategies=["stratified", "random"],
-                                 splits=2, seed=1)
+    calibrated = study.calibrations(small, splits=2, seed=1)
+    assert [len(held) for held, _ in calibrated] == [60, 60]
+    assert set(calibrated[0][0]).isdisjoint(calibrated[0][1].theta.index.map(
+        small.index.get_loc))
+    rows = study.selection_study(small, calibrated, ks=[10, 80],
+                                 strategies=["stratified", "random"], seed=1)
     # k = 80 is every item: skipped
     assert set(rows["k"]) == {10}
     assert set(rows["strategy"]) == {"stratified", "random", study.BASELINE}
@@ -341,8 +345,8 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     summary = study.summarise_selection(rows)
     assert set(summary.columns) >= {"k", "strategy", "mae", "mae_sd", "rmse", "coverage"}
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
-    adaptive = study.adaptive_study(small, se_targets=[0.3], max_exposures=[None, 0.2],
-                                    max_items=20, splits=1)
+    adaptive = study.adaptive_study(small, calibrated[:1], se_targets=[0.3],
+                                    max_exposures=[None, 0.2], max_items=20)
     assert len(adaptive) == 120 and (adaptive["n_items"] <= 20).all()
     summary = study.summarise_adaptive(adaptive).set_index("max_exposure")
     assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]

@@ -110,15 +110,16 @@ class ItemBank:
 
     @functools.cached_property
     def grid(self) -> dict:
-        """The items at :data:`GRID`, computed once per bank (``grid x J`` each): ``p``,
-        ``pq`` (``p (1 - p)``), ``log_p``, ``log_q`` (``log (1 - p)``), and the sums over
-        all items ``p_total`` and ``pq_total`` (per grid ability)."""
-        x = np.multiply.outer(GRID, self.slope) + self.intercept
+        """The items at :data:`GRID`, computed once per bank (``J x grid`` each, C order,
+        so that a models x items matrix multiplies them without a copy): ``p``, ``pq``
+        (``p (1 - p)``), ``log_p``, ``log_q`` (``log (1 - p)``); and the sums over all
+        items ``p_total`` and ``pq_total`` (per grid ability)."""
+        x = np.multiply.outer(self.slope, GRID) + self.intercept[:, None]
         p = expit(x)
         pq = p * (1.0 - p)
         return {"p": p, "pq": pq, "log_p": -np.logaddexp(0.0, -x),
-                "log_q": -np.logaddexp(0.0, x), "p_total": p.sum(axis=1),
-                "pq_total": pq.sum(axis=1)}
+                "log_q": -np.logaddexp(0.0, x), "p_total": p.sum(axis=0),
+                "pq_total": pq.sum(axis=0)}
 
     def population(self) -> np.ndarray:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)
@@ -157,7 +158,7 @@ class Posterior:
     def __init__(self, answers: np.ndarray, bank: ItemBank):
         grid = bank.grid
         correct, wrong = _indicators(answers)
-        log_weights = correct @ grid["log_p"].T + wrong @ grid["log_q"].T + _LOG_PRIOR
+        log_weights = correct @ grid["log_p"] + wrong @ grid["log_q"] + _LOG_PRIOR
         log_weights -= log_weights.max(axis=1, keepdims=True)
         weights = np.exp(log_weights)
         self.weights = weights / weights.sum(axis=1, keepdims=True)
@@ -176,8 +177,8 @@ class Posterior:
 
     def answered_sums(self, values: np.ndarray) -> np.ndarray:
         """``models x grid``: for each model and grid ability, the sum of ``values``
-        (``grid x J``) over the items the model answered."""
-        return np.asarray(self.answered @ values.T)
+        (``J x grid``) over the items the model answered."""
+        return np.asarray(self.answered @ values)
 
 
 def _indicators(answers: np.ndarray):

@@ -2,8 +2,8 @@
 ``efficiency`` and ``benchmarks/bench_efficiency.py`` run it).
 
 The models are split at random into calibration and held-out models (``splits`` times,
-``test_share`` held out).  On each split the calibration models are fitted with
-:func:`cbmm.fit`; then
+``test_share`` held out) and the calibration models of each split are fitted with
+:func:`cbmm.fit` (:func:`calibrations`); then
 
 * :func:`selection_study`: for each ``k`` and strategy, the held-out models answer the
   k selected items and :func:`cbmm.predict_accuracy` predicts their accuracy over all
@@ -28,7 +28,7 @@ from .bank import ItemBank, Posterior, check_integer
 from .prediction import reconstruct
 from .selection import select_items
 
-__all__ = ["model_splits", "calibrate", "selection_study", "adaptive_study",
+__all__ = ["model_splits", "calibrations", "selection_study", "adaptive_study",
            "summarise_selection", "summarise_adaptive", "BASELINE"]
 
 #: The baseline of the selection study: the mean of the k items of the ``random`` draw.
@@ -52,31 +52,35 @@ def model_splits(n_models: int, splits: int, test_share: float, seed: int):
     return out
 
 
-def calibrate(table, rows, fit_options: dict):
-    """The default fit (``cbmm.fit`` with ``fit_options``) of the models ``rows``."""
+def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int = 0,
+                 fit_options: dict | None = None) -> list:
+    """``[(held-out rows, calibration fit), ...]``, one per split (:func:`model_splits`):
+    :func:`cbmm.fit` with ``fit_options`` of the other models of ``table``."""
     from ..api import fit
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # degenerate items of a split are the audit's business
-        return fit(table.iloc[rows], **fit_options)
+    out = []
+    for train, held in model_splits(len(table), splits, test_share, seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # degenerate items of a split are the audit's
+            out.append((held, fit(table.iloc[train], **(fit_options or {}))))
+    return out
 
 
-def selection_study(table, *, ks, strategies, splits: int = 5, test_share: float = 0.2,
-                    seed: int = 0, fit_options: dict | None = None):
+def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
     """Predicted accuracy of held-out models from k selected items.
 
     Parameters
     ----------
     table : pandas.DataFrame
         Models x items, 1 / 0 / NaN.
+    calibrated : list
+        :func:`calibrations` of ``table``.
     ks : list of int
         Numbers of items; those not below the number of items are skipped.
     strategies : list of str
         Strategies of :func:`cbmm.select_items`.
-    splits, test_share, seed
-        See :func:`model_splits`; ``seed`` also seeds the selections.
-    fit_options : dict, optional
-        Arguments of :func:`cbmm.fit` for the calibrations.
+    seed : int
+        Seeds the selections (``seed + split``).
 
     Returns
     -------
@@ -89,8 +93,7 @@ def selection_study(table, *, ks, strategies, splits: int = 5, test_share: float
 
     rows = []
     values = table.to_numpy(dtype=float)
-    for split, (train, held) in enumerate(model_splits(len(table), splits, test_share, seed)):
-        result = calibrate(table, train, fit_options or {})
+    for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
         truth = values[held]
         accuracy = np.nanmean(truth, axis=1)
@@ -117,9 +120,9 @@ def selection_study(table, *, ks, strategies, splits: int = 5, test_share: float
     return pd.concat(rows, ignore_index=True)
 
 
-def adaptive_study(table, *, se_targets, max_exposures=(None,), max_items: int = 50,
-                   min_items: int = 5, candidates: int = 5, splits: int = 5,
-                   test_share: float = 0.2, seed: int = 0, fit_options: dict | None = None):
+def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
+                   max_items: int = 50, min_items: int = 5, candidates: int = 5,
+                   seed: int = 0):
     """Adaptive tests of held-out models driven by their own answers.
 
     Parameters
@@ -127,6 +130,8 @@ def adaptive_study(table, *, se_targets, max_exposures=(None,), max_items: int =
     table : pandas.DataFrame
         Models x items, 1 / 0 / NaN (a test asks only items the model answered: its
         ``pool``).
+    calibrated : list
+        :func:`calibrations` of ``table``.
     se_targets : list of float
         SE targets of :func:`cbmm.adaptive_test`, one test per model and target.
     max_exposures : list of float or None
@@ -134,8 +139,8 @@ def adaptive_study(table, *, se_targets, max_exposures=(None,), max_items: int =
         order) share an :class:`ItemExposure` with this rate; None: no exposure control.
     max_items, min_items, candidates
         As for :func:`cbmm.adaptive_test` (``max_items`` at most the number of items).
-    splits, test_share, seed, fit_options
-        As for :func:`selection_study`.
+    seed : int
+        Seeds the order of the tests and their randomesque draws.
 
     Returns
     -------
@@ -150,8 +155,8 @@ def adaptive_study(table, *, se_targets, max_exposures=(None,), max_items: int =
 
     rows = []
     values = table.to_numpy(dtype=float)
-    for split, (train, held) in enumerate(model_splits(len(table), splits, test_share, seed)):
-        bank = ItemBank.of(calibrate(table, train, fit_options or {}))
+    for split, (held, result) in enumerate(calibrated):
+        bank = ItemBank.of(result)
         truth = values[held]
         coded = np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
         theta_full = Posterior(coded, bank).mean

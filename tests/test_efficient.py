@@ -313,10 +313,12 @@ def test_the_audit_finds_planted_mislabelled_items():
 
 
 def test_the_audit_flags_unanswerable_and_out_of_range_items():
-    items = bank_table([1.0, 1.0, 1.0, 0.0, 1.5], [0.0, 0.5, 9.0, 0.2, -0.3])
+    items = bank_table([1.0, 1.0, 1.0, 0.0, 1.5, 0.0], [0.0, 0.5, 9.0, 0.2, -0.3, -4.0])
     rng = np.random.default_rng(0)
-    answers = pd.DataFrame((rng.random((60, 5)) < 0.5).astype(float), columns=items.index)
+    answers = pd.DataFrame((rng.random((60, 6)) < 0.5).astype(float), columns=items.index)
     answers["q0"] = 1.0  # every model right
+    answers["q5"] = 0.0  # every model wrong, and a = 0 (as a prior leaves such an item)
+    answers["q3"] = answers["q4"]  # a = 0 though stronger models answer it right: no reverse
     audit = cbmm.item_audit(items, answers)
     assert audit.loc["q0", "not_identified"] and "(60) answered it correctly" in \
         audit.loc["q0", "reason"]
@@ -325,6 +327,8 @@ def test_the_audit_flags_unanswerable_and_out_of_range_items():
     assert audit.loc["q3", "no_information"] and np.isnan(audit.loc["q3", "difficulty"])
     assert items.loc["q3", "a"] < NEGLIGIBLE_SLOPE
     assert audit.loc["q4", "reason"] == "" and not audit.loc["q4", list(cbmm.efficient.FLAGS)].any()
+    assert list(audit.loc["q5", list(cbmm.efficient.FLAGS)]) == [True, False, False, False]
+    assert audit.loc["q5", "reason"] == "every model that answered it (60) answered it wrongly"
 
 
 # ------------------------------------------------------------------------ study

@@ -19,7 +19,8 @@ posterior means given their answers, with the items held; N(0, 1) prior):
     key does this: the likely mislabelled items.
 ``no_information``
     ``a / sigma`` below :data:`NEGLIGIBLE_SLOPE` (its log-odds change by less than 0.1
-    per sd of ability) without evidence of the reverse.
+    per sd of ability) on answers that differ between models, without evidence of the
+    reverse (a not identified item's ``a`` comes from the prior alone).
 ``out_of_range``
     It discriminates (``a / sigma`` at least :data:`NEGLIGIBLE_SLOPE`) but far from every
     model: its fitted probability is below :data:`OUT_OF_RANGE_PROBABILITY` for every
@@ -105,7 +106,8 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     negative = tested & (slope_z < bound)
     out_of_range = ~negligible & ((probability < OUT_OF_RANGE_PROBABILITY).all(axis=0)
                                   | (probability > 1 - OUT_OF_RANGE_PROBABILITY).all(axis=0))
-    flags = {"not_identified": not_identified, "no_information": negligible & ~negative,
+    flags = {"not_identified": not_identified,
+             "no_information": negligible & ~negative & ~not_identified,
              "negative_discrimination": negative, "out_of_range": out_of_range}
     table = pd.DataFrame({"a": bank.a, "b": bank.b, "difficulty": difficulty,
                           "n_models": n_models, "share_correct": share,

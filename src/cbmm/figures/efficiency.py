@@ -25,6 +25,8 @@ STRATEGY_STYLE = {
     "anchor": ("anchors (k-means)", "#1b7837"),
     "random_mean": ("mean of random items", "#777777"),
 }
+#: Ability errors above this are drawn at the top edge of the adaptive panel.
+_ERROR_AXIS = 1.0
 #: The field's reference points, drawn for comparison (docs/efficiency.md).
 TINYBENCHMARKS_MAE = 0.016  # gp-IRT, 100 anchors, MMLU (Polo et al. 2024)
 ATLAS = (41, 0.157)  # items, ability MAE on HellaSwag (ATLAS)
@@ -74,19 +76,21 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
         left.legend(fontsize=6.5, frameon=False)
         error = adaptive.assign(abs_error=adaptive["theta_error"].abs())
         settings = error.groupby("max_exposure", dropna=False, sort=False)
-        for (limit, tests), (light, dark) in zip(settings, _EXPOSURE_COLORS):
+        for index, ((limit, tests), (light, dark)) in enumerate(zip(settings,
+                                                                    _EXPOSURE_COLORS)):
             label = "no exposure control" if pd.isna(limit) else f"exposure ≤ {limit:.0%}"
-            right.scatter(tests["n_items"], tests["abs_error"], s=4, color=light,
-                          linewidths=0)
+            right.scatter(tests["n_items"], tests["abs_error"].clip(upper=_ERROR_AXIS), s=3,
+                          color=light, alpha=0.6, linewidths=0, clip_on=False)
             means = tests.groupby("se_target")[["n_items", "abs_error"]].mean()
             right.plot(means["n_items"], means["abs_error"], color=dark, marker="o",
                        markersize=4, label=f"{label}: mean per SE target")
-            for target, row in means.iterrows():
+            for target, row in means.iterrows():  # SE targets, above or below by setting
                 right.annotate(f"{target:g}", (row["n_items"], row["abs_error"]),
-                               textcoords="offset points", xytext=(3, 3), fontsize=6,
-                               color=dark)
+                               textcoords="offset points", xytext=(0, 5 - 12 * (index % 2)),
+                               ha="center", fontsize=6, color=dark)
         right.scatter(*ATLAS, marker="*", s=60, color="black", zorder=3,
                       label=f"ATLAS, HellaSwag ({ATLAS[0]} items, {ATLAS[1]})")
+        right.set_ylim(0, _ERROR_AXIS)
         right.set_xlabel("items given")
         right.set_ylabel(r"|$\hat\theta$ − full-data $\hat\theta$|")
         right.legend(fontsize=6.5, frameon=False)
@@ -112,5 +116,5 @@ def caption(config_summary: dict | None = None) -> str:
             "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting; "
             "light dots one test, dark the mean per SE target): items given against the "
             "absolute difference between the test's ability and the ability from all of the "
-            "model's answers. Dotted line and star: tinyBenchmarks' and ATLAS's published "
-            "figures on other benchmarks.")
+            "model's answers (errors above 1 drawn at the top edge). Dotted line and star: "
+            "tinyBenchmarks' and ATLAS's published figures on other benchmarks.")

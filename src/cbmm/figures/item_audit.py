@@ -53,10 +53,12 @@ def plot_item_audit(audit, out_paths=(), title: str | None = None):
         for flag, (label, marker, color) in _MARKS.items():
             flagged = audit[audit[flag].astype(bool)]
             if len(flagged):
-                face = color if marker == "x" else "none"
+                # a line marker (x) takes a colour, the open ones an edge colour
+                paint = {"color": color} if marker == "x" else {"facecolors": "none",
+                                                                 "edgecolors": color}
                 ax.scatter(flagged["share_correct"], flagged["a"], marker=marker, s=34,
-                           facecolors=face, edgecolors=color, linewidths=0.9, zorder=3,
-                           label=f"{label} ({len(flagged)})")
+                           linewidths=0.9, zorder=3, label=f"{label} ({len(flagged)})",
+                           **paint)
         ax.set_xlabel("share of the models answering correctly")
         ax.set_ylabel(r"discrimination $\hat a$")
         ax.set_xlim(-0.03, 1.03)

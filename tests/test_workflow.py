@@ -509,6 +509,8 @@ def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
         "build_dataset": len(datasets), "math500_items": 1, "math500_models": 1,
         "metrics_real": len(real["interpretability"]["datasets"]),
         "stability": len(real["stability"]["datasets"]), "math500_tables": 1,
+        "efficiency": len(real["efficiency"]["datasets"]),
+        "item_audit": len(real["efficiency"]["datasets"]), "render_efficiency": 1,
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
     assert "fit_real" not in counts  # planned once the matrices are built (checkpoint)
@@ -532,7 +534,7 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
     expected = {
         "render_sensitivity": 1, "render_runtime": 1, "render_math500": 1,
         "render_interpretability": 1, "aggregate_stability": 1, "aggregate_runtime": 1,
-        "math500_tables": 1,
+        "math500_tables": 1, "render_efficiency": 1,
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
 
@@ -540,7 +542,8 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
 # --------------------------------------------------------------------------- user dataset
 
 NO_REAL_DATA = {"runtime": {"datasets": []}, "stability": {"datasets": []},
-                "interpretability": {"datasets": [], "rankflow": [], "math500": {"dataset": None}}}
+                "interpretability": {"datasets": [], "rankflow": [], "math500": {"dataset": None}},
+                "efficiency": {"datasets": []}}
 
 
 def test_a_user_dataset_added_by_config_gets_its_outputs(tmp_path):

@@ -48,6 +48,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/render.smk"
 include: "workflow/rules/fidelity.smk"
 include: "workflow/rules/trust.smk"
+include: "workflow/rules/efficiency.smk"
 
 
 rule all:

@@ -185,6 +185,8 @@ def expected_outputs(config):
                "results/tables/math500_models.tex"]
     tables += [f"results/tables/stability_{p}.tex" for p in ("theta", "a", "b")]
     tables += [f"results/tables/rankings/{d}.csv" for d in real["interpretability"]["datasets"]]
+    tables += [f"results/tables/{table}/{d}.csv" for d in real["efficiency"]["datasets"]
+               for table in ("efficiency", "adaptive", "item_audit")]
     return tables + [f"results/figures/{f}.{ext}" for f in figure_names(config)
                      for ext in ("pdf", "png")]
 
@@ -192,6 +194,8 @@ def expected_outputs(config):
 def figure_names(config):
     names = [f"sensitivity_{s}" for s in config["simulation"]["run"]]
     names += ["runtime", "discrimination", "rankflow", "math500_ability", "item_difficulty"]
+    names += [f"{figure}_{d}" for d in config["real"]["efficiency"]["datasets"]
+              for figure in ("efficiency", "item_audit")]
     return names + [f"rankflow_{d}" for d in config["real"]["interpretability"]["datasets"]]
 
 
@@ -419,6 +423,25 @@ def test_abilities_held_out_fits_and_rankings_carry_intervals_and_statuses(test_
         assert set(ranking["status"]) == {row["status"]}
 
 
+def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
+    config, workdir = test_run["config"], test_run["workdir"]
+    study = config["real"]["efficiency"]
+    for dataset in study["datasets"]:
+        source = pd.read_csv(REPO / config["datasets"][dataset]["options"]["path"], index_col=0)
+        held = round(0.2 * len(source))
+        selection = pd.read_csv(workdir / f"results/tables/efficiency/{dataset}.csv")
+        assert sorted(zip(selection["k"], selection["strategy"])) == sorted(
+            (k, s) for k in study["k"] for s in [*study["strategies"], "random_mean"])
+        assert (selection["n_models"] == held).all() and selection["mae"].between(0, 1).all()
+        tests = pd.read_csv(workdir / f"results/tables/adaptive/{dataset}.csv")
+        adaptive = study["adaptive"]
+        assert len(tests) == (study["splits"] * held * len(adaptive["se_targets"])
+                              * len(adaptive["max_exposures"]))
+        assert (tests["n_items"] <= adaptive["max_items"]).all()
+        audit = pd.read_csv(workdir / f"results/tables/item_audit/{dataset}.csv")
+        assert list(audit["item"].astype(str)) == list(source.columns)
+
+
 def test_interpretability_uses_the_converged_fit_beside_the_paper_rule(test_run):
     """The rankings come from the converged fit (lower loss than the paper-rule fit from the
     same start), and the summary's *_paper_rule columns are the paper-rule fit's numbers."""
@@ -524,6 +547,8 @@ def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
         "validate_method": len(real["validation"]["datasets"]) * len(
             real["validation"]["methods"]),
         "heldout_table": len(real["validation"]["datasets"]), "render_uncertainty": 1,
+        "efficiency": len(real["efficiency"]["datasets"]),
+        "item_audit": len(real["efficiency"]["datasets"]), "render_efficiency": 1,
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
     assert "fit_real" not in counts  # planned once the matrices are built (checkpoint)
@@ -547,7 +572,7 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
     expected = {
         "render_sensitivity": 1, "render_runtime": 1, "render_math500": 1,
         "render_interpretability": 1, "aggregate_stability": 1, "aggregate_runtime": 1,
-        "math500_tables": 1,
+        "math500_tables": 1, "render_efficiency": 1,
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
 
@@ -555,7 +580,9 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
 # --------------------------------------------------------------------------- user dataset
 
 NO_REAL_DATA = {"runtime": {"datasets": []}, "stability": {"datasets": []},
-                "interpretability": {"datasets": [], "rankflow": [], "math500": {"dataset": None}}}
+                "interpretability": {"datasets": [], "rankflow": [], "math500": {"dataset": None}},
+                "uncertainty": {"datasets": []}, "validation": {"datasets": []},
+                "efficiency": {"datasets": []}}
 
 
 def test_a_user_dataset_added_by_config_gets_its_outputs(tmp_path):

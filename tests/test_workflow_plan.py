@@ -401,14 +401,18 @@ def test_the_targets_of_the_test_configuration():
         + ["results/tables/stability_raw.csv", "results/tables/math500_abilities.csv",
            "results/tables/math500_items.csv"]
         + ["results/tables/abilities/MATH_500.csv", "results/tables/abilities/suite_a.csv",
-           "results/tables/heldout/MATH_500.csv"])
+           "results/tables/heldout/MATH_500.csv"]
+        + [f"results/tables/{table}/{d}.csv" for d in ("MATH_500", "suite_a")
+           for table in ("efficiency", "adaptive", "item_audit")])
     assert plan.heldout_parts("MATH_500") == ["results/validation/MATH_500/cbmm.csv",
                                               "results/validation/MATH_500/lbfgsb.csv"]
     figures = {Path(p).name for p in plan.all_figures()}
     stems = ([f"sensitivity_{s}" for s in studies] + ["runtime", "discrimination", "rankflow",
                                                        "math500_ability", "item_difficulty"]
              + [f"rankflow_{d}" for d in datasets]
-             + ["abilities_MATH_500", "abilities_suite_a"])
+             + ["abilities_MATH_500", "abilities_suite_a"]
+             + [f"{figure}_{d}" for d in ("MATH_500", "suite_a")
+                for figure in ("efficiency", "item_audit")])
     assert {f"{stem}.{ext}" for stem in stems for ext in ("pdf", "png")} <= figures
     assert {"runtime_summary.csv", "speedup.csv", "stability_summary.csv", "stability_theta.tex",
             "stability_a.tex", "stability_b.tex", "math500_models.tex"} <= figures
@@ -419,7 +423,8 @@ def test_without_real_data_only_the_simulation_is_a_target():
                                "interpretability": {"datasets": [], "rankflow": [],
                                                     "math500": {"dataset": None}},
                                "uncertainty": {"datasets": []},
-                               "validation": {"datasets": []}}})
+                               "validation": {"datasets": []},
+                               "efficiency": {"datasets": []}}})
     assert plan.math500 is None and plan.real_fits == []
     assert all(Path(p).name.startswith("sim_") for p in plan.all_tables())
     assert all("sensitivity_" in p for p in plan.all_figures())
@@ -460,6 +465,35 @@ def test_the_interpretability_figures_show_the_configured_panels():
         {"suite_b": "results/tables/rankings/suite_b.csv"},
         "results/tables/discrimination_summary.csv"]
     assert figures["rankflow_suite_b"].subcategory == "suite_b"
+
+
+def test_the_efficiency_study_has_two_figures_per_dataset_drawn_from_its_tables():
+    plan = test_plan()
+    figures = {f.name: f for f in render.efficiency_figures(plan)}
+    assert list(figures) == ["efficiency_MATH_500", "item_audit_MATH_500",
+                             "efficiency_suite_a", "item_audit_suite_a"]
+    assert figures["efficiency_suite_a"].spec == {
+        "figure": "efficiency",
+        "args": ["results/tables/efficiency/suite_a.csv", "results/tables/adaptive/suite_a.csv"],
+        "kwargs": {"title": "suite_a"},
+        "caption_args": {"config_summary": {"splits": 2, "test_share": 0.2}}}
+    assert figures["item_audit_MATH_500"].spec["args"] == [
+        "results/tables/item_audit/MATH_500.csv"]
+    assert figures["item_audit_MATH_500"].spec["kwargs"] == {"title": "MATH-500"}
+
+
+@pytest.mark.parametrize("content,expected", [
+    ({"real": {"efficiency": {"datasets": ["suite_a", "nowhere"]}}},
+     "real.efficiency.datasets: dataset 'nowhere' is not in the registry"),
+    ({"real": {"efficiency": {"strategies": ["stratified", "best"]}}},
+     "real.efficiency.strategies: 'best' is not a strategy of cbmm.select_items"),
+])
+def test_a_bad_efficiency_study_stops_the_plan_naming_the_key(content, expected):
+    with pytest.raises(configuration.ConfigError) as caught:
+        test_plan(content)
+    assert str(caught.value).splitlines() == ["invalid configuration:", f"- {expected}" + (
+        " (known: MATH_500, suite_a, suite_b)" if "registry" in expected else
+        " (stratified, random, information, anchor)")]
 
 
 # ---------------------------------------------------------------------- conda envs

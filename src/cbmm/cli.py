@@ -1,5 +1,5 @@
-"""Command line: ``cbmm fit|bootstrap|validate|score|simulate|methods|data ...``
-(also ``python -m cbmm``).
+"""Command line: ``cbmm fit|bootstrap|validate|score|select|predict|adaptive|audit|simulate|
+methods|data ...`` (also ``python -m cbmm``).
 
 Every command checks all its arguments, its inputs and its output paths
 before it computes anything, and writes its outputs atomically at the end
@@ -359,6 +359,7 @@ def fit_settings(args) -> dict:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .data.cli import register as register_data
+    from .efficient.cli import register as register_efficient
     from .score import PRIORS
     from .simulate import MISSING_PATTERNS
 
@@ -461,6 +462,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "MAP under theta ~ N(0, 1) (default none)")
     score.add_argument("--force", action="store_true", help="replace an existing --out")
     score.set_defaults(handler=_score_command)
+
+    register_efficient(sub, add_input)
 
     sim = sub.add_parser("simulate", help="simulate a response matrix (the paper's design)",
                          description="Draw responses from the paper's simulation design and "

@@ -50,6 +50,10 @@ TABLE_FILES = {
     "math500_models_latex": "math500_models.tex",
     "abilities": "abilities/{dataset}.csv",
     "heldout": "heldout/{dataset}.csv",
+    # efficient evaluation (cbmm.efficient.study): selection, adaptive tests, item audit
+    "efficiency": "efficiency/{dataset}.csv",
+    "adaptive": "adaptive/{dataset}.csv",
+    "item_audit": "item_audit/{dataset}.csv",
 }
 
 #: Parameters of the stability study, with their LaTeX symbols.

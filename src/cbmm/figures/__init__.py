@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Callable
 
-from . import (abilities, discrimination, item_difficulty, math500_ability, rankflow, runtime,
-               sensitivity)
+from . import (abilities, discrimination, efficiency, item_audit, item_difficulty, math500_ability,
+               rankflow, runtime, sensitivity)
 from .abilities import plot_abilities
 from .discrimination import plot_discrimination
+from .efficiency import plot_efficiency
+from .item_audit import plot_item_audit
 from .item_difficulty import plot_item_difficulty
 from .math500_ability import plot_math500_ability
 from .rankflow import plot_rankflow
@@ -30,7 +32,8 @@ from .style import method_color, method_label, save_figure
 
 __all__ = [
     "FIGURES", "FigureSpec", "get_figure", "plot_runtime", "plot_math500_ability", "plot_item_difficulty",
-    "plot_discrimination", "plot_rankflow", "plot_sensitivity", "plot_abilities", "save_figure",
+    "plot_discrimination", "plot_rankflow", "plot_sensitivity", "plot_abilities", "plot_efficiency",
+    "plot_item_audit", "save_figure",
     "method_label", "method_color", "STUDIES",
 ]
 
@@ -75,6 +78,9 @@ FIGURES = {
     "rankflow": FigureSpec(plot_rankflow, (TABLE_FILES["rankings"], TABLE_FILES["discrimination"]),
                            rankflow.caption),
     "abilities": FigureSpec(plot_abilities, (TABLE_FILES["abilities"],), abilities.caption),
+    "efficiency": FigureSpec(plot_efficiency, (TABLE_FILES["efficiency"], TABLE_FILES["adaptive"]),
+                             efficiency.caption),
+    "item_audit": FigureSpec(plot_item_audit, (TABLE_FILES["item_audit"],), item_audit.caption),
     **{f"sensitivity_{study}": _sensitivity_figure(study) for study in STUDIES},
 }
 

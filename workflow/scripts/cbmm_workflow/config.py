@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 from cbmm.data import DataError, load_registry, validate_registry
 from cbmm.data.release import check_release
+from cbmm.efficient import STRATEGIES
 from cbmm.registry import get_method
 
 from .jobs import import_method_modules
@@ -215,7 +216,7 @@ def _check_references(config) -> list[str]:
     math500 = math500_settings(config)
     references = [(f"real.{role}.datasets", real[role]["datasets"])
                   for role in ("runtime", "stability", "interpretability", "uncertainty",
-                               "validation")]
+                               "validation", "efficiency")]
     references.append(("real.interpretability.rankflow",
                        [panel["dataset"] for panel in real["interpretability"]["rankflow"]]))
     if math500 is not None:
@@ -230,6 +231,9 @@ def _check_references(config) -> list[str]:
             problems.append(f"real.interpretability.rankflow: dataset {panel['dataset']!r} "
                             "must also be listed in real.interpretability.datasets (its "
                             "ranking is drawn)")
+    problems += [f"real.efficiency.strategies: {name!r} is not a strategy of "
+                 f"cbmm.select_items ({', '.join(STRATEGIES)})"
+                 for name in real["efficiency"]["strategies"] if name not in STRATEGIES]
     for name, entry in datasets.items():
         if entry["source"] == "local":
             path = repo_path(entry["options"]["path"])

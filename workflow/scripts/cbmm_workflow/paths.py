@@ -64,6 +64,12 @@ ABILITIES_TABLE = table("abilities")
 HELDOUT_TABLE = table("heldout")
 # One method's cross-validation on one dataset (its own job, in the method's conda env).
 HELDOUT_PART = "results/validation/{dataset}/{method}.csv"
+# The efficient-evaluation study (rules/efficiency.smk): its tables, and the per-model rows
+# of the selection study that its table summarises.
+EFFICIENCY_TABLE = table("efficiency")
+ADAPTIVE_TABLE = table("adaptive")
+ITEM_AUDIT_TABLE = table("item_audit")
+EFFICIENCY_ROWS = "results/efficiency/{dataset}/selection.csv"
 FIDELITY = "results/fidelity/fidelity.csv"
 FIGURE = "results/figures/{figure}"  # + .pdf, .png and .caption.rst
 STABILITY_TEX_FILES = [STABILITY_TEX.format(parameter=p) for p in STABILITY_PARAMETERS]

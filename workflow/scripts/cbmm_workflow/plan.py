@@ -297,6 +297,9 @@ class Plan:
     def validation_datasets(self) -> list[str]:
         return list(self.config["real"]["validation"]["datasets"])
 
+    def efficiency_datasets(self) -> list[str]:
+        return list(self.config["real"]["efficiency"]["datasets"])
+
     def heldout_parts(self, dataset: str) -> list[str]:
         """One cross-validation table per validated method of ``dataset``."""
         return [paths.HELDOUT_PART.format(dataset=dataset, method=method)
@@ -323,6 +326,9 @@ class Plan:
             tables += [paths.MATH500_ABILITIES, paths.MATH500_ITEMS_TABLE]
         tables += [paths.ABILITIES_TABLE.format(dataset=d) for d in self.uncertainty_datasets()]
         tables += [paths.HELDOUT_TABLE.format(dataset=d) for d in self.validation_datasets()]
+        for dataset in self.efficiency_datasets():
+            tables += [pattern.format(dataset=dataset) for pattern in (
+                paths.EFFICIENCY_TABLE, paths.ADAPTIVE_TABLE, paths.ITEM_AUDIT_TABLE)]
         return tables
 
     def all_figures(self) -> list[str]:
@@ -348,4 +354,8 @@ class Plan:
             outputs.append(paths.MATH500_MODELS_TEX)
         for dataset in self.uncertainty_datasets():
             outputs += paths.figure_files(f"abilities_{dataset}")
+        for dataset in self.efficiency_datasets():
+            outputs += paths.figure_files(f"efficiency_{dataset}")
+            outputs += paths.figure_files(f"item_audit_{dataset}")
         return outputs
+

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from cbmm.tables import suite_label
+
 from . import paths
 from .plan import Plan
 
@@ -79,3 +81,20 @@ def uncertainty_figures(plan: Plan) -> list[Figure]:
         "caption_args": {"config_summary": summary,
                          "table": paths.ABILITIES_TABLE.format(dataset=dataset)},
     }) for dataset in plan.uncertainty_datasets()]
+def efficiency_figures(plan: Plan) -> list[Figure]:
+    """Per dataset of the efficient-evaluation study: its selection and adaptive-test
+    figure, and its item information map."""
+    study = plan.config["real"]["efficiency"]
+    settings = {"splits": study["splits"], "test_share": study["test_share"]}
+    figures = []
+    for dataset in plan.efficiency_datasets():
+        figures.append(Figure(f"efficiency_{dataset}", "Efficient evaluation", dataset, {
+            "figure": "efficiency",
+            "args": [paths.EFFICIENCY_TABLE.format(dataset=dataset),
+                     paths.ADAPTIVE_TABLE.format(dataset=dataset)],
+            "kwargs": {"title": suite_label(dataset)},
+            "caption_args": {"config_summary": settings}}))
+        figures.append(Figure(f"item_audit_{dataset}", "Efficient evaluation", dataset, {
+            "figure": "item_audit", "args": [paths.ITEM_AUDIT_TABLE.format(dataset=dataset)],
+            "kwargs": {"title": suite_label(dataset)}}))
+    return figures

@@ -1,0 +1,218 @@
+"""Efficient evaluation (issue 23): the tables of docs/efficiency.md, with the targets.
+
+For each data set, on random 80/20 splits of its models (calibration fitted with
+``cbmm.fit``'s defaults; ``cbmm.efficient.study``):
+
+* **selection**: MAE of the held-out models' predicted accuracy (``cbmm.predict_accuracy``)
+  from k items of each strategy of ``cbmm.select_items``, beside the mean of k random
+  items; target MAE <= 0.015 at k = 100 (tinyBenchmarks: 0.016 on MMLU);
+* **adaptive**: adaptive tests of the held-out models with their own answers, per SE
+  target, without and with exposure control; target (ATLAS): within 0.157 of the
+  full-data ability (mean absolute difference) with <= 41 items on average and item
+  exposure below 10 % (counted as at most 10 %: the cap of ``ItemExposure(0.1)``);
+* **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models.
+
+Then the planted-mislabel check: 5 % of the items of a matrix get reversed answers;
+recall and precision of the audit's ``negative_discrimination`` (target >= 0.9, >= 0.8).
+
+Data: the real MATH-500 matrix (``../shared``), the LaRT matrices with ``--lart DIR``
+(real), and simulated matrices of the Open LLM Leaderboard suites' shapes whose
+parameters are those of a converged fit of MATH-500 resampled (the calibrated stand-ins
+of ``standin_suites.py``): simulated, so the 2PL holds exactly.
+
+Usage::
+
+    python benchmarks/bench_efficiency.py [--lart /tmp/realdata] [--shapes 2211x541,...]
+        [--splits 5] [--shape-splits 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from _common import LEADERBOARD_ROWS, MATH500_CANDIDATES, machine
+from scipy.special import expit
+from standin_suites import parameters
+
+import cbmm
+from cbmm.efficient import FLAGS, STRATEGIES, study
+from cbmm.simulate import simulate
+
+#: The issue's targets.
+MAE_TARGET, MAE_TARGET_K = 0.015, 100
+ATLAS_ITEMS, ATLAS_THETA_MAE, EXPOSURE_TARGET = 41, 0.157, 0.10
+RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
+#: LaRT files read with --lart (rows models, columns items, 0/1) and their labels.
+LART_FILES = {"LaRT MATH-500 (158 x 500)": "lart_accuracy_math500.csv",
+              "LaRT accuracy_3 (128 x 100)": "lart_accuracy_3.csv"}
+
+
+def read_math500():
+    for path in MATH500_CANDIDATES:
+        if path.is_file():
+            return pd.read_csv(path, index_col=0)
+    raise SystemExit(f"MATH_500.csv not found in {[str(p) for p in MATH500_CANDIDATES]}")
+
+
+def standin(calibration, n_models, n_items, seed):
+    """A simulated matrix of the shape with the calibrated stand-in's parameters."""
+    rng = np.random.default_rng(seed)
+    theta, a, b = parameters("calibrated", calibration, n_models, n_items, rng)
+    y = (rng.random((n_models, n_items)) < expit(np.outer(theta, a) + b)).astype(float)
+    return pd.DataFrame(y, index=[f"model_{i}" for i in range(n_models)],
+                        columns=[f"item_{j}" for j in range(n_items)])
+
+
+def fitted(table, splits, seed):
+    started = time.perf_counter()
+    calibrated = study.calibrations(table, splits=splits, seed=seed)
+    print(f"\n{table.shape[0]} x {table.shape[1]}: {splits} calibration fits "
+          f"({', '.join(sorted({r.status for _, r in calibrated}))}), "
+          f"{time.perf_counter() - started:.0f} s")
+    return calibrated
+
+
+def selection_table(name, table, calibrated, args):
+    started = time.perf_counter()
+    rows = study.selection_study(table, calibrated, ks=args.k, strategies=list(STRATEGIES),
+                                 seed=args.seed)
+    summary = study.summarise_selection(rows)
+    mae = summary.pivot(index="k", columns="strategy", values="mae")
+    mae = mae[[*STRATEGIES, study.BASELINE]]
+    print(f"\n{name}: selection, MAE of predicted accuracy ({len(calibrated)} splits, "
+          f"{time.perf_counter() - started:.0f} s)")
+    print(mae.to_string(float_format=lambda v: f"{v:.4f}"))
+    coverage = summary.pivot(index="k", columns="strategy", values="coverage")[list(STRATEGIES)]
+    print("coverage of the 95 % intervals:")
+    print(coverage.to_string(float_format=lambda v: f"{v:.3f}"))
+    if MAE_TARGET_K in mae.index:
+        best = mae.loc[MAE_TARGET_K, list(STRATEGIES)]
+        verdict = "meets" if best.min() <= MAE_TARGET else \
+            f"misses by {best.min() - MAE_TARGET:.4f}"
+        print(f"k = {MAE_TARGET_K}: best {best.idxmin()} {best.min():.4f}, default "
+              f"{STRATEGIES[0]} {best[STRATEGIES[0]]:.4f}; target <= {MAE_TARGET}: {verdict}")
+
+
+def adaptive_table(name, table, calibrated, args, se_targets):
+    started = time.perf_counter()
+    tests = study.adaptive_study(table, calibrated, se_targets=se_targets,
+                                 max_exposures=[None, 0.1],
+                                 max_items=min(args.max_items, table.shape[1]), seed=args.seed)
+    summary = study.summarise_adaptive(tests)
+    print(f"\n{name}: adaptive tests ({len(calibrated)} splits, "
+          f"{time.perf_counter() - started:.0f} s); "
+          "exposure: largest share of a split's tests given one item")
+    print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    for limit, rows in summary.groupby("max_exposure", dropna=False):
+        within = rows[rows["n_items"] <= ATLAS_ITEMS]
+        setting = "no exposure control" if pd.isna(limit) else f"exposure <= {limit:g}"
+        if within.empty:
+            print(f"  {setting}: no SE target within {ATLAS_ITEMS} items on average")
+            continue
+        row = within.sort_values("theta_mae").iloc[0]
+        met = row["theta_mae"] <= ATLAS_THETA_MAE and row["exposure"] <= EXPOSURE_TARGET
+        print(f"  {setting}: SE {row['se_target']:g}, {row['n_items']:.1f} items, theta MAE "
+              f"{row['theta_mae']:.3f}, exposure {row['exposure']:.3f}: "
+              f"{'meets' if met else 'misses'} ATLAS ({ATLAS_ITEMS} items, "
+              f"{ATLAS_THETA_MAE}, exposure <= {EXPOSURE_TARGET:.0%})")
+
+
+def audit_line(name, table):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        audit = cbmm.item_audit(cbmm.fit(table), table)
+    counts = ", ".join(f"{flag} {int(audit[flag].sum())}" for flag in FLAGS)
+    print(f"\n{name}: item audit of {len(audit)} items: {counts}")
+    return audit
+
+
+def planted(table, share, seed):
+    """``table`` with ``share`` of its items' answers reversed; the reversed labels."""
+    rng = np.random.default_rng(seed)
+    items = rng.choice(table.shape[1], int(round(share * table.shape[1])), replace=False)
+    reversed_table = table.astype(float)
+    reversed_table.iloc[:, items] = 1.0 - reversed_table.iloc[:, items]
+    return reversed_table, set(table.columns[items].astype(str))  # the audit's item labels
+
+
+def mislabel_rows(name, make, seeds):
+    rows = []
+    for seed in seeds:
+        table, truth = planted(make(seed), 0.05, seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            audit = cbmm.item_audit(cbmm.fit(table), table)
+        flagged = set(audit.index[audit["negative_discrimination"]])
+        hits = len(flagged & truth)
+        rows.append({"data": name, "seed": seed, "planted": len(truth), "flagged": len(flagged),
+                     "recall": hits / len(truth), "precision": hits / max(len(flagged), 1)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lart", type=Path, help="folder with the LaRT matrices (real data)")
+    parser.add_argument("--shapes", default=",".join(r.removeprefix("sim") for r in
+                                                     LEADERBOARD_ROWS),
+                        help="simulated leaderboard shapes NxJ, comma-separated ('' for none)")
+    parser.add_argument("--k", type=lambda s: [int(v) for v in s.split(",")],
+                        default=[10, 25, 50, 100, 200])
+    parser.add_argument("--splits", type=int, default=5, help="splits of the real data sets")
+    parser.add_argument("--shape-splits", type=int, default=2,
+                        help="splits of the simulated shapes (default 2: minutes each)")
+    parser.add_argument("--se-targets", type=lambda s: [float(v) for v in s.split(",")],
+                        default=[0.1, 0.125, 0.15, 0.2, 0.3])
+    parser.add_argument("--max-items", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--mislabel-seeds", type=int, default=3)
+    args = parser.parse_args()
+    print(machine())
+
+    math500 = read_math500()
+    datasets = {"MATH-500 (140 x 500, real)": math500}
+    for label, file in LART_FILES.items():
+        if args.lart is not None and (args.lart / file).is_file():
+            datasets[label.replace(")", ", real)")] = pd.read_csv(args.lart / file, index_col=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        calibration = cbmm.fit(math500, tol=1e-8, max_iter=20000, accelerate="auto")
+    shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s]
+
+    for name, table in datasets.items():
+        calibrated = fitted(table, args.splits, args.seed)
+        selection_table(name, table, calibrated, args)
+        adaptive_table(name, table, calibrated, args, args.se_targets)
+        audit_line(name, table)
+    for k, (n, j) in enumerate(shapes):
+        name = f"simulated {n} x {j} (calibrated stand-in)"
+        table = standin(calibration, n, j, seed=100 + k)
+        calibrated = fitted(table, args.shape_splits, args.seed)
+        selection_table(name, table, calibrated, args)
+        adaptive_table(name, table, calibrated, args, [0.125, 0.2])
+
+    print(f"\nplanted mislabels: 5 % of the items reversed, {args.mislabel_seeds} seeds each; "
+          "on MATH-500 an item the audit flags that was not planted counts as a false "
+          "positive")
+    seeds = range(args.mislabel_seeds)
+    rows = mislabel_rows("MATH-500 (real, 25 items reversed)", lambda s: math500, seeds)
+    rows += mislabel_rows("paper generator 1000 x 500, 5 % a = 0", lambda s: pd.DataFrame(
+        simulate(1000, 500, sparsity=0.05, seed=s).responses), seeds)
+    for n, j in shapes[:2]:
+        rows += mislabel_rows(f"simulated {n} x {j} (calibrated stand-in)",
+                              lambda s, n=n, j=j: standin(calibration, n, j, seed=200 + s),
+                              seeds)
+    table = pd.DataFrame(rows).groupby("data", sort=False)[
+        ["planted", "flagged", "recall", "precision"]].mean()
+    print(table.to_string(float_format=lambda v: f"{v:.3f}"))
+    met = (table["recall"] >= RECALL_TARGET) & (table["precision"] >= PRECISION_TARGET)
+    print(f"targets recall >= {RECALL_TARGET}, precision >= {PRECISION_TARGET}: met on "
+          f"{int(met.sum())} of {len(met)}")
+
+
+if __name__ == "__main__":
+    main()

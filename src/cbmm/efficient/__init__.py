@@ -1,0 +1,23 @@
+"""Efficient evaluation with a calibrated item bank: the fewest items that keep the answer.
+
+* :func:`select_items`: which k items to keep (stratified, random, maximal information,
+  anchors);
+* :func:`predict_accuracy`: full-benchmark accuracy of models that answered any subset of
+  the items, with an interval;
+* :func:`adaptive_test`: one item at a time, maximum information with exposure control,
+  until the ability's standard error is small enough;
+* :func:`item_audit`: items not identified, without information, discriminating the wrong
+  way (likely mislabelled) or outside the models' abilities.
+
+All of them read the calibration from a fit (``FitResult``, ``items.csv`` or a table of
+``a`` and ``b``) and put abilities on its canonical scale.  docs/efficiency.md says what
+was measured.
+"""
+
+from .adaptive import AdaptiveTest, ItemExposure, adaptive_test
+from .audit import FLAGS, item_audit
+from .prediction import predict_accuracy
+from .selection import STRATEGIES, select_items
+
+__all__ = ["select_items", "STRATEGIES", "predict_accuracy", "adaptive_test", "AdaptiveTest",
+           "ItemExposure", "item_audit", "FLAGS"]

@@ -1,0 +1,193 @@
+"""The calibrated item bank, and the posterior of a model's ability given its answers.
+
+Every function of :mod:`cbmm.efficient` reads the calibration once into an
+:class:`ItemBank`: the items' ``(a, b)`` and the temperature of a fit (through
+:func:`cbmm.score.read_items`, so a FitResult, an ``items.csv`` or a DataFrame
+of ``a`` and ``b`` all work), and the calibration models' abilities where the
+fit has them.  An ability is on the calibration's canonical scale (mean 0, sd 1
+over its models), so the prior of a new model's ability is N(0, 1), as in
+``cbmm.score(..., prior="normal")``.
+
+:class:`Posterior` holds, for many models at once, the posterior of the ability
+on a fixed grid of abilities (:data:`GRID`): exact for a one-dimensional
+ability up to the grid's spacing, with no Newton iterations to fail, and it
+gives posterior expectations of any function of the ability (expected
+probabilities, their variance) by one weighted sum.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..model import expit
+from ..result import FitResult
+from ..score import _aligned_responses, read_items
+
+if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
+    import pandas as pd
+
+__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "check_integer"]
+
+#: Abilities at which posteriors are evaluated: the canonical scale (sd 1 over the
+#: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
+#: hundred items (0.05 and more on the real matrices measured).
+GRID = np.linspace(-8.0, 8.0, 641)
+#: The log density of the N(0, 1) prior at :data:`GRID` (up to a constant).
+_LOG_PRIOR = -0.5 * GRID ** 2
+#: Abilities of a population drawn as N(0, 1) quantiles, for a calibration given
+#: without its models' abilities (an ``items.csv``).
+_NORMAL_POPULATION = 200
+
+
+def check_integer(name: str, value, *, minimum: int, maximum: int | None = None) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` and the allowed range."""
+    ok = not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= minimum
+    if ok and maximum is not None:
+        ok = value <= maximum
+    if not ok:
+        limit = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise ValueError(f"{name} must be an integer {limit}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class ItemBank:
+    """Calibrated items: labels, discrimination ``a``, easiness ``b``, temperature ``sigma``.
+
+    ``abilities`` are the calibration models' abilities where known (a FitResult),
+    else None.  :attr:`slope` and :attr:`intercept` are ``a / sigma`` and
+    ``b / sigma``: the probability of a correct answer at ability ``t`` is
+    ``expit(t * slope + intercept)``.
+    """
+
+    labels: pd.Index
+    a: np.ndarray
+    b: np.ndarray
+    sigma: float
+    abilities: np.ndarray | None
+
+    @classmethod
+    def of(cls, result) -> ItemBank:
+        """The bank of a FitResult, a DataFrame with columns ``a`` and ``b``, an
+        ``items.csv`` or its folder (see :func:`cbmm.score.read_items`); an ItemBank is
+        returned as it is (with the grid values it has computed)."""
+        if isinstance(result, ItemBank):
+            return result
+        table, sigma, _ = read_items(result)
+        abilities = None
+        if isinstance(result, FitResult):
+            theta = np.asarray(result.theta, dtype=float)
+            abilities = theta[np.isfinite(theta)]  # set-aside models (+-inf) have no place
+        return cls(table.index, table["a"].to_numpy(float), table["b"].to_numpy(float),
+                   1.0 if sigma is None else float(sigma), abilities)
+
+    @property
+    def slope(self) -> np.ndarray:
+        return self.a / self.sigma
+
+    @property
+    def intercept(self) -> np.ndarray:
+        return self.b / self.sigma
+
+    def __len__(self) -> int:
+        return self.a.size
+
+    def probabilities(self, theta) -> np.ndarray:
+        """``len(theta) x J`` probabilities of a correct answer."""
+        return expit(np.multiply.outer(np.asarray(theta, dtype=float), self.slope)
+                     + self.intercept)
+
+    def information(self, theta) -> np.ndarray:
+        """``len(theta) x J`` Fisher information of each item about the ability:
+        ``slope^2 p (1 - p)``."""
+        p = self.probabilities(theta)
+        return self.slope ** 2 * p * (1.0 - p)
+
+    @functools.cached_property
+    def grid(self) -> dict:
+        """The items at :data:`GRID`, computed once per bank (``J x grid`` each, C order,
+        so that a models x items matrix multiplies them without a copy): ``p``, ``pq``
+        (``p (1 - p)``), ``log_p``, ``log_q`` (``log (1 - p)``); and the sums over all
+        items ``p_total`` and ``pq_total`` (per grid ability)."""
+        x = np.multiply.outer(self.slope, GRID) + self.intercept[:, None]
+        p = expit(x)
+        pq = p * (1.0 - p)
+        return {"p": p, "pq": pq, "log_p": -np.logaddexp(0.0, -x),
+                "log_q": -np.logaddexp(0.0, x), "p_total": p.sum(axis=0),
+                "pq_total": pq.sum(axis=0)}
+
+    def population(self) -> np.ndarray:
+        """The abilities the bank is meant for: the calibration models', or N(0, 1)
+        quantiles when the calibration came without them."""
+        if self.abilities is not None and self.abilities.size:
+            return self.abilities
+        from scipy.special import ndtri
+
+        return ndtri((np.arange(_NORMAL_POPULATION) + 0.5) / _NORMAL_POPULATION)
+
+
+def aligned_answers(responses, bank: ItemBank, *, coding=None, layout="auto"):
+    """The responses as an int8 matrix with one column per item of the bank (+1 correct,
+    -1 wrong, 0 not answered), and the models' labels (as :func:`cbmm.score` aligns
+    them: columns matched to the item labels as strings; an unknown column is an error
+    naming it; a bank item the responses lack is not answered)."""
+    if layout not in ("auto", "wide", "long"):
+        raise ValueError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
+    table = _bank_table(bank)
+    return _aligned_responses(responses, table, coding, layout)
+
+
+def _bank_table(bank: ItemBank):
+    import pandas as pd
+
+    return pd.DataFrame({"a": bank.a, "b": bank.b}, index=bank.labels)
+
+
+class Posterior:
+    """Posterior weights of the ability on :data:`GRID` for each row of ``answers``
+    (int8, +1 / -1 / 0 not answered), under the N(0, 1) prior.
+
+    ``weights`` is ``models x grid`` (rows sum to 1).
+    """
+
+    def __init__(self, answers: np.ndarray, bank: ItemBank):
+        grid = bank.grid
+        correct, wrong = _indicators(answers)
+        log_weights = correct @ grid["log_p"] + wrong @ grid["log_q"] + _LOG_PRIOR
+        log_weights -= log_weights.max(axis=1, keepdims=True)
+        weights = np.exp(log_weights)
+        self.weights = weights / weights.sum(axis=1, keepdims=True)
+        self.answered = correct + wrong
+
+    @property
+    def mean(self) -> np.ndarray:
+        """The posterior mean of each model's ability (EAP)."""
+        return self.weights @ GRID
+
+    @property
+    def sd(self) -> np.ndarray:
+        """The posterior standard deviation of each model's ability."""
+        mean = self.mean
+        return np.sqrt(np.maximum(self.weights @ GRID ** 2 - mean ** 2, 0.0))
+
+    def answered_sums(self, values: np.ndarray) -> np.ndarray:
+        """``models x grid``: for each model and grid ability, the sum of ``values``
+        (``J x grid``) over the items the model answered."""
+        return np.asarray(self.answered @ values)
+
+
+def _indicators(answers: np.ndarray):
+    """Correct and wrong indicators of an int8 +-1/0 matrix, as float matrices: dense,
+    or CSR when few cells are answered (a short test of a large bank)."""
+    answered = np.count_nonzero(answers)
+    correct, wrong = (answers > 0), (answers < 0)
+    if answered < 0.25 * answers.size:
+        from scipy.sparse import csr_matrix
+
+        return csr_matrix(correct, dtype=float), csr_matrix(wrong, dtype=float)
+    return correct.astype(float), wrong.astype(float)

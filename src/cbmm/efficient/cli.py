@@ -1,0 +1,196 @@
+"""``cbmm select|predict|adaptive|audit``: efficient evaluation from the command line.
+
+:func:`register` adds the commands to the main parser (:mod:`cbmm.cli`), whose rules
+they follow: every argument, input and output path is checked before any work, outputs
+are written atomically, existing ones kept unless ``--force``, errors are one line with
+exit status 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..cli import (
+    CliError,
+    _check_input_file,
+    _check_output_file,
+    _distinct,
+    _integer,
+    _number,
+    _path,
+    _read_responses,
+)
+
+__all__ = ["register"]
+
+
+def _calibration(path: Path):
+    """The calibration of ``--items``: a ``cbmm fit`` output folder (its FitResult, with the
+    calibration models' abilities), or an ``items.csv``."""
+    from ..result import FitResult
+    from ..score import read_items
+
+    if path.is_dir() and all((path / name).is_file() for name in FitResult.OUTPUT_FILES):
+        read_items(path)  # bad item parameters are named before anything else is read
+        return FitResult.load(path)
+    _check_input_file(path / "items.csv" if path.is_dir() else path, "--items")
+    read_items(path)
+    return path
+
+
+def _select_command(args) -> int:
+    import pandas as pd
+
+    from ..io import write_csv
+    from .selection import select_items
+
+    _check_output_file(args.out, "--out", args.force)
+    _distinct(("--items", args.items), ("--out", args.out))
+    chosen = select_items(_calibration(args.items), args.k, args.strategy, seed=args.seed)
+    write_csv(pd.DataFrame({"item": chosen}), args.out)
+    print(f"selected {len(chosen)} item(s) ({args.strategy}) -> {args.out}")
+    return 0
+
+
+def _predict_command(args) -> int:
+    from ..io import write_csv
+    from .prediction import predict_accuracy
+
+    _check_output_file(args.out, "--out", args.force)
+    _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
+    calibration = _calibration(args.items)
+    table = _read_responses(args)
+    predicted = predict_accuracy(table, calibration, level=args.level, coding=args.coding,
+                                 layout=args.layout)
+    write_csv(predicted.reset_index(), args.out, float_format="%.17g")
+    print(f"predicted the accuracy of {len(predicted)} model(s) from "
+          f"{predicted['n_items'].min()}-{predicted['n_items'].max()} answered item(s) "
+          f"-> {args.out}")
+    return 0
+
+
+def _adaptive_command(args) -> int:
+    import pandas as pd
+
+    from ..io import write_csv
+    from .adaptive import ItemExposure, adaptive_test
+    from .bank import ItemBank, aligned_answers
+
+    _check_output_file(args.out, "--out", args.force)
+    _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
+    calibration = _calibration(args.items)
+    bank = ItemBank.of(calibration)
+    if args.max_items > len(bank):
+        raise CliError(f"--max-items {args.max_items}: the calibration has {len(bank)} items")
+    answers, labels = aligned_answers(_read_responses(args), bank, coding=args.coding,
+                                      layout=args.layout)
+    exposure = None if args.max_exposure is None \
+        else ItemExposure(args.max_exposure, len(labels))
+    position = {label: j for j, label in enumerate(bank.labels)}
+    rows = []
+    for row, model in zip(answers, labels):
+        test = adaptive_test(lambda item, row=row: int(row[position[item]] > 0), calibration,
+                             pool=bank.labels[row != 0], se_target=args.se_target,
+                             max_items=args.max_items, min_items=args.min_items,
+                             candidates=args.candidates, exposure=exposure, seed=args.seed)
+        rows.append({"model": model, "theta": test.theta, "se": test.se,
+                     "n_items": len(test.items), "accuracy": test.accuracy,
+                     "lower": test.lower, "upper": test.upper, "stop": test.stop,
+                     "items": " ".join(map(str, test.items))})
+    write_csv(pd.DataFrame(rows), args.out, float_format="%.17g")
+    used = sum(r["n_items"] for r in rows) / len(rows)
+    print(f"tested {len(rows)} model(s) adaptively, {used:.1f} items on average -> {args.out}")
+    return 0
+
+
+def _audit_command(args) -> int:
+    from ..io import write_csv
+    from .audit import FLAGS, item_audit
+
+    _check_output_file(args.out, "--out", args.force)
+    if args.figure is not None:
+        _check_output_file(args.figure, "--figure", args.force)
+    _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
+              ("--figure", args.figure))
+    calibration = _calibration(args.items)
+    table = item_audit(calibration, _read_responses(args), coding=args.coding,
+                       layout=args.layout)
+    write_csv(table.reset_index(), args.out, float_format="%.17g")
+    if args.figure is not None:
+        from ..figures.item_audit import plot_item_audit
+
+        plot_item_audit(table.reset_index(), out_paths=[args.figure])
+    counts = ", ".join(f"{int(table[flag].sum())} {flag}" for flag in FLAGS)
+    print(f"audited {len(table)} item(s): {counts} -> {args.out}")
+    return 0
+
+
+def register(sub, add_input) -> None:
+    """Add ``select``, ``predict``, ``adaptive`` and ``audit`` to the subparsers ``sub``;
+    ``add_input`` adds ``--responses``, ``--coding`` and ``--layout``."""
+    from .adaptive import ADAPTIVE_DEFAULTS as DEFAULT
+    from .selection import STRATEGIES
+
+    def add_items(command):
+        command.add_argument("--items", required=True, type=_path,
+                             help="the calibration: the output folder of `cbmm fit` (with the "
+                                  "calibration models' abilities) or an items.csv")
+        command.add_argument("--out", required=True, type=_path, help="output CSV")
+        command.add_argument("--force", action="store_true", help="replace an existing output")
+
+    select = sub.add_parser("select", help="the k items to keep of a calibrated benchmark",
+                            description="Choose k calibrated items (see cbmm.select_items) "
+                                        "and write them, one per row, as a CSV column item.")
+    add_items(select)
+    select.add_argument("--k", required=True, type=_integer(1), help="items to keep")
+    select.add_argument("--strategy", choices=STRATEGIES, default=STRATEGIES[0],
+                        help=f"how to choose them (default {STRATEGIES[0]})")
+    select.add_argument("--seed", type=_integer(0), default=0, help="seed (default 0)")
+    select.set_defaults(handler=_select_command)
+
+    predict = sub.add_parser("predict", help="full-benchmark accuracy of models that answered "
+                                             "some of the calibrated items",
+                             description="Predict the accuracy over all calibrated items of "
+                                         "each model in --responses (see "
+                                         "cbmm.predict_accuracy).  Writes model, accuracy, "
+                                         "lower, upper, n_items, theta, se.")
+    add_input(predict)
+    add_items(predict)
+    predict.add_argument("--level", type=_number(0.0, 1.0), default=0.95,
+                         help="coverage of the interval (default 0.95)")
+    predict.set_defaults(handler=_predict_command)
+
+    adaptive = sub.add_parser("adaptive", help="adaptive tests answered from a file",
+                              description="Give each model of --responses an adaptive test "
+                                          "(see cbmm.adaptive_test) whose answers are read "
+                                          "from the file (only items it answered are asked). "
+                                          "Writes model, theta, se, n_items, accuracy, lower, "
+                                          "upper, stop and the items given.")
+    add_input(adaptive)
+    add_items(adaptive)
+    adaptive.add_argument("--se-target", type=_number(0.0), default=DEFAULT["se_target"],
+                          help="stop once the ability's standard error is at most this "
+                               f"(default {DEFAULT['se_target']})")
+    adaptive.add_argument("--max-items", type=_integer(1), default=DEFAULT["max_items"],
+                          help=f"items at most (default {DEFAULT['max_items']})")
+    adaptive.add_argument("--min-items", type=_integer(1), default=DEFAULT["min_items"],
+                          help=f"items at least (default {DEFAULT['min_items']})")
+    adaptive.add_argument("--candidates", type=_integer(1), default=DEFAULT["candidates"],
+                          help="the next item is drawn among this many most informative "
+                               f"(default {DEFAULT['candidates']})")
+    adaptive.add_argument("--max-exposure", type=_number(0.0, 1.0, high_open=False),
+                          help="share of the file's models that may be given one item "
+                               "(default: no exposure control)")
+    adaptive.add_argument("--seed", type=_integer(0), default=0, help="seed (default 0)")
+    adaptive.set_defaults(handler=_adaptive_command)
+
+    audit = sub.add_parser("audit", help="flag items that are not identified, uninformative, "
+                                         "reversed or out of range",
+                           description="Audit the calibrated items on the models of "
+                                       "--responses (see cbmm.item_audit): a CSV with one row "
+                                       "per item, its information, the flags and the reason.")
+    add_input(audit)
+    add_items(audit)
+    audit.add_argument("--figure", type=_path,
+                       help="also draw the item information map (PDF or PNG)")
+    audit.set_defaults(handler=_audit_command)

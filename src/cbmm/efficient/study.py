@@ -1,0 +1,225 @@
+"""The efficient-evaluation study of one response matrix (the workflow's rule
+``efficiency`` and ``benchmarks/bench_efficiency.py`` run it).
+
+The models are split at random into calibration and held-out models (``splits`` times,
+``test_share`` held out) and the calibration models of each split are fitted with
+:func:`cbmm.fit` (:func:`calibrations`); then
+
+* :func:`selection_study`: for each ``k`` and strategy, the held-out models answer the
+  k selected items and :func:`cbmm.predict_accuracy` predicts their accuracy over all
+  items, beside the baseline of the mean of k random items (``random_mean``, the same
+  draw as the ``random`` strategy);
+* :func:`adaptive_study`: each held-out model takes an adaptive test with its own answers
+  (for each SE target), compared with its ability from all its answers (the same
+  posterior mean, every item answered).
+
+:func:`summarise_selection` and :func:`summarise_adaptive` reduce the per-model rows to
+the tables the report shows.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .adaptive import ItemExposure, adaptive_test
+from .bank import ItemBank, Posterior, check_integer
+from .prediction import reconstruct
+from .selection import select_items
+
+__all__ = ["model_splits", "calibrations", "selection_study", "adaptive_study",
+           "summarise_selection", "summarise_adaptive", "BASELINE"]
+
+#: The baseline of the selection study: the mean of the k items of the ``random`` draw.
+BASELINE = "random_mean"
+
+
+def model_splits(n_models: int, splits: int, test_share: float, seed: int):
+    """``[(calibration rows, held-out rows), ...]``: ``splits`` random splits of the
+    models, ``round(test_share * n_models)`` (at least 1) held out in each."""
+    splits = check_integer("splits", splits, minimum=1)
+    if not 0 < test_share < 1:
+        raise ValueError(f"test_share must be in (0, 1), got {test_share!r}")
+    held = max(1, int(round(test_share * n_models)))
+    if n_models - held < 2:
+        raise ValueError(f"{n_models} models leave fewer than 2 to calibrate on")
+    rng = np.random.default_rng([check_integer("seed", seed, minimum=0), 0xeff])
+    out = []
+    for _ in range(splits):
+        order = rng.permutation(n_models)
+        out.append((np.sort(order[held:]), np.sort(order[:held])))
+    return out
+
+
+def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int = 0,
+                 fit_options: dict | None = None) -> list:
+    """``[(held-out rows, calibration fit), ...]``, one per split (:func:`model_splits`):
+    :func:`cbmm.fit` with ``fit_options`` of the other models of ``table``."""
+    from ..api import fit
+
+    out = []
+    for train, held in model_splits(len(table), splits, test_share, seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # degenerate items of a split are the audit's
+            out.append((held, fit(table.iloc[train], **(fit_options or {}))))
+    return out
+
+
+def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
+    """Predicted accuracy of held-out models from k selected items.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Models x items, 1 / 0 / NaN.
+    calibrated : list
+        :func:`calibrations` of ``table``.
+    ks : list of int
+        Numbers of items; those not below the number of items are skipped.
+    strategies : list of str
+        Strategies of :func:`cbmm.select_items`.
+    seed : int
+        Seeds the selections (``seed + split``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per split, k, strategy (and ``random_mean``) and held-out model:
+        ``split, k, strategy, model, accuracy`` (over the items the model answered),
+        ``predicted, lower, upper``.
+    """
+    import pandas as pd
+
+    rows = []
+    values = table.to_numpy(dtype=float)
+    for split, (held, result) in enumerate(calibrated):
+        bank = ItemBank.of(result)
+        truth = values[held]
+        accuracy = np.nanmean(truth, axis=1)
+        for k in (k for k in ks if k < truth.shape[1]):
+            for strategy in strategies:
+                chosen = bank.labels.get_indexer(
+                    select_items(result, k, strategy, seed=seed + split))
+                answers = np.zeros(truth.shape, dtype=np.int8)
+                observed = truth[:, chosen]
+                answers[:, chosen] = np.where(np.isnan(observed), 0,
+                                              np.where(observed > 0, 1, -1))
+                predicted = reconstruct(answers, bank)
+                rows.append(pd.DataFrame({
+                    "split": split, "k": k, "strategy": strategy,
+                    "model": table.index[held], "accuracy": accuracy,
+                    "predicted": predicted["accuracy"], "lower": predicted["lower"],
+                    "upper": predicted["upper"]}))
+                if strategy == "random":
+                    mean = np.nanmean(observed, axis=1)
+                    rows.append(pd.DataFrame({
+                        "split": split, "k": k, "strategy": BASELINE,
+                        "model": table.index[held], "accuracy": accuracy, "predicted": mean,
+                        "lower": np.nan, "upper": np.nan}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
+                   max_items: int = 50, min_items: int = 5, candidates: int = 5,
+                   seed: int = 0):
+    """Adaptive tests of held-out models driven by their own answers.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        Models x items, 1 / 0 / NaN (a test asks only items the model answered: its
+        ``pool``).
+    calibrated : list
+        :func:`calibrations` of ``table``.
+    se_targets : list of float
+        SE targets of :func:`cbmm.adaptive_test`, one test per model and target.
+    max_exposures : list of float or None
+        Exposure settings, one set of tests each: the held-out models of a split (in random
+        order) share an :class:`ItemExposure` with this rate; None: no exposure control.
+    max_items, min_items, candidates
+        As for :func:`cbmm.adaptive_test` (``max_items`` at most the number of items).
+    seed : int
+        Seeds the order of the tests and their randomesque draws.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per split, exposure setting, SE target and held-out model: ``split,
+        max_exposure`` (NaN: none), ``se_target, model, n_items, theta, se, theta_full``
+        (posterior mean from all the model's answers), ``theta_error`` (``theta -
+        theta_full``), ``predicted`` (accuracy), ``accuracy`` (over all its answers),
+        ``stop`` and ``items`` (the labels given, separated by spaces).
+    """
+    import pandas as pd
+
+    rows = []
+    values = table.to_numpy(dtype=float)
+    for split, (held, result) in enumerate(calibrated):
+        bank = ItemBank.of(result)
+        truth = values[held]
+        coded = np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
+        theta_full = Posterior(coded, bank).mean
+        order = np.random.default_rng([seed, split]).permutation(len(held))
+        for max_exposure in max_exposures:
+            for se_target in se_targets:
+                exposure = None if max_exposure is None else ItemExposure(max_exposure,
+                                                                          len(held))
+                for i in order:
+                    test = adaptive_test(
+                        lambda label, row=coded[i]: int(row[bank.labels.get_loc(label)] > 0),
+                        bank, pool=bank.labels[coded[i] != 0], se_target=se_target,
+                        max_items=min(max_items, len(bank)), min_items=min_items,
+                        candidates=candidates, exposure=exposure, seed=seed + split)
+                    rows.append({
+                        "split": split,
+                        "max_exposure": np.nan if max_exposure is None else max_exposure,
+                        "se_target": se_target, "model": table.index[held[i]],
+                        "n_items": len(test.items), "theta": test.theta, "se": test.se,
+                        "theta_full": theta_full[i], "theta_error": test.theta - theta_full[i],
+                        "predicted": test.accuracy, "accuracy": float(np.nanmean(truth[i])),
+                        "stop": test.stop, "items": " ".join(map(str, test.items))})
+    return pd.DataFrame(rows)
+
+
+def summarise_selection(rows):
+    """Per k and strategy: ``mae``, ``rmse`` of the predicted accuracy (mean over splits of
+    each split's value, and its sd ``mae_sd``), ``coverage`` of the intervals and
+    ``n_models`` per split."""
+    import pandas as pd
+
+    error = rows["predicted"] - rows["accuracy"]
+    covered = (rows["lower"] <= rows["accuracy"]) & (rows["accuracy"] <= rows["upper"])
+    frame = rows.assign(abs_error=error.abs(), sq_error=error ** 2,
+                        covered=covered.where(rows["lower"].notna()))
+    per_split = frame.groupby(["k", "strategy", "split"]).agg(
+        mae=("abs_error", "mean"), mse=("sq_error", "mean"), coverage=("covered", "mean"),
+        n_models=("model", "size"))
+    per_split["rmse"] = np.sqrt(per_split.pop("mse"))
+    grouped = per_split.groupby(level=["k", "strategy"])
+    out = grouped[["mae", "rmse", "coverage", "n_models"]].mean()
+    out.insert(1, "mae_sd", grouped["mae"].std())
+    return pd.DataFrame(out).reset_index()
+
+
+def summarise_adaptive(rows):
+    """Per exposure setting and SE target: mean and largest ``n_items``, ``theta_mae``
+    (against the full-data ability), ``accuracy_mae`` and ``exposure`` (the largest share
+    of a split's tests that gave one item, mean over splits)."""
+    keys = ["max_exposure", "se_target"]
+    frame = rows.assign(abs_theta=rows["theta_error"].abs(),
+                        abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs())
+    out = frame.groupby(keys, dropna=False).agg(
+        n_items=("n_items", "mean"), max_items=("n_items", "max"),
+        theta_mae=("abs_theta", "mean"), accuracy_mae=("abs_accuracy", "mean"))
+    exposure = rows.groupby([*keys, "split"], dropna=False)["items"].apply(_largest_exposure)
+    out["exposure"] = exposure.groupby(level=keys, dropna=False).mean()
+    return out.reset_index()
+
+
+def _largest_exposure(items):
+    counts = {}
+    for given in items:
+        for label in given.split():
+            counts[label] = counts.get(label, 0) + 1
+    return max(counts.values()) / len(items)

@@ -1,0 +1,356 @@
+"""Efficient evaluation (cbmm.efficient): closed forms on tiny banks, simulated banks whose
+truth is known, adaptive tests driven by simulated answers with fixed seeds, the audit on
+planted mislabels."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import integrate
+from scipy.special import expit
+
+import cbmm
+from cbmm.efficient import study
+from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
+from cbmm.efficient.prediction import RESIDUAL_PRIOR_ITEMS
+from cbmm.simulate import simulate
+
+
+def bank_table(a, b, prefix="q"):
+    return pd.DataFrame({"a": np.asarray(a, float), "b": np.asarray(b, float)},
+                        index=[f"{prefix}{j}" for j in range(len(a))])
+
+
+def quiet_fit(table, **options):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cbmm.fit(table, **options)
+
+
+@pytest.fixture(scope="module")
+def simulated():
+    """1000 models x 200 items of the paper's generator; the first 800 calibrate."""
+    sim = simulate(1000, 200, seed=11)
+    table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(1000)],
+                         columns=[f"q{j}" for j in range(200)])
+    return sim, table, quiet_fit(table.iloc[:800])
+
+
+# ------------------------------------------------------------------ closed forms
+
+def test_a_model_that_answered_every_item_is_predicted_its_own_accuracy(simulated):
+    _, table, result = simulated
+    held = table.iloc[800:]
+    predicted = cbmm.predict_accuracy(held, result)
+    np.testing.assert_allclose(predicted["accuracy"], held.mean(axis=1), rtol=0, atol=1e-12)
+    assert (predicted["lower"] == predicted["accuracy"]).all()
+    assert (predicted["upper"] == predicted["accuracy"]).all()
+    assert (predicted["n_items"] == 200).all()
+
+
+def test_items_without_discrimination_give_the_shrunk_difference_estimator():
+    # a = 0, b = 0: every probability is 1/2 whatever the ability, so the prediction is
+    # (c + u (1/2 + n/(n + c0) (c/n - 1/2))) / J and its variance u/4 + u^2 (1/4)/(n + c0)
+    items = bank_table(np.zeros(10), np.zeros(10))
+    answers = pd.DataFrame([[1, 1, 1, 0] + [np.nan] * 6, [np.nan] * 10],
+                           index=["four", "none"], columns=items.index)
+    predicted = cbmm.predict_accuracy(answers, items, level=0.9)
+    n, c, u, j = 4, 3, 6, 10
+    expected = (c + u * (0.5 + n / (n + RESIDUAL_PRIOR_ITEMS) * (c / n - 0.5))) / j
+    assert predicted.loc["four", "accuracy"] == pytest.approx(expected, abs=1e-12)
+    half = 1.6448536269514722 * np.sqrt(u / 4 + u ** 2 * 0.25 / (n + RESIDUAL_PRIOR_ITEMS)) / j
+    assert predicted.loc["four", "lower"] == pytest.approx(expected - half, abs=1e-12)
+    assert predicted.loc["four", "upper"] == pytest.approx(expected + half, abs=1e-12)
+    # no answer: the prior's prediction, 1/2, and the prior's ability N(0, 1)
+    assert predicted.loc["none", "accuracy"] == pytest.approx(0.5, abs=1e-12)
+    assert predicted.loc["none", "theta"] == pytest.approx(0.0, abs=1e-9)
+    assert predicted.loc["none", "se"] == pytest.approx(1.0, abs=1e-6)
+    assert predicted.loc["none", "n_items"] == 0
+
+
+def test_the_ability_is_the_posterior_mean_under_the_normal_prior():
+    items = bank_table([1.5, 0.7, 2.0], [0.3, -1.0, 0.5])
+    answers = pd.DataFrame([[1, 0, np.nan]], columns=items.index)
+
+    def density(t):
+        return (np.exp(-t * t / 2) * expit(1.5 * t + 0.3) * (1 - expit(0.7 * t - 1.0)))
+
+    mass = integrate.quad(density, -12, 12)[0]
+    mean = integrate.quad(lambda t: t * density(t), -12, 12)[0] / mass
+    second = integrate.quad(lambda t: t * t * density(t), -12, 12)[0] / mass
+    predicted = cbmm.predict_accuracy(answers, items)
+    assert predicted["theta"].iloc[0] == pytest.approx(mean, abs=1e-5)
+    assert predicted["se"].iloc[0] == pytest.approx(np.sqrt(second - mean ** 2), abs=1e-5)
+    # the unanswered item's expected probability under that posterior, plus the offset
+    expected_p3 = integrate.quad(lambda t: expit(2.0 * t + 0.5) * density(t), -12, 12)[0] / mass
+    answered_p = [integrate.quad(lambda t, f=f: f(t) * density(t), -12, 12)[0] / mass
+                  for f in (lambda t: expit(1.5 * t + 0.3), lambda t: expit(0.7 * t - 1.0))]
+    offset = 2 / (2 + RESIDUAL_PRIOR_ITEMS) * (1 - sum(answered_p)) / 2
+    assert predicted["accuracy"].iloc[0] == pytest.approx((1 + expected_p3 + offset) / 3,
+                                                          abs=1e-5)
+
+
+def test_temperature_scales_the_items():
+    items = bank_table([1.0, 2.0], [0.5, -0.5])
+    scaled = bank_table([3.0, 6.0], [1.5, -1.5])  # the same items at sigma = 3
+    answers = pd.DataFrame([[1, np.nan]], columns=items.index)
+    plain = cbmm.predict_accuracy(answers, items)
+    sigma3 = cbmm.predict_accuracy(answers, _with_sigma(scaled, 3.0))
+    pd.testing.assert_frame_equal(plain, sigma3, rtol=1e-10)
+
+
+def _with_sigma(items, sigma):
+    """A FitResult holding ``items`` at temperature ``sigma``."""
+    return cbmm.FitResult(theta=np.zeros(2), a=items["a"], b=items["b"], loss=0.0,
+                          loss_history=[], n_iter=0, status="converged", runtime_s=0.0,
+                          method="cbmm", sigma=sigma)
+
+
+def test_item_information_is_a2_p_q_averaged_over_the_models():
+    items = bank_table([2.0, 0.5], [0.0, 1.0])
+    answers = pd.DataFrame([[1, 0], [0, 1], [1, 1]], columns=items.index)
+    audit = cbmm.item_audit(items, answers)
+    theta = cbmm.predict_accuracy(answers, items)["theta"].to_numpy()
+    for item, (a, b) in items.iterrows():
+        p = expit(a * theta + b)
+        assert audit.loc[item, "information"] == pytest.approx(np.mean(a * a * p * (1 - p)))
+    assert audit.loc["q0", "difficulty"] == pytest.approx(0.0)
+    assert audit.loc["q1", "difficulty"] == pytest.approx(-2.0)
+
+
+# -------------------------------------------------------------------- selection
+
+@pytest.mark.parametrize("strategy", cbmm.efficient.STRATEGIES)
+def test_every_strategy_keeps_k_distinct_calibrated_items_reproducibly(simulated, strategy):
+    _, table, result = simulated
+    chosen = cbmm.select_items(result, 25, strategy, seed=3)
+    assert len(chosen) == 25 and chosen.is_unique and set(chosen) <= set(table.columns)
+    assert list(chosen) == list(cbmm.select_items(result, 25, strategy, seed=3))
+    everything = cbmm.select_items(result, 200, strategy)
+    assert sorted(everything) == sorted(table.columns)
+
+
+def test_stratified_draws_one_item_per_stratum_of_expected_share_correct(simulated):
+    _, _, result = simulated
+    share = pd.Series(expit(np.outer(result.theta, result.a) + result.b.to_numpy()).mean(0),
+                      index=result.a.index).sort_values(kind="stable")
+    chosen = cbmm.select_items(result, 8, "stratified", seed=0)
+    strata = [share.index[25 * s:25 * (s + 1)] for s in range(8)]
+    assert [sum(item in stratum for item in chosen) for stratum in strata] == [1] * 8
+
+
+def test_information_picks_the_most_informative_item_at_the_median_ability():
+    items = bank_table([1.0, 3.0, 3.0, 0.5], [0.0, 0.0, 6.0, 0.0])
+    chosen = cbmm.select_items(items, 1, "information")
+    # without calibration abilities the population is N(0, 1): its median is 0, where
+    # item q1 has information 9/4 (q0 1/4, q2 about 0.02, q3 1/16)
+    assert list(chosen) == ["q1"]
+
+
+def test_anchors_of_identical_items_still_number_k():
+    items = bank_table([1.0] * 6 + [2.0, 2.5], [0.0] * 6 + [1.0, -1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        chosen = cbmm.select_items(items, 5, "anchor", seed=1)
+    assert len(chosen) == 5 and chosen.is_unique
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"k": 0}, "k must be an integer in \\[1, 200\\], got 0"),
+    ({"k": 201}, "k must be an integer in \\[1, 200\\], got 201"),
+    ({"k": 5, "strategy": "best"}, "strategy must be one of"),
+    ({"k": 5, "seed": -1}, "seed must be an integer >= 0"),
+])
+def test_select_items_names_a_bad_argument(simulated, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        cbmm.select_items(simulated[2], **kwargs)
+
+
+# ------------------------------------------------------------- simulated truth
+
+def test_predicted_accuracy_of_held_out_models_beats_the_item_mean_and_covers(simulated):
+    _, table, result = simulated
+    held = table.iloc[800:]
+    truth = held.mean(axis=1)
+    errors, mean_errors, covered, z = [], [], [], []
+    for seed in range(3):
+        chosen = cbmm.select_items(result, 40, seed=seed)
+        predicted = cbmm.predict_accuracy(held[chosen], result)
+        error = predicted["accuracy"] - truth
+        errors.append(error.abs().mean())
+        mean_errors.append((held[chosen].mean(axis=1) - truth).abs().mean())
+        covered.append(((predicted["lower"] <= truth) & (truth <= predicted["upper"])).mean())
+        z.append(error / ((predicted["upper"] - predicted["lower"]) / (2 * 1.959963984540054)))
+    # the generator's items discriminate little (a ~ U(0.5, 1)): the number correct is
+    # nearly sufficient, so the model adds little to the items' own mean, but it adds
+    assert np.mean(errors) < np.mean(mean_errors)
+    # 600 intervals of nominal 95 %: at least that within three binomial sd, and a little
+    # conservative where the 2PL holds exactly (the residual offset's prior variance
+    # allows for a misfit these data do not have); errors of the size the intervals say
+    assert 0.95 - 3 * np.sqrt(0.95 * 0.05 / 600) <= np.mean(covered) <= 0.99
+    assert 0.75 < np.std(np.concatenate(z)) < 1.1
+
+
+def test_predictions_align_items_by_label_in_long_tables(simulated):
+    _, table, result = simulated
+    wide = table.iloc[800:805, ::-7]  # a subset of the items, in another order
+    long = wide.stack().rename("correct").rename_axis(["model", "item"]).reset_index()
+    pd.testing.assert_frame_equal(cbmm.predict_accuracy(long, result).sort_index(),
+                                  cbmm.predict_accuracy(wide, result).sort_index())
+    with pytest.raises(ValueError, match="not among the calibrated items: \\['extra'\\]"):
+        cbmm.predict_accuracy(wide.assign(extra=1.0), result)
+    with pytest.raises(ValueError, match="level must be a number in \\(0, 1\\)"):
+        cbmm.predict_accuracy(wide, result, level=1.0)
+
+
+# --------------------------------------------------------------- adaptive tests
+
+def true_bank(n_items=300, seed=5):
+    rng = np.random.default_rng(seed)
+    return bank_table(rng.uniform(0.8, 2.5, n_items), rng.normal(0, 1.2, n_items))
+
+
+def simulated_model(items, theta, seed):
+    rng = np.random.default_rng(seed)
+    p = expit(items["a"] * theta + items["b"])
+    answers = (rng.random(len(items)) < p).astype(int)
+    return dict(zip(items.index, answers))
+
+
+def test_adaptive_errors_match_the_reported_standard_errors():
+    # the bank is the truth, so the posterior sd is the error's sd
+    items = true_bank()
+    z = []
+    for model, theta in enumerate(np.random.default_rng(0).normal(size=80)):
+        answers = simulated_model(items, theta, seed=model)
+        test = cbmm.adaptive_test(answers.__getitem__, items, se_target=0.3, seed=model)
+        assert test.stop == "se_target" and test.se <= 0.3 and len(test.items) <= 50
+        assert test.answers == [answers[item] for item in test.items]
+        z.append((test.theta - theta) / test.se)
+    assert abs(np.mean(z)) < 0.3 and 0.75 < np.std(z) < 1.25
+
+
+def test_the_first_item_is_the_most_informative_at_the_prior_mean():
+    items = true_bank()
+    information = items["a"] ** 2 * expit(items["b"]) * (1 - expit(items["b"]))
+    test = cbmm.adaptive_test(lambda item: 1, items, max_items=1, candidates=1)
+    assert test.items == [information.idxmax()] and test.stop == "max_items"
+    assert list(test.trace.columns) == ["item", "answer", "theta", "se"]
+
+
+def test_the_same_seed_gives_the_same_test():
+    items = true_bank()
+    answers = simulated_model(items, 0.4, seed=1)
+    first = cbmm.adaptive_test(answers.__getitem__, items, seed=7)
+    assert first.items == cbmm.adaptive_test(answers.__getitem__, items, seed=7).items
+    assert first.items != cbmm.adaptive_test(answers.__getitem__, items, seed=8).items
+
+
+def test_exposure_control_caps_each_items_share_of_the_tests():
+    items = true_bank()
+    exposure = cbmm.ItemExposure(max_rate=0.1, planned_tests=30)
+    for model in range(30):
+        answers = simulated_model(items, 1.5, seed=model)  # alike models want alike items
+        cbmm.adaptive_test(answers.__getitem__, items, se_target=0.2, exposure=exposure,
+                           seed=model)
+    assert exposure.tests == 30 and exposure.rates().max() <= 0.1
+    unlimited = {}
+    for model in range(30):
+        answers = simulated_model(items, 1.5, seed=model)
+        for item in cbmm.adaptive_test(answers.__getitem__, items, se_target=0.2,
+                                       seed=model).items:
+            unlimited[item] = unlimited.get(item, 0) + 1
+    assert max(unlimited.values()) / 30 > 0.5
+
+
+def test_a_pool_limits_the_items_and_an_empty_pool_stops_the_test():
+    items = true_bank()
+    pool = list(items.index[:7])
+    test = cbmm.adaptive_test(lambda item: 0, items, pool=pool, se_target=0.01)
+    assert sorted(test.items) == sorted(pool) and test.stop == "no item left"
+    # the accuracy counts the 7 wrong answers as observed
+    assert test.upper <= 1 - 7 / len(items) + 1e-12
+
+
+@pytest.mark.parametrize("respond,kwargs,message", [
+    (lambda item: 2, {}, "respond\\('q\\d+'\\) returned 2; expected 1 \\(correct\\) or 0"),
+    (lambda item: 1, {"se_target": 0}, "se_target must be a finite number > 0"),
+    (lambda item: 1, {"max_items": 301}, "max_items must be an integer in \\[1, 300\\]"),
+    (lambda item: 1, {"pool": ["nope"]}, "pool: 1 item\\(s\\) not among the calibrated"),
+    ("yes", {}, "respond must be a function"),
+])
+def test_adaptive_test_names_bad_input(respond, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        cbmm.adaptive_test(respond, true_bank(), **kwargs)
+
+
+# ------------------------------------------------------------------------ audit
+
+def planted(n_models, n_items, share, seed):
+    """The paper's generator with ``share`` of the items' answers reversed."""
+    sim = simulate(n_models, n_items, sparsity=0.05, seed=seed)
+    rng = np.random.default_rng(seed)
+    reversed_items = rng.choice(n_items, int(share * n_items), replace=False)
+    responses = sim.responses.copy()
+    responses[:, reversed_items] = 1 - responses[:, reversed_items]
+    table = pd.DataFrame(responses, columns=[f"q{j}" for j in range(n_items)])
+    return sim, table, {f"q{j}" for j in reversed_items}
+
+
+def test_the_audit_finds_planted_mislabelled_items():
+    sim, table, planted_items = planted(1000, 200, 0.05, seed=2)
+    audit = cbmm.item_audit(quiet_fit(table), table)
+    flagged = set(audit.index[audit["negative_discrimination"]])
+    recall = len(flagged & planted_items) / len(planted_items)
+    precision = len(flagged & planted_items) / max(len(flagged), 1)
+    assert recall >= 0.9 and precision >= 0.8
+    assert audit.loc[sorted(flagged), "reason"].str.contains("likely a wrong answer key").all()
+    # the generator's a = 0 items that kept their key carry no information
+    zero = {f"q{j}" for j in np.flatnonzero(sim.a == 0)} - planted_items
+    assert audit.loc[sorted(zero), "no_information"].mean() >= 0.8
+    assert not audit.loc[sorted(zero), "negative_discrimination"].any()
+
+
+def test_the_audit_flags_unanswerable_and_out_of_range_items():
+    items = bank_table([1.0, 1.0, 1.0, 0.0, 1.5, 0.0], [0.0, 0.5, 9.0, 0.2, -0.3, -4.0])
+    rng = np.random.default_rng(0)
+    answers = pd.DataFrame((rng.random((60, 6)) < 0.5).astype(float), columns=items.index)
+    answers["q0"] = 1.0  # every model right
+    answers["q5"] = 0.0  # every model wrong, and a = 0 (as a prior leaves such an item)
+    answers["q3"] = answers["q4"]  # a = 0 though stronger models answer it right: no reverse
+    audit = cbmm.item_audit(items, answers)
+    assert audit.loc["q0", "not_identified"] and "(60) answered it correctly" in \
+        audit.loc["q0", "reason"]
+    assert audit.loc["q2", "out_of_range"] and "easier than every model" in \
+        audit.loc["q2", "reason"]
+    assert audit.loc["q3", "no_information"] and np.isnan(audit.loc["q3", "difficulty"])
+    assert items.loc["q3", "a"] < NEGLIGIBLE_SLOPE
+    assert audit.loc["q4", "reason"] == "" and not audit.loc["q4", list(cbmm.efficient.FLAGS)].any()
+    assert list(audit.loc["q5", list(cbmm.efficient.FLAGS)]) == [True, False, False, False]
+    assert audit.loc["q5", "reason"] == "every model that answered it (60) answered it wrongly"
+
+
+# ------------------------------------------------------------------------ study
+
+def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simulated):
+    _, table, _ = simulated
+    small = table.iloc[:300, :80]
+    calibrated = study.calibrations(small, splits=2, seed=1)
+    assert [len(held) for held, _ in calibrated] == [60, 60]
+    assert set(calibrated[0][0]).isdisjoint(calibrated[0][1].theta.index.map(
+        small.index.get_loc))
+    rows = study.selection_study(small, calibrated, ks=[10, 80],
+                                 strategies=["stratified", "random"], seed=1)
+    # k = 80 is every item: skipped
+    assert set(rows["k"]) == {10}
+    assert set(rows["strategy"]) == {"stratified", "random", study.BASELINE}
+    assert rows.groupby(["split", "strategy"]).size().eq(60).all()
+    summary = study.summarise_selection(rows)
+    assert set(summary.columns) >= {"k", "strategy", "mae", "mae_sd", "rmse", "coverage"}
+    assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
+    adaptive = study.adaptive_study(small, calibrated[:1], se_targets=[0.3],
+                                    max_exposures=[None, 0.2], max_items=20)
+    assert len(adaptive) == 120 and (adaptive["n_items"] <= 20).all()
+    summary = study.summarise_adaptive(adaptive).set_index("max_exposure")
+    assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]

@@ -1,0 +1,108 @@
+"""``cbmm select | predict | adaptive | audit``: the efficient-evaluation commands, called
+in this process through ``cbmm.cli.main`` (tests/test_cli.py covers the process
+boundary), against the library functions they wrap."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cbmm
+from cbmm.cli import main
+from cbmm.simulate import simulate
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """A fit of 300 simulated models (``fit/``) and the answers of 40 more (``new.csv``)."""
+    folder = tmp_path_factory.mktemp("efficient_cli")
+    sim = simulate(340, 60, seed=3)
+    table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(340)],
+                         columns=[f"q{j}" for j in range(60)])
+    table.iloc[:300].to_csv(folder / "calibration.csv")
+    table.iloc[300:].to_csv(folder / "new.csv")
+    assert main(["fit", "--responses", str(folder / "calibration.csv"),
+                 "--out", str(folder / "fit")]) == 0
+    return folder, table
+
+
+def call(capsys, *args):
+    status = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_select_writes_the_items_select_items_chooses(calibrated, capsys, tmp_path):
+    folder, _ = calibrated
+    status, out, _ = call(capsys, "select", "--items", folder / "fit", "--k", 12,
+                          "--strategy", "anchor", "--seed", 4, "--out", tmp_path / "keep.csv")
+    assert status == 0 and "selected 12 item(s) (anchor)" in out
+    expected = cbmm.select_items(cbmm.FitResult.load(folder / "fit"), 12, "anchor", seed=4)
+    assert list(pd.read_csv(tmp_path / "keep.csv")["item"]) == list(expected)
+    # items.csv alone: no calibration abilities, N(0, 1) stands for them
+    status, _, _ = call(capsys, "select", "--items", folder / "fit" / "items.csv", "--k", 5,
+                        "--strategy", "information", "--out", tmp_path / "five.csv")
+    assert status == 0
+    expected = cbmm.select_items(folder / "fit" / "items.csv", 5, "information")
+    assert list(pd.read_csv(tmp_path / "five.csv")["item"]) == list(expected)
+
+
+def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tmp_path):
+    folder, table = calibrated
+    subset = table.iloc[300:, :20]
+    subset.to_csv(tmp_path / "subset.csv")
+    status, out, _ = call(capsys, "predict", "--responses", tmp_path / "subset.csv", "--items",
+                          folder / "fit", "--out", tmp_path / "accuracy.csv")
+    assert status == 0 and "40 model(s) from 20-20 answered item(s)" in out
+    written = pd.read_csv(tmp_path / "accuracy.csv", index_col="model")
+    expected = cbmm.predict_accuracy(subset, cbmm.FitResult.load(folder / "fit"))
+    pd.testing.assert_frame_equal(written, expected, check_names=False, rtol=1e-12)
+    status, out, _ = call(capsys, "audit", "--responses", folder / "calibration.csv",
+                          "--items", folder / "fit", "--out", tmp_path / "audit.csv",
+                          "--figure", tmp_path / "audit.png")
+    assert status == 0 and "audited 60 item(s)" in out
+    audit = pd.read_csv(tmp_path / "audit.csv", index_col="item", keep_default_na=False)
+    assert list(audit.columns[-5:]) == [*cbmm.efficient.FLAGS, "reason"]
+    assert (tmp_path / "audit.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_adaptive_answers_from_the_file_and_only_what_it_holds(calibrated, capsys, tmp_path):
+    folder, table = calibrated
+    answers = table.iloc[300:310].copy()
+    answers.iloc[0, 30:] = np.nan  # the first model answered only 30 items
+    answers.to_csv(tmp_path / "answers.csv")
+    status, out, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                          "--items", folder / "fit", "--se-target", 0.3, "--max-items", 40,
+                          "--max-exposure", 0.5, "--out", tmp_path / "tests.csv")
+    assert status == 0 and "tested 10 model(s) adaptively" in out
+    tests = pd.read_csv(tmp_path / "tests.csv", index_col="model")
+    first = tests.loc["m300", "items"].split()
+    assert set(first) <= set(table.columns[:30])
+    assert (tests["n_items"] <= 40).all() and set(tests["stop"]) <= set(cbmm.efficient.
+                                                                        adaptive.STOPS)
+    given = pd.Series([i for row in tests["items"] for i in row.split()]).value_counts()
+    assert given.max() <= 5  # at most half of the 10 tests
+
+
+@pytest.mark.parametrize("args,message", [
+    (["select", "--k", "61"], "k must be an integer in [1, 60], got 61"),
+    (["select", "--k", "0"], "--k: expected an integer >= 1"),
+    (["predict", "--responses", "nope.csv"], "--responses nope.csv: no such file"),
+    (["adaptive", "--responses", "new.csv", "--max-items", "99"],
+     "--max-items 99: the calibration has 60 items"),
+])
+def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypatch, tmp_path,
+                                                   args, message):
+    folder, _ = calibrated
+    monkeypatch.chdir(folder)
+    status, _, err = call(capsys, *args, "--items", "fit", "--out", tmp_path / "out.csv")
+    assert status == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_an_existing_output_is_kept_without_force(calibrated, capsys, tmp_path):
+    folder, _ = calibrated
+    (tmp_path / "keep.csv").write_text("mine\n")
+    status, _, err = call(capsys, "select", "--items", folder / "fit", "--k", 3,
+                          "--out", tmp_path / "keep.csv")
+    assert status == 2 and "exists; pass --force" in err
+    assert (tmp_path / "keep.csv").read_text() == "mine\n"

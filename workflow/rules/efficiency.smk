@@ -1,0 +1,90 @@
+"""Efficient evaluation (docs/efficiency.md): per dataset of real.efficiency, the
+selection study and the adaptive tests of held-out models (rule efficiency), the item
+audit (rule item_audit), and their figures (rule render_efficiency).  The study's logic
+is cbmm.efficient.study; these jobs fit their own calibrations (cbmm.fit's defaults)."""
+
+
+localrules:
+    render_efficiency,
+
+
+rule efficiency:
+    input:
+        matrix=paths.MATRIX,
+    output:
+        rows=paths.EFFICIENCY_ROWS,
+        selection=report_table(
+            paths.EFFICIENCY_TABLE,
+            "table_efficiency",
+            "Efficient evaluation",
+            "{dataset}",
+        ),
+        adaptive=report_table(
+            paths.ADAPTIVE_TABLE, "table_adaptive", "Efficient evaluation", "{dataset}"
+        ),
+    log:
+        paths.log_file("efficiency", "{dataset}"),
+    benchmark:
+        paths.benchmark_file("efficiency", "{dataset}")
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=240,
+    params:
+        settings=config["real"]["efficiency"],
+        sigma=config["fit"]["sigma"],
+    script:
+        "../scripts/efficiency.py"
+
+
+rule item_audit:
+    input:
+        matrix=paths.MATRIX,
+    output:
+        report_table(
+            paths.ITEM_AUDIT_TABLE,
+            "table_item_audit",
+            "Efficient evaluation",
+            "{dataset}",
+        ),
+    log:
+        paths.log_file("item_audit", "{dataset}"),
+    benchmark:
+        paths.benchmark_file("item_audit", "{dataset}")
+    conda:
+        "../../envs/core.yaml"
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+    params:
+        sigma=config["fit"]["sigma"],
+    script:
+        "../scripts/item_audit.py"
+
+
+# One job draws the figures of every dataset of the study.
+rule render_efficiency:
+    input:
+        [
+            pattern.format(dataset=dataset)
+            for dataset in PLAN.efficiency_datasets()
+            for pattern in (
+                paths.EFFICIENCY_TABLE,
+                paths.ADAPTIVE_TABLE,
+                paths.ITEM_AUDIT_TABLE,
+            )
+        ],
+    output:
+        figure_outputs(render.efficiency_figures(PLAN)),
+    log:
+        paths.log_file("render", "efficiency"),
+    benchmark:
+        paths.benchmark_file("render", "efficiency")
+    conda:
+        "../../envs/core.yaml"
+    params:
+        figures=[figure.spec for figure in render.efficiency_figures(PLAN)],
+    script:
+        "../scripts/render.py"

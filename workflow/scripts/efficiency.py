@@ -1,0 +1,29 @@
+"""The efficient-evaluation study of one dataset (rule efficiency): the selection study
+(per-model rows and their summary) and the adaptive tests of held-out models, by
+cbmm.efficient.study."""
+
+from cbmm.data import read_matrix
+from cbmm.efficient import study
+from cbmm.io import write_csv
+from cbmm_workflow.jobs import start_log
+
+log = start_log(snakemake.log[0], job="efficiency")
+inp, out, p = snakemake.input, snakemake.output, snakemake.params
+settings, adaptive = p.settings, p.settings["adaptive"]
+table = read_matrix(inp.matrix)
+calibrated = study.calibrations(table, splits=settings["splits"],
+                                test_share=settings["test_share"], seed=settings["seed"],
+                                fit_options={"sigma": p.sigma})
+rows = study.selection_study(table, calibrated, ks=settings["k"],
+                             strategies=settings["strategies"], seed=settings["seed"])
+write_csv(rows, out.rows, float_format="%.10g")
+summary = study.summarise_selection(rows)
+log.info("selection study of %s (%d x %d):\n%s", snakemake.wildcards.dataset, *table.shape,
+         summary.pivot(index="k", columns="strategy", values="mae").round(4).to_string())
+write_csv(summary, out.selection, float_format="%.10g")
+tests = study.adaptive_study(table, calibrated, se_targets=adaptive["se_targets"],
+                             max_exposures=adaptive["max_exposures"],
+                             max_items=adaptive["max_items"], min_items=adaptive["min_items"],
+                             candidates=adaptive["candidates"], seed=settings["seed"])
+log.info("adaptive tests:\n%s", study.summarise_adaptive(tests).round(4).to_string())
+write_csv(tests, out.adaptive, float_format="%.10g")

@@ -1,0 +1,20 @@
+"""The item audit of one dataset (rule item_audit): cbmm.item_audit of a fit of all its
+models (cbmm.fit's defaults) on their own answers."""
+
+import warnings
+
+import cbmm
+from cbmm.data import read_matrix
+from cbmm.efficient import FLAGS
+from cbmm.io import write_csv
+from cbmm_workflow.jobs import start_log
+
+log = start_log(snakemake.log[0], job="item_audit")
+table = read_matrix(snakemake.input.matrix)
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)  # the audit names those items
+    result = cbmm.fit(table, sigma=snakemake.params.sigma)
+log.info("fit of %d x %d: %s", *table.shape, result.status)
+audit = cbmm.item_audit(result, table)
+log.info("flags: %s", {flag: int(audit[flag].sum()) for flag in FLAGS})
+write_csv(audit.reset_index(), snakemake.output[0], float_format="%.10g")

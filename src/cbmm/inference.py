@@ -393,7 +393,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
 
     import pandas as pd
 
-    from .api import fit, run_in_worker
+    from .api import check_timeout, fit, run_in_worker
     from .registry import get_method
     from .responses import as_responses
 
@@ -405,6 +405,10 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         raise ValueError(f"level must be a number in (0, 1), got {level!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if timeout_s == "auto":
+        raise ValueError("bootstrap: timeout_s must be None (no limit) or a finite number of "
+                         "seconds > 0, got 'auto'")
+    timeout_s = check_timeout(timeout_s, isolate)
     for name in ("start", "n_starts", "se", "isolate"):
         if name in fit_kwargs:
             raise ValueError(f"bootstrap sets {name!r} itself (replicates start from the fit "

@@ -64,6 +64,26 @@ def _short(responses, theta0, a0, b0, **kw):
     return cbmm.SolverOutput(theta0[:3], a0, b0, [1.0], 1, "converged", 0.01)
 
 
+def _negative_a(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, -a0, b0, [1.0], 1, "converged", 0.01)
+
+
+def _complex_theta(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0 + 1j, a0, b0, [1.0], 1, "converged", 0.01)
+
+
+def _strings(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0.astype(str), a0, b0, [1.0], 1, "converged", 0.01)
+
+
+def _no_n_iter(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, a0, b0, [1.0], None, "converged", 0.01)
+
+
+def _text_history(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, a0, b0, ["1.0"], 1, "converged", 0.01)
+
+
 def _exit(responses, theta0, a0, b0, **kw):
     sys.exit(3)
 
@@ -113,6 +133,11 @@ def toy():
     (_exit, "failed: the method called sys.exit(3)"),
     (_hard_exit, "failed: worker process exited with status 4"),
     (_unpicklable, "failed: the solver's output could not be sent back"),
+    (_negative_a, "failed: the solver returned a = -"),
+    (_complex_theta, "failed: the solver returned theta of dtype complex128 (expected real"),
+    (_strings, "failed: the solver returned theta of dtype <U"),
+    (_no_n_iter, "failed: the solver returned n_iter=None, not a count of iterations"),
+    (_text_history, "failed: the solver returned a loss_history that is not a list of numbers"),
 ])
 def test_a_broken_method_is_a_recorded_failure(data, toy, solve, status):
     name = toy("toy_" + solve.__name__.strip("_"), solve)

@@ -631,14 +631,36 @@ def _solve(spec, data, start, settings, options, verbose) -> SolverOutput:
 
 
 def _malformed(out, n, j) -> str | None:
+    """What is wrong with a solver's output (None: nothing), checked before fit trusts it."""
     if not isinstance(out, SolverOutput):
         return f"the solver returned {type(out).__name__}, not a SolverOutput"
     for name, size in (("theta", n), ("a", j), ("b", j)):
-        if np.shape(getattr(out, name)) != (size,):
-            return (f"the solver returned {name} of shape {np.shape(getattr(out, name))}, "
-                    f"expected ({size},)")
+        try:
+            values = np.asarray(getattr(out, name))
+        except Exception as exc:  # an array-like that cannot become an array
+            return f"the solver returned a {name} that is not an array ({type(exc).__name__})"
+        if values.dtype.kind not in "iuf":
+            return (f"the solver returned {name} of dtype {values.dtype} "
+                    "(expected real numbers)")
+        if values.shape != (size,):
+            return f"the solver returned {name} of shape {values.shape}, expected ({size},)"
+    negative = np.flatnonzero(np.asarray(out.a) < 0)
+    if negative.size:
+        return (f"the solver returned a = {float(np.asarray(out.a)[negative[0]]):g} < 0 for "
+                f"item {negative[0]} ({negative.size} item(s)); the model needs a >= 0")
     if not isinstance(out.status, str):
         return f"the solver returned status {out.status!r}, not a string"
+    if isinstance(out.n_iter, bool) or not isinstance(out.n_iter, numbers.Integral) \
+            or out.n_iter < 0:
+        return f"the solver returned n_iter={out.n_iter!r}, not a count of iterations"
+    if isinstance(out.runtime_s, bool) or not isinstance(out.runtime_s, numbers.Real) \
+            or not (math.isfinite(out.runtime_s) and out.runtime_s >= 0):
+        return f"the solver returned runtime_s={out.runtime_s!r}, not a number of seconds"
+    if not isinstance(out.loss_history, (list, tuple, np.ndarray)) or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in out.loss_history):
+        return "the solver returned a loss_history that is not a list of numbers"
+    if not isinstance(out.info, dict):
+        return f"the solver returned info of type {type(out.info).__name__}, not a dict"
     return None
 
 

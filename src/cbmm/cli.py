@@ -202,7 +202,11 @@ def _fit_command(args) -> int:
     result = cbmm.fit(responses, method=args.method, **fit_settings(args),
                       timeout_s=args.timeout if args.isolate else None,
                       isolate=args.isolate, verbose=args.verbose, **options)
-    result.save(args.out)
+    try:
+        result.save(args.out, replace=args.force)
+    except FileExistsError as exc:  # another run wrote there since the check above
+        raise CliError(f"--out {args.out}: {exc.strerror}, written by another run meanwhile; "
+                       "pass --force to replace it") from None
     print(f"{result.method}: {result.status} after {result.n_iter} iterations, "
           f"loss {result.loss:.6g}, {result.runtime_s:.3f} s -> {args.out}")
     return EXIT_FAILED if result.failed else 0

@@ -24,7 +24,7 @@ estimate for every model.
 
 from __future__ import annotations
 
-import json
+import io
 import math
 import warnings
 from pathlib import Path
@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .api import DegenerateDataWarning
-from .model import expit
+from .model import SIGMA_RANGE, check_sigma, expit
 from .responses import LONG_COLUMNS, Responses, as_responses
-from .result import FitResult
+from .result import FitResult, ResultFolderError, read_labelled_csv, read_result_folder
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
@@ -123,10 +123,9 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     table, calibrated_sigma, where = read_items(items)
     if sigma is None:
         sigma = 1.0 if calibrated_sigma is None else calibrated_sigma
-    elif isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.floating)) \
-            or not (math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
-    elif calibrated_sigma is not None and not math.isclose(sigma, calibrated_sigma):
+    else:
+        sigma = check_sigma(sigma)
+    if calibrated_sigma is not None and not math.isclose(sigma, calibrated_sigma):
         raise ValueError(f"sigma={sigma:g} contradicts the calibration's sigma="
                          f"{calibrated_sigma:g} ({where}); the scores would be on another scale")
 
@@ -171,22 +170,27 @@ def read_items(items):
             raise ValueError(f"items: the calibration fit failed ({items.status})")
         frame = pd.DataFrame({"a": np.asarray(items.a, float), "b": np.asarray(items.b, float)},
                              index=getattr(items.a, "index", None))
-        sigma, where = items.sigma, "the calibration FitResult"
+        where = "the calibration FitResult"
+        sigma = _calibrated_sigma(items.sigma, where)
     elif isinstance(items, pd.DataFrame):
         frame, where = items, "items"
     else:
         path = Path(items)
-        if path.is_dir():
-            path = path / "items.csv"
-        where = str(path)
-        if not path.is_file():
-            raise ValueError(f"{where}: no such file (expected the items.csv written by "
-                             "FitResult.save, or its folder)")
-        try:
-            frame = pd.read_csv(path, float_precision="round_trip")
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{where}: not a readable CSV table ({exc})") from None
-        sigma = _sigma_beside(path)
+        if path.is_dir() or (path.name == "items.csv" and any(
+                path.with_name(name).is_file() for name in ("fit.json", "abilities.csv"))):
+            # a saved fit: its tables checked against the manifest in fit.json
+            folder = path if path.is_dir() else path.parent
+            meta, _, frame = read_result_folder(folder)
+            where = str(folder / "items.csv")
+            if str(meta.get("status", "")).startswith("failed"):
+                raise ValueError(f"{where}: the calibration fit failed ({meta['status']})")
+            sigma = _calibrated_sigma(meta.get("sigma"), folder / "fit.json")
+        else:
+            where = str(path)
+            if not path.is_file():
+                raise ValueError(f"{where}: no such file (expected the items.csv written by "
+                                 "FitResult.save, or its folder)")
+            frame = _user_items(path.read_bytes(), where)
     missing = [c for c in ("a", "b") if c not in frame.columns]
     if missing:
         raise ValueError(f"{where}: missing column(s) {missing}; expected columns item, a, b")
@@ -213,15 +217,29 @@ def read_items(items):
     return table, sigma, where
 
 
-def _sigma_beside(items_csv: Path):
-    meta = items_csv.with_name("fit.json")
-    if not meta.is_file():
-        return None
+def _user_items(data: bytes, where: str):
+    """An items table of the user's (no fit.json beside it): item ids, in a column ``item``
+    or the first column, as text."""
+    import pandas as pd
+
     try:
-        value = json.loads(meta.read_text())["sigma"]
-        return float(value)
-    except (ValueError, KeyError, TypeError):
-        raise ValueError(f"{meta}: not a fit.json with a numeric 'sigma'") from None
+        return read_labelled_csv(data, "item", where)
+    except ResultFolderError:  # no item column: the ids are the first column, or positions
+        pass
+    try:
+        return pd.read_csv(io.BytesIO(data), float_precision="round_trip")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{where}: not a readable CSV table ({exc})") from None
+
+
+def _calibrated_sigma(value, where) -> float:
+    """The calibration's temperature, checked (scores at a wrong one would be wrong)."""
+    try:
+        return check_sigma(value)
+    except ValueError:
+        raise ValueError(f"{where}: sigma {value!r} is not a temperature the model takes "
+                         f"(a number in [{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}]); the file "
+                         "was edited or damaged") from None
 
 
 def _aligned_responses(responses, table, coding, layout):

@@ -121,7 +121,13 @@ BAD_ARGUMENTS = [
     (["fit"], "required: --responses, --out"),
     (["fit", "--responses", "nope.csv", "--out", "o"], "--responses nope.csv: no such file"),
     (["fit", "--responses", "adir", "--out", "o"], "--responses adir: is a folder"),
-    (FIT + ["--out", "o", "--sigma", "0"], "argument --sigma: expected a finite number > 0"),
+    (FIT + ["--out", "o", "--sigma", "0"],
+     "argument --sigma: expected a number in [1e-300, 1e+300], got '0'"),
+    (FIT + ["--out", "o", "--sigma", "1e301"], "argument --sigma: expected a number in [1e-300"),
+    (FIT + ["--out", "o", "--tol", "inf"], "argument --tol: expected a number > 0, got 'inf'"),
+    (FIT + ["--out", "o", "--timeout", "inf"],
+     "argument --timeout: expected 'auto', a number > 0 (none for no limit), got 'inf'"),
+    (FIT + ["--out", "o", "--timeout", "off"], "(none for no limit), got 'off'"),
     (FIT + ["--out", "o", "--sigma", "abc"], "got 'abc'"),
     (FIT + ["--out", "o", "--sigma", "nan"], "--sigma"),
     (FIT + ["--out", "o", "--tol", "inf"], "--tol"),
@@ -350,3 +356,29 @@ def test_coding_and_layout_flags(tmp_path, table, main_in):
     assert status == 0, err
     scores = pd.read_csv(tmp_path / "scores.csv").set_index("model")
     assert set(scores.index) == set(table.index) and (scores["status"] == "converged").all()
+
+
+def test_fit_settings_take_their_bounds_from_fits_declarations(tmp_path, table):
+    """What fit accepts, the command line accepts: the ends of sigma's range, no time limit
+    and a time limit beyond what poll() can wait."""
+    table.to_csv(tmp_path / "r.csv")
+    for k, extra in enumerate((["--sigma", "1e300"], ["--sigma", "1e-300"],
+                               ["--timeout", "none"], ["--timeout", "1e300"],
+                               ["--max-iter", str(10 ** 30)])):
+        done = run("fit", "--responses", tmp_path / "r.csv", "--out", tmp_path / f"o{k}",
+                   "--n-starts", "1", *extra)
+        assert done.returncode == 0, (extra, done.stderr)
+
+
+def test_a_long_table_with_its_own_column_names(tmp_path, table):
+    records = table.rename_axis("llm").rename_axis("question", axis=1).stack().rename("score")
+    records.reset_index().to_csv(tmp_path / "log.csv", index=False)
+    done = run("fit", "--responses", tmp_path / "log.csv", "--out", tmp_path / "o")
+    assert done.returncode == 2
+    assert "a long table? its columns must be named model, item, correct" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    done = run("fit", "--responses", tmp_path / "log.csv", "--out", tmp_path / "o",
+               "--model-column", "llm", "--item-column", "question", "--correct-column", "score")
+    assert done.returncode == 0, done.stderr
+    abilities = pd.read_csv(tmp_path / "o" / "abilities.csv")
+    assert sorted(abilities["model"]) == sorted(table.index)

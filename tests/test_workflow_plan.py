@@ -135,6 +135,21 @@ BAD_CONFIGS = {
     "bad converged rule": ({"real": {"converged": {"accelerate": "warp"}}},
                            "real.converged.accelerate: 'warp' is not one of"),
     "bad time limit": ({"fit": {"timeout_s": -1}}, "fit.timeout_s: -1"),
+    "infinite time limit (no limit is null)": ({"fit": {"timeout_s": math.inf}},
+                                               "fit.timeout_s: inf is not valid"),
+    "temperature beyond the model's range": (
+        {"fit": {"sigma": 1e301}}, "fit.sigma: 1e+301 is greater than the maximum of 1e+300"),
+    "tolerance that is not a number": ({"fit": {"tol": math.nan}},
+                                       "fit.tol: option 'tol' must be a finite number, got nan"),
+    "start variance that is not a number": (
+        {"real": {"stability": {"init_scales": [1, math.nan]}}},
+        "real.stability.init_scales: option 'init_scales' must be a finite number"),
+    "zero iterations of the converged rule": (
+        {"real": {"converged": {"max_iter": 0}}},
+        "real.converged.max_iter: 0 is less than the minimum of 1"),
+    "temperature level beyond the model's range": (
+        {"simulation": {"studies": {"temperature": {"levels": [-0.25, 400]}}}},
+        "simulation.studies.temperature.levels[1]: 400 is not a possible log10_sigma"),
     "method module that cannot be imported": (
         {"method_modules": ["no_such_module_xyz"]},
         "method_modules: cannot import 'no_such_module_xyz'"),
@@ -151,6 +166,18 @@ def test_a_bad_config_is_one_error_with_one_line_naming_the_key(case):
     assert [line for line in lines if expected in line] == [next(
         line for line in lines if expected in line)], lines
     assert all(line.startswith("- ") for line in lines[1:]), lines
+
+
+@pytest.mark.parametrize("setting,value", [
+    ("sigma", cbmm.model.SIGMA_RANGE[1]), ("sigma", cbmm.model.SIGMA_RANGE[0]),
+    ("timeout_s", None), ("timeout_s", 1e300), ("timeout_s", "auto"), ("max_iter", 10 ** 30),
+    ("tol", 1e-300)])
+def test_the_schema_accepts_what_fit_accepts(setting, value):
+    """The bounds are fit's own declarations: every value fit takes passes the schema."""
+    config = configuration.load_config(merged(TEST_OVERLAY, {"fit": {setting: value}}))
+    assert config["fit"][setting] == value
+    spec = cbmm.api.TIMEOUT if setting == "timeout_s" else cbmm.api.FIT_OPTIONS[setting]
+    assert spec.validate(setting, value) == value
 
 
 def test_every_problem_of_a_stage_is_reported_at_once():

@@ -36,14 +36,14 @@ from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, sep
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
 from .methods._objective import penalty_of
-from .model import Penalty, check_sigma, fit_measures, loss
+from .model import SIGMA_RANGE, Penalty, check_sigma, fit_measures, loss
 from .registry import Option, get_method
 from .responses import as_responses
 from .result import FitResult, SolverOutput, canonicalize
 
 __all__ = ["fit", "paper_settings", "run_in_worker", "check_timeout", "DegenerateDataWarning",
            "ConvergenceWarning", "FORK_AVAILABLE", "AGREE_OBJECTIVE", "FIT_OPTIONS", "PAPER_FIT",
-           "STARTS", "DEGENERATE"]
+           "STARTS", "DEGENERATE", "TIMEOUT"]
 
 logger = logging.getLogger("cbmm")
 
@@ -76,19 +76,26 @@ def _integer(name, value, *, minimum):
     return int(value)
 
 
+#: fit's ``timeout_s``, declared once (the command line's ``--timeout`` and the
+#: workflow's ``fit.timeout_s`` take it from here): ``"auto"``, a finite number of seconds
+#: or None, the one spelling of no limit (``none`` on the command line, ``null`` in YAML).
+TIMEOUT = Option("float", "auto", exclusive_minimum=0, nullable=True, specials=("auto",),
+                 doc="time limit of a fit in seconds: auto (ten times the method's declared "
+                     "cost plus a minute), a number, or none (no limit)")
+
+
 def check_timeout(timeout_s, isolate=True):
-    """A time limit as :func:`fit` takes it: ``"auto"``, None (no limit: its one spelling)
-    or a finite number of seconds > 0 (returned as a float)."""
-    if timeout_s is None or (isinstance(timeout_s, str) and timeout_s == "auto"):
-        return timeout_s
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) \
-            or not (timeout_s > 0 and math.isfinite(timeout_s)):
+    """A time limit as :func:`fit` takes it (:data:`TIMEOUT`): ``"auto"``, None (no
+    limit) or a finite number of seconds > 0, returned as a float."""
+    try:
+        timeout_s = TIMEOUT.validate("timeout_s", timeout_s)
+    except ValueError:
         raise ValueError(f"timeout_s must be 'auto', None (no limit) or a finite number of "
-                         f"seconds > 0, got {timeout_s!r}")
-    if not isolate:
+                         f"seconds > 0, got {timeout_s!r}") from None
+    if timeout_s not in (None, "auto") and not isolate:
         raise ValueError("timeout_s needs isolate=True (a time limit stops the worker "
                          "process); pass timeout_s=None with isolate=False")
-    return float(timeout_s)
+    return timeout_s
 
 
 # ------------------------------------------------------------------------ the fit
@@ -101,7 +108,7 @@ DEGENERATE = ("keep", "set_aside")
 #: :func:`fit`'s own settings, declared once: their defaults are fit's, and the command
 #: line and the workflow's schema take defaults and documentation from here.
 FIT_OPTIONS = {
-    "sigma": Option("float", 1.0, exclusive_minimum=0,
+    "sigma": Option("float", 1.0, minimum=SIGMA_RANGE[0], maximum=SIGMA_RANGE[1],
                     doc="known temperature of the logistic link"),
     "tol": Option("float", 1e-6, exclusive_minimum=0,
                   doc="the method's stopping tolerance (the paper's: 1e-4); whether the fit "

@@ -88,13 +88,22 @@ def _path(text):
     return Path(text)
 
 
-def _timeout(text):
-    lowered = text.strip().lower()
-    if lowered == "auto":
-        return "auto"
-    if lowered in ("none", "null", "off"):
-        return None
-    return _number(0.0)(text)
+def _declared(name, option):
+    """An argparse type for one of fit's declared settings (:data:`cbmm.api.FIT_OPTIONS`,
+    :data:`cbmm.api.TIMEOUT`): the number as written, checked by the declaration."""
+    def parse(text):
+        word = text.strip()
+        if word in option.specials or (option.nullable and word.lower() == "none"):
+            return option.validate(name, None if word.lower() == "none" else word)
+        try:
+            value = int(word) if option.kind == "int" else float(word)
+            return option.validate(name, value)
+        except ValueError:
+            nothing = " (none for no limit)" if option.nullable else ""
+            raise argparse.ArgumentTypeError(
+                f"expected {option.describe().replace(' or null', '')}{nothing}, "
+                f"got {text!r}") from None
+    return parse
 
 
 # --------------------------------------------------------------------- path checks
@@ -163,7 +172,9 @@ def _read_responses(args):
     from .data import read_table
 
     _check_input_file(args.responses, "--responses")
-    return read_table(args.responses, layout=args.layout)
+    return read_table(args.responses, layout=args.layout, label_column=args.label_column,
+                      model_column=args.model_column, item_column=args.item_column,
+                      correct_column=args.correct_column)
 
 
 def _method_options(method, pairs) -> dict:
@@ -330,11 +341,6 @@ def _methods_command(args) -> int:
 
 # -------------------------------------------------------------------------- parser
 
-#: Parsers of fit's numeric settings (their checks give one-line argparse errors).
-_FIT_TYPES = {"sigma": _number(0.0), "tol": _number(0.0), "max_iter": _integer(1),
-              "seed": _integer(0), "init_scale": _number(0.0), "n_starts": _integer(1)}
-
-
 def add_fit_settings(command, without=()) -> None:
     """``--sigma``, ``--tol``, ... ``--se``: :data:`cbmm.api.FIT_OPTIONS` (but ``without``),
     with their defaults and documentation."""
@@ -350,7 +356,8 @@ def add_fit_settings(command, without=()) -> None:
         elif option.choices:
             command.add_argument(flag, choices=option.choices, default=option.default, help=text)
         else:
-            command.add_argument(flag, type=_FIT_TYPES[name], default=option.default, help=text)
+            command.add_argument(flag, type=_declared(name, option), default=option.default,
+                                 help=text)
 
 
 def fit_settings(args) -> dict:
@@ -362,6 +369,7 @@ def fit_settings(args) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .api import TIMEOUT
     from .data.cli import register as register_data
     from .score import PRIORS
     from .simulate import MISSING_PATTERNS
@@ -381,6 +389,14 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--layout", choices=["auto", "wide", "long"], default="auto",
                              help="wide: models x items; long: model, item, correct rows "
                                   "(default: auto)")
+        command.add_argument("--label-column", metavar="NAME",
+                             help="wide tables: the column of model labels (default: the "
+                                  "first; Parquet: the stored index or a column 'model')")
+        for role in ("model", "item", "correct"):
+            command.add_argument(f"--{role}-column", default=role, metavar="NAME",
+                                 help=f"long tables: the column of the {role}"
+                                      f"{' ids' if role != 'correct' else ' answers'} "
+                                      f"(default {role})")
 
     fit = sub.add_parser("fit", help="fit a response matrix",
                          description="Fit X = theta a^T + 1 b^T (a >= 0) to a models x items "
@@ -396,9 +412,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--option", action="append", metavar="KEY=VALUE",
                      help="method option, repeatable, e.g. --option accelerate=squarem "
                           "(`cbmm methods` lists each method's options and types)")
-    fit.add_argument("--timeout", type=_timeout, default="auto", metavar="SECONDS|auto|none",
+    fit.add_argument("--timeout", type=_declared("timeout_s", TIMEOUT), default=TIMEOUT.default,
+                     metavar="SECONDS|auto|none",
                      help="time limit of the fit; a fit past it is recorded as failed "
-                          "(default auto: ten times the method's expected cost + 60 s)")
+                          f"(default {TIMEOUT.default}: ten times the method's expected cost + "
+                          "60 s; none: no limit)")
     fit.add_argument("--no-isolate", dest="isolate", action="store_false",
                      help="run the fit in this process (debugging: no crash isolation, "
                           "no time limit)")

@@ -57,6 +57,12 @@ _EXPECTED = {
 }
 
 
+#: What to say when a wide table's answers are ids: a long table with other column names.
+_LONG_HINT = ("a long table? its columns must be named model, item, correct (DataFrame."
+              "rename; files: cbmm.data.read_table(..., model_column=, item_column=, "
+              "correct_column=) or `cbmm fit --model-column --item-column --correct-column`)")
+
+
 class ResponseError(ValueError):
     """Raised for responses that cannot be fitted (the message names what is wrong and where)."""
 
@@ -510,6 +516,33 @@ def _numeric(series: pd.Series) -> np.ndarray:
 def _from_frame(frame, coding, source):
     n, j = frame.shape
     _check_shape(n, j, source)
+    try:
+        return _checked_frame(frame, coding, source)
+    except ResponseError as exc:
+        # a long table whose columns have other names reads as a wide one: ids as labels
+        # and answers; say so rather than leave a puzzling message about either
+        if j <= 3 and (not frame.index.is_unique or any(
+                _holds_text(frame.iloc[:, k]) for k in range(j))):
+            raise ResponseError(f"{exc}; {_LONG_HINT}") from None
+        raise
+
+
+def _holds_text(column) -> bool:
+    """Whether a column holds text (ids, not answers)."""
+    return getattr(column, "dtype", None) == object and any(
+        isinstance(v, str) and v.strip() and not _is_number(v) for v in column.head(20))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _checked_frame(frame, coding, source):
+    n, j = frame.shape
     _check_labels(frame.index, "model labels", "row", source)
     _check_labels(frame.columns, "item ids", "column", source)
     for dtype in frame.dtypes.unique():
@@ -672,7 +705,7 @@ def _ids(series, what, record, source):
         labels = pd.Index(labels)
         bad = np.flatnonzero(codes < 0) if codes.size and codes.min() < 0 else ()
     if len(bad):
-        raise ResponseError(f"{source}: {len(bad)} record(s) without a {what} id, first at "
+        raise ResponseError(f"{source}: {len(bad)} record(s) without {'an' if what == 'item' else 'a'} {what} id, first at "
                             f"{', '.join(record(k) for k in bad[:3])}")
     if labels.dtype == object and labels.inferred_type != "string":
         text = labels.map(str)

@@ -370,10 +370,10 @@ def _read_long_csv(path: Path, names: dict) -> pd.DataFrame:
     # records are named by line, or by number where a quoted field spans lines
     frame.index = (pd.RangeIndex(1, len(frame) + 1, name="record") if multiline
                    else pd.RangeIndex(2, len(frame) + 2, name="line"))
-    for name, what in ((LONG_COLUMNS[0], "model"), (LONG_COLUMNS[1], "item")):
+    for name, what in ((LONG_COLUMNS[0], "a model"), (LONG_COLUMNS[1], "an item")):
         empty = np.flatnonzero(frame[name].astype(object).str.strip() == "")
         if empty.size:
-            raise DataError(f"{path}: {empty.size} record(s) without a {what} id, first at "
+            raise DataError(f"{path}: {empty.size} record(s) without {what} id, first at "
                             f"{frame.index.name} {frame.index[empty[0]]}")
     return frame[list(LONG_COLUMNS)]
 

@@ -17,7 +17,9 @@ import math
 import cbmm
 import jsonschema
 import yaml
+from cbmm.api import FIT_OPTIONS, TIMEOUT
 from cbmm.data import DataError, load_registry, validate_registry
+from cbmm.model import SIGMA_RANGE
 from cbmm.data.release import check_release
 from cbmm.registry import get_method
 
@@ -56,10 +58,53 @@ def _filling_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": properties})
 
 
+#: Keys of the configuration that are settings of cbmm.fit: their types and bounds are
+#: fit's own declarations (cbmm.api.FIT_OPTIONS, cbmm.api.TIMEOUT), so that the schema
+#: accepts exactly what the fits accept.  {key path: declaration}
+FIT_SETTINGS = {("fit", "sigma"): FIT_OPTIONS["sigma"], ("fit", "tol"): FIT_OPTIONS["tol"],
+                ("fit", "max_iter"): FIT_OPTIONS["max_iter"],
+                ("fit", "init_scale"): FIT_OPTIONS["init_scale"],
+                ("fit", "timeout_s"): TIMEOUT,
+                ("real", "converged", "tol"): FIT_OPTIONS["tol"],
+                ("real", "converged", "max_iter"): FIT_OPTIONS["max_iter"],
+                ("real", "stability", "init_scales", "items"): FIT_OPTIONS["init_scale"]}
+
+
+def _declared_bounds(schema) -> dict:
+    """The schema with the type and bounds of each :data:`FIT_SETTINGS` key from its
+    declaration (its default and description stay the schema's)."""
+    for path, option in FIT_SETTINGS.items():
+        node = schema
+        for part in path[:-1]:
+            node = node["properties"][part]
+        key = path[-1]
+        place = node if key == "items" else node["properties"]
+        declared = {k: v for k, v in option.json_schema().items() if k != "description"}
+        place[key] = {**{k: v for k, v in place[key].items()
+                         if k in ("default", "description")}, **declared}
+    return schema
+
+
 @functools.cache
 def _schema_validator():
-    schema = yaml.safe_load(SCHEMA.read_text())
+    schema = _declared_bounds(yaml.safe_load(SCHEMA.read_text()))
     return _filling_defaults(jsonschema.Draft202012Validator)(schema)
+
+
+def _fit_setting_problems(config) -> list[str]:
+    """What JSON Schema cannot say of fit's settings (NaN): their declarations' own check."""
+    problems = []
+    for path, option in FIT_SETTINGS.items():
+        node = config
+        for part in path[:-1] if path[-1] == "items" else path:
+            node = node[part]
+        values = node if path[-1] == "items" else [node]
+        for value in values:
+            try:
+                option.validate(path[-2] if path[-1] == "items" else path[-1], value)
+            except ValueError as exc:
+                problems.append(f"{'.'.join(p for p in path if p != 'items')}: {exc}")
+    return problems
 
 
 def _schema_problems(config) -> list[str]:
@@ -165,7 +210,9 @@ def _option_problems(key, method, options) -> list[str]:
 LEVEL_RULES = {
     "n_models": (lambda v: v >= 2 and float(v).is_integer(), "an integer >= 2"),
     "n_items": (lambda v: v >= 2 and float(v).is_integer(), "an integer >= 2"),
-    "log10_sigma": (lambda v: math.isfinite(v), "a finite number"),
+    "log10_sigma": (lambda v: math.log10(SIGMA_RANGE[0]) <= v <= math.log10(SIGMA_RANGE[1]),
+                    f"in [{math.log10(SIGMA_RANGE[0]):g}, {math.log10(SIGMA_RANGE[1]):g}]: "
+                    "sigma in cbmm.model.SIGMA_RANGE"),
     "sparsity": (lambda v: 0 <= v < 1, "a share in [0, 1)"),
     "missing_rate": (lambda v: 0 <= v < 1, "a share in [0, 1)"),
 }
@@ -187,7 +234,7 @@ def _check_studies(config) -> list[str]:
             problems.append(f"simulation.studies.{study}.missing: a missing_rate study needs a "
                             "missingness pattern (mcar, mar or mnar), here or in "
                             "simulation.defaults.missing")
-    for factor in ("n_models", "n_items"):
+    for factor in ("n_models", "n_items", "log10_sigma"):
         test, what = LEVEL_RULES[factor]
         if not test(defaults[factor]):
             problems.append(f"simulation.defaults.{factor}: {defaults[factor]!r} must be {what}")
@@ -253,7 +300,7 @@ def load_config(config: dict, *, conda_envs: bool = False) -> dict:
     ConfigError
         Naming every bad key of the first stage that has any.
     """
-    _fail(_schema_problems(config))
+    _fail(_schema_problems(config) or _fit_setting_problems(config))
     _import_method_modules(config)
     _fail(_check_datasets(config))
     _merge_registry(config)

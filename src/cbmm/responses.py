@@ -529,7 +529,7 @@ def _from_frame(frame, coding, source):
 
 def _holds_text(column) -> bool:
     """Whether a column holds text (ids, not answers)."""
-    return getattr(column, "dtype", None) == object and any(
+    return getattr(column, "dtype", None) == np.dtype(object) and any(
         isinstance(v, str) and v.strip() and not _is_number(v) for v in column.head(20))
 
 
@@ -705,8 +705,9 @@ def _ids(series, what, record, source):
         labels = pd.Index(labels)
         bad = np.flatnonzero(codes < 0) if codes.size and codes.min() < 0 else ()
     if len(bad):
-        raise ResponseError(f"{source}: {len(bad)} record(s) without {'an' if what == 'item' else 'a'} {what} id, first at "
-                            f"{', '.join(record(k) for k in bad[:3])}")
+        article = "an" if what == "item" else "a"
+        raise ResponseError(f"{source}: {len(bad)} record(s) without {article} {what} id, first "
+                            f"at {', '.join(record(k) for k in bad[:3])}")
     if labels.dtype == object and labels.inferred_type != "string":
         text = labels.map(str)
         if not text.is_unique:

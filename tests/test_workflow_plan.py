@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -562,3 +563,96 @@ def test_readers_get_a_fit_only_as_its_batch_table_lists_it(tmp_path):
         store.listed_fits([table], [fit_dir])
     with pytest.raises(store.StoreError, match="no stored fit"):
         store.load_fit(tmp_path / "nothing", "k1")
+
+
+def truncate(path, keep=0.5):
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * keep)])
+
+
+@pytest.mark.parametrize("name", ["abilities.csv", "items.csv", "fit.json"])
+def test_a_damaged_stored_fit_is_refitted_not_reused(tmp_path, name):
+    fit_dir = tmp_path / "fit"
+    store.store_fit(fit_dir, "k1", a_fit(1), {"loss": 1.0})
+    assert store.stored_row(fit_dir, "k1") == {"loss": 1.0}
+    truncate(fit_dir / name)
+    assert store.stored_row(fit_dir, "k1") is None
+    with pytest.raises(store.StoreError, match=rf"fit: stored fit damaged \({name} is not the "
+                                               "file that was stored\\); run the workflow again"):
+        store.load_fit(fit_dir, "k1")
+    fitted = []
+
+    def fit_unit(unit):
+        fitted.append(unit)
+        return a_fit(1), {"loss": 1.0}
+
+    store.batch_rows([{"fit_dir": str(fit_dir)}], lambda unit: "k1", fit_unit,
+                     logging.getLogger("test"))
+    assert len(fitted) == 1 and store.load_fit(fit_dir, "k1").seed == 1
+
+
+def test_batch_tables_of_missing_or_damaged_fits_are_marked_before_the_run(tmp_path,
+                                                                           monkeypatch):
+    """The check the Snakefile makes: a table listing a deleted or truncated fit gets its
+    refit marker, naming the fit; the others none (sizes only: cheap enough for the paper's
+    14,000 fits)."""
+    monkeypatch.chdir(tmp_path)
+    plan = test_plan({"simulation": {"run": ["mcar"]}, "methods": ["cbmm"],
+                      "fit": {"batch_seconds": 1e-6}})  # a fit per job
+    batches = plan.sim_batches("core")
+    tables = [Path(paths.SIM_BATCH.format(env="core", batch=k)) for k in range(len(batches))]
+    assert len(tables) >= 3
+    for table, batch in zip(tables, batches):
+        for unit in batch:
+            store.store_fit(unit["fit_dir"], "k", a_fit(1), {})
+        table.parent.mkdir(parents=True, exist_ok=True)
+        table.write_text("rows\n")
+    log = logging.getLogger("test")
+    assert store.mark_stale_batches(plan, log) == []
+    shutil.rmtree(batches[0][0]["fit_dir"])
+    truncate(Path(batches[1][-1]["fit_dir"]) / "abilities.csv", keep=0.9)
+    assert store.mark_stale_batches(plan, log) == [str(tables[0]), str(tables[1])]
+    assert [store.refit_marker(t).is_file() for t in tables] == \
+        [True, True] + [False] * (len(tables) - 2)
+    assert store.refit_marker(tables[0]).read_text() == \
+        f"{batches[0][0]['fit_dir']}: unit.json missing\n"
+    assert "abilities.csv has" in store.refit_marker(tables[1]).read_text()
+
+
+def test_a_fits_key_follows_the_code_of_a_users_method(tmp_path, unregister):
+    from cbmm_workflow.jobs import code_digest, import_method_modules, method_code
+
+    module = tmp_path / "mine.py"
+    module.write_text(TOY_MODULE.format(value=1.0))
+    import_method_modules([str(module)])
+    before = method_code("mine", [str(module)])
+    assert before == code_digest([str(module)], [str(module)])
+    assert method_code("cbmm", [str(module)]) is None  # the cbmm version stands for it
+    module.write_text(TOY_MODULE.format(value=2.0))
+    import_method_modules([str(module)])
+    assert method_code("mine", [str(module)]) not in (before, None)
+    assert code_digest([str(module)]) != code_digest([])
+
+
+TOY_MODULE = """
+import numpy as np, cbmm
+def solve(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, a0 * {value}, b0, [], 1, "converged", 0.0)
+cbmm.register_method("mine", solve)
+"""
+
+
+@pytest.mark.parametrize("body,message", [
+    ("import sys\nsys.exit(0)\n", "cannot import '{path}': it called sys.exit(0) while being "
+                                  "imported"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+     "importing '{path}' killed the Python process (SIGSEGV); fix or remove the module"),
+])
+def test_a_method_module_that_exits_or_crashes_at_import_is_a_config_error(tmp_path, body,
+                                                                           message, unregister):
+    module = tmp_path / "bad.py"
+    module.write_text(body)
+    with pytest.raises(configuration.ConfigError) as caught:
+        configuration.load_config(merged(TEST_OVERLAY, {"method_modules": [str(module)]}))
+    assert str(caught.value).splitlines() == [
+        "invalid configuration:", "- method_modules: " + message.format(path=module)]

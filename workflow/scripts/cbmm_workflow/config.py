@@ -13,6 +13,11 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import cbmm
 import jsonschema
@@ -120,12 +125,56 @@ def method_modules(config) -> list[str]:
             for spec in config["method_modules"]]
 
 
+#: Seconds a trial import of the user's method modules may take.
+IMPORT_CHECK_S = 300
+_TRIAL_IMPORT = """
+import sys
+from cbmm_workflow.jobs import import_method_modules
+try:
+    import_method_modules(sys.argv[1:])
+except RuntimeError as exc:
+    print(" ".join(str(exc).split()), file=sys.stderr)
+    sys.exit(1)
+"""
+
+
 def _import_method_modules(config) -> None:
-    """Register the user's methods (config key method_modules) in this process."""
+    """Register the user's methods (config key method_modules) in this process, once a
+    trial import in a child process went well: a module that crashes the interpreter
+    (a segmentation fault), exits it or hangs must stop the run with a message, not take
+    Snakemake with it."""
+    specs = method_modules(config)
+    if not specs:
+        return
+    problem = _trial_import(specs)
+    if problem is None:
+        try:
+            import_method_modules(specs)
+        except Exception as exc:  # any error of a user's module: name the key and the module
+            problem = str(exc)
+    if problem:
+        raise ConfigError(f"invalid configuration:\n- method_modules: {problem}") from None
+
+
+def _trial_import(specs) -> str | None:
+    """Import ``specs`` in a fresh interpreter; what went wrong, or None."""
+    # this process's import path, the workflow package's folder first
+    path = os.pathsep.join([str(Path(__file__).resolve().parents[1]), *filter(None, sys.path)])
     try:
-        import_method_modules(method_modules(config))
-    except Exception as exc:  # any error of a user's module: name the key and the module
-        raise ConfigError(f"invalid configuration:\n- method_modules: {exc}") from None
+        done = subprocess.run([sys.executable, "-c", _TRIAL_IMPORT, *specs],
+                              env={**os.environ, "PYTHONPATH": path}, capture_output=True,
+                              text=True, timeout=IMPORT_CHECK_S)
+    except subprocess.TimeoutExpired:
+        return (f"importing {', '.join(map(repr, specs))} did not finish within "
+                f"{IMPORT_CHECK_S} s")
+    if done.returncode == 0:
+        return None
+    if done.returncode < 0:
+        name = signal.Signals(-done.returncode).name
+        return (f"importing {', '.join(map(repr, specs))} killed the Python process "
+                f"({name}); fix or remove the module")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"importing {specs!r} failed (status {done.returncode})"
 
 
 def _check_datasets(config) -> list[str]:

@@ -382,3 +382,18 @@ def test_a_long_table_with_its_own_column_names(tmp_path, table):
     assert done.returncode == 0, done.stderr
     abilities = pd.read_csv(tmp_path / "o" / "abilities.csv")
     assert sorted(abilities["model"]) == sorted(table.index)
+
+
+def test_warnings_point_at_fit_json_not_at_python_attributes(tmp_path):
+    sim = simulate(60, 20, seed=3)
+    responses = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(60)])
+    responses.iloc[:, 4] = 1.0  # an all-correct item: no finite optimum without the prior
+    responses.to_csv(tmp_path / "r.csv")
+    done = run("fit", "--responses", tmp_path / "r.csv", "--out", tmp_path / "fit",
+               "--option", "prior=none", "--n-starts", "1")
+    warnings_ = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
+    assert any("degenerate_items and degenerate_models of the result, in fit.json when saved"
+               in line for line in warnings_), warnings_
+    assert not [line for line in warnings_ if "FitResult" in line or "info['" in line]
+    meta = json.loads((tmp_path / "fit" / "fit.json").read_text())
+    assert meta["degenerate_items"] == ["4"]

@@ -38,6 +38,8 @@ from snakemake.utils import validate
 import cbmm
 import cbmm.metrics
 import cbmm.simulate
+from cbmm.fidelity import load_published
+from cbmm.figures import plot_runtime
 from cbmm.metrics import SIMULATION_METRICS
 from test_workflow_plan import BAD_CONFIGS
 
@@ -552,6 +554,50 @@ def test_a_user_dataset_added_by_config_gets_its_outputs(tmp_path):
     fit = json.loads(next(workdir.glob(
         "results/fits/real/my_suite/cbmm/converged/*/seed_0/fit.json")).read_text())
     assert fit["n_models"] == 40 and fit["n_items"] == 30
+
+
+def test_reports_on_two_user_datasets_carry_only_what_applies_to_them(tmp_path):
+    """A user's two suites in the runtime and interpretability studies: the runtime caption
+    names them (not the paper's six), each suite shows its own N, the fidelity report has no
+    row about the paper's suites, and a rank-flow figure that cannot be drawn (a damaged
+    rankings table) fails its own job only: the other suite's figure stays."""
+    rng = np.random.default_rng(11)
+    entries = {}
+    for name, (n, j) in {"mine_a": (40, 30), "mine_b": (25, 45)}.items():
+        theta, a, b = rng.normal(size=n), rng.uniform(0.5, 1.5, j), rng.normal(0, 0.5, j)
+        answers = rng.random((n, j)) < 1 / (1 + np.exp(-(np.outer(theta, a) + b)))
+        csv = tmp_path / f"{name}.csv"
+        pd.DataFrame(answers.astype(float), index=[f"lab/{name}-{i}" for i in range(n)],
+                     columns=[f"{k:02d}" for k in range(j)]).to_csv(csv, float_format="%.0f")
+        entries[name] = {"source": "local", "options": {"path": str(csv)}}
+    mine = overlay(tmp_path, "mine", {
+        "datasets": entries, "methods": ["cbmm", "lbfgsb"], "simulation": {"run": []},
+        "real": {**NO_REAL_DATA,
+                 "runtime": {"datasets": ["mine_b", "mine_a"], "replicates": 1},
+                 "interpretability": {"datasets": ["mine_a", "mine_b"], "rankflow": [],
+                                      "rankflow_top": 10, "math500": {"dataset": None}}}})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, mine))
+    assert result.returncode == 0, result.stderr[-5000:]
+    caption = (workdir / "results/figures/runtime.caption.rst").read_text()
+    assert caption.startswith("Runtime on the 2 suites mine_b and mine_a, ordered by")
+    assert "Leaderboard" not in caption and "six" not in caption
+    ticks = [t.get_text() for t in plot_runtime(
+        workdir / "results/tables/runtime_leaderboard.csv").axes[0].get_xticklabels()]
+    assert ticks == ["mine_a\nN = 40", "mine_b\nN = 25"]  # ordered by J: 30, 45
+    fidelity = pd.read_csv(workdir / "results/fidelity/fidelity.csv", keep_default_na=False)
+    assert not fidelity["note"].str.startswith("not in this run").any()
+    paper = load_published().set_index("id")
+    assert (paper.loc[fidelity["id"], "dataset"] == "").all()
+    # a damaged rankings table: its figure's job fails, the other suite's figure is kept
+    kept = {p: p.read_bytes() for p in workdir.glob("results/figures/rankflow_mine_a.*")}
+    assert len(kept) == 3
+    (workdir / "results/tables/rankings/mine_b.csv").write_text("model,accuracy\n")
+    again = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, mine))
+    assert again.returncode != 0 and "Error in rule render_rankflow" in again.stderr
+    assert {p: p.read_bytes() for p in workdir.glob("results/figures/rankflow_mine_a.*")} \
+        == kept
+    assert (workdir / "results/figures/discrimination.png").is_file()
 
 
 def test_a_study_declared_only_in_the_config_gets_its_table_and_figure(tmp_path):

@@ -453,13 +453,13 @@ def _degenerate_message(n_items, n_models, degenerate, penalty) -> str:
     what = (f"{n_items} item(s) answered all-correct or all-wrong and {n_models} model(s) "
             "with all answers correct or wrong")
     if degenerate == "set_aside":
-        return (f"{what}: set aside (with any that become so without them); see "
-                "FitResult.info['set_aside']")
+        return (f"{what}: set aside (with any that become so without them); they are listed "
+                "under set_aside in the result's info (in fit.json when saved)")
     if penalty.active:
         return f"{what}: the prior alone sets their easiness/ability"
     return (f"{what}: their easiness/ability has no finite optimum and drifts until the "
-            "stopping rule; use prior='normal' or degenerate='set_aside' (see "
-            "FitResult.degenerate_items / degenerate_models)")
+            "stopping rule; use prior='normal' or degenerate='set_aside' (they are listed as "
+            "degenerate_items and degenerate_models of the result, in fit.json when saved)")
 
 
 def _finish(out, data, start, method, settings, init_scale, bad_items, bad_models,
@@ -520,8 +520,9 @@ def _judged_status(result, data, penalty, n_starts) -> str:
                 f"no finite optimum: {int(items.sum())} item(s) whose correct answers all come "
                 f"from abler models than their wrong ones (all-correct and all-wrong items "
                 f"included) and {int(models.sum())} model(s) answering every discriminating "
-                "item alike; their parameters run off to infinity "
-                "(info['separated_items'], info['separated_models'])")
+                "item alike; their parameters run off to infinity (listed under "
+                "separated_items and separated_models in the result's info, in fit.json when "
+                "saved)")
             return "unbounded"
     if status == "max_iter":
         return status

@@ -9,6 +9,7 @@ localrules:
     render_runtime,
     render_math500,
     render_interpretability,
+    render_rankflow,
 
 
 # One job draws the figures of every simulation study (one start-up for all of them).
@@ -67,15 +68,11 @@ rule render_math500:
         "../scripts/render.py"
 
 
-# One job draws the figures of the interpretability datasets: the discrimination
-# summary, the paper's rank-flow panels and each dataset's own rank flow.
+# One job draws the discrimination summary and the paper's rank-flow panels.
 rule render_interpretability:
     input:
         paths.DISCRIMINATION_TABLE,
-        [
-            paths.RANKINGS.format(dataset=d)
-            for d in config["real"]["interpretability"]["datasets"]
-        ],
+        [paths.RANKINGS.format(dataset=d) for d in PLAN.rankflow_panels()],
     output:
         figure_outputs(render.interpretability_figures(PLAN)),
     log:
@@ -86,5 +83,25 @@ rule render_interpretability:
         "../../envs/core.yaml"
     params:
         figures=[figure.spec for figure in render.interpretability_figures(PLAN)],
+    script:
+        "../scripts/render.py"
+
+
+# Each interpretability dataset's own rank flow, in a job of its own: one dataset's figure
+# cannot take another's down.
+rule render_rankflow:
+    input:
+        paths.DISCRIMINATION_TABLE,
+        paths.RANKINGS,
+    output:
+        figure_outputs([render.dataset_rankflow_figure(PLAN, "{dataset}")]),
+    log:
+        paths.log_file("render", "rankflow_{dataset}"),
+    benchmark:
+        paths.benchmark_file("render", "rankflow_{dataset}")
+    conda:
+        "../../envs/core.yaml"
+    params:
+        figures=lambda wc: [render.dataset_rankflow_figure(PLAN, wc.dataset).spec],
     script:
         "../scripts/render.py"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import matplotlib.transforms as mtransforms
 import numpy as np
-import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator
 

@@ -255,3 +255,17 @@ cmp {disk / 'fit' / 'fit.json'} {tmp_path / 'before.json'} && echo unchanged
     assert len(error) == 1 and "No space left on device" in error[0], done.stderr
     assert lines[lines.index("exit 1") + 1:] == ["abilities.csv", "fit.json", "items.csv", "30",
                                                  "unchanged"], done.stdout
+
+
+def test_a_bootstrap_folder_is_guarded_by_its_manifest_too(tmp_path):
+    from cbmm.io import file_record
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = cbmm.bootstrap(responses(n=30, j=12), n_boot=2)
+    boot.save(tmp_path / "boot")
+    meta = json.loads((tmp_path / "boot" / "bootstrap.json").read_text())
+    assert meta["files"] == {name: file_record((tmp_path / "boot" / name).read_bytes())
+                             for name in boot.OUTPUT_FILES[:3]}
+    with pytest.raises(FileExistsError):
+        boot.save(tmp_path / "boot", replace=False)

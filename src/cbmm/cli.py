@@ -241,7 +241,11 @@ def _bootstrap_command(args) -> int:
     result = cbmm.bootstrap(responses, n_boot=args.n_boot, resample=args.resample,
                             level=args.level, seed=args.seed, method=args.method,
                             **settings, **options)
-    result.save(args.out)
+    try:
+        result.save(args.out, replace=args.force)
+    except FileExistsError as exc:  # another run wrote there since the check above
+        raise CliError(f"--out {args.out}: {exc.strerror}, written by another run meanwhile; "
+                       "pass --force to replace it") from None
     print(f"{result.n_boot} replicates resampling {result.resample} ({result.n_failed} failed), a "
           f"{result.fit.status} {result.fit.method} fit, {result.runtime_s:.2f} s -> {args.out}")
     return 0

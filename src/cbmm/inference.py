@@ -319,21 +319,24 @@ class BootstrapResult:
         return {"n_boot": self.n_boot, "n_failed": self.n_failed, "resample": self.resample,
                 "level": self.level, "runtime_s": self.runtime_s, "fit": self.fit.summary()}
 
-    def save(self, out_dir) -> None:
-        """Write :data:`OUTPUT_FILES` into ``out_dir``, all or none (renamed together)."""
+    def save(self, out_dir, *, replace: bool = True) -> None:
+        """Write :data:`OUTPUT_FILES` into ``out_dir``, whole: ``bootstrap.json`` is the
+        manifest of the tables (their sizes and SHA-256) and comes last, as in
+        :meth:`cbmm.FitResult.save` (``replace=False``: ``FileExistsError`` when the folder
+        holds any of them, so of two concurrent saves one succeeds)."""
         import json
-        from pathlib import Path
 
-        from .io import atomic_paths
+        from .io import write_with_manifest
 
-        out = Path(out_dir)
-        texts = (self.abilities_frame().to_csv(index=False, float_format="%.17g"),
-                 self.items_frame().to_csv(index=False, float_format="%.17g"),
-                 self.prob_better.to_csv(float_format="%.17g"),
-                 json.dumps(self.summary(), indent=2) + "\n")
-        with atomic_paths([out / name for name in self.OUTPUT_FILES]) as temporaries:
-            for tmp, text in zip(temporaries, texts):
-                tmp.write_text(text, encoding="utf-8")
+        files = {name: frame.encode() for name, frame in zip(self.OUTPUT_FILES[:3], (
+            self.abilities_frame().to_csv(index=False, float_format="%.17g"),
+            self.items_frame().to_csv(index=False, float_format="%.17g"),
+            self.prob_better.to_csv(float_format="%.17g")))}
+
+        def manifest(records):
+            return (json.dumps({**self.summary(), "files": records}, indent=2) + "\n").encode()
+
+        write_with_manifest(out_dir, files, self.OUTPUT_FILES[3], manifest, replace=replace)
 
 
 def _joined(key, tables) -> pd.DataFrame:

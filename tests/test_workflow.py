@@ -594,7 +594,7 @@ def test_reports_on_two_user_datasets_carry_only_what_applies_to_them(tmp_path):
     assert len(kept) == 3
     (workdir / "results/tables/rankings/mine_b.csv").write_text("model,accuracy\n")
     again = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, mine))
-    assert again.returncode != 0 and "Error in rule render_rankflow" in again.stderr
+    assert again.returncode != 0 and "Error in rule render_rankflow_mine_b" in again.stderr
     assert {p: p.read_bytes() for p in workdir.glob("results/figures/rankflow_mine_a.*")} \
         == kept
     assert (workdir / "results/figures/discrimination.png").is_file()

@@ -476,7 +476,7 @@ def test_the_interpretability_figures_show_the_configured_panels():
     figures = {f.name: f for f in render.interpretability_figures(plan)}
     assert list(figures) == ["discrimination", "rankflow"]
     assert figures["rankflow"].spec["kwargs"] == {"top": {"suite_a": 20, "suite_b": 20}}
-    own = render.dataset_rankflow_figure(plan, "suite_b")  # in a job of its own
+    own = {f.name: f for f in render.dataset_rankflow_figures(plan)}["rankflow_suite_b"]
     assert own.name == "rankflow_suite_b" and own.subcategory == "suite_b"
     assert own.spec["args"] == [{"suite_b": "results/tables/rankings/suite_b.csv"},
                                 "results/tables/discrimination_summary.csv"]

@@ -373,7 +373,7 @@ def fit_settings(args) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .api import TIMEOUT
+    from .api import FIT_OPTIONS, TIMEOUT
     from .data.cli import register as register_data
     from .score import PRIORS
     from .simulate import MISSING_PATTERNS
@@ -479,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--items", required=True, type=_path,
                        help="items.csv of an earlier `cbmm fit`, or its output folder")
     score.add_argument("--out", required=True, type=_path, help="output CSV")
-    score.add_argument("--sigma", type=_number(0.0),
+    score.add_argument("--sigma", type=_declared("sigma", FIT_OPTIONS["sigma"]),
                        help="temperature (default: the calibration's, from fit.json beside "
                             "items.csv, else 1)")
     score.add_argument("--prior", choices=PRIORS, default="none",
@@ -493,7 +493,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "write them as a CSV that `fit` reads.")
     sim.add_argument("--n-models", type=_integer(2), default=1000, help="N (default 1000)")
     sim.add_argument("--n-items", type=_integer(1), default=1000, help="J (default 1000)")
-    sim.add_argument("--sigma", type=_number(0.0), default=1.0, help="temperature (default 1)")
+    sim.add_argument("--sigma", type=_declared("sigma", FIT_OPTIONS["sigma"]), default=1.0,
+                     help="temperature (default 1)")
     sim.add_argument("--sparsity", type=_number(0.0, 1.0, low_open=False), default=0.0,
                      help="fraction of items with a = 0, in [0, 1) (default 0)")
     sim.add_argument("--missing", choices=MISSING_PATTERNS, default="none",

@@ -9,7 +9,6 @@ localrules:
     render_runtime,
     render_math500,
     render_interpretability,
-    render_rankflow,
 
 
 # One job draws the figures of every simulation study (one start-up for all of them).
@@ -88,20 +87,26 @@ rule render_interpretability:
 
 
 # Each interpretability dataset's own rank flow, in a job of its own: one dataset's figure
-# cannot take another's down.
-rule render_rankflow:
-    input:
-        paths.DISCRIMINATION_TABLE,
-        paths.RANKINGS,
-    output:
-        figure_outputs([render.dataset_rankflow_figure(PLAN, "{dataset}")]),
-    log:
-        paths.log_file("render", "rankflow_{dataset}"),
-    benchmark:
-        paths.benchmark_file("render", "rankflow_{dataset}")
-    conda:
-        "../../envs/core.yaml"
-    params:
-        figures=lambda wc: [render.dataset_rankflow_figure(PLAN, wc.dataset).spec],
-    script:
-        "../scripts/render.py"
+# cannot take another's down.  One rule per dataset (not a wildcard rule): the report
+# shows each figure's caption file, whose path must be known.
+for rankflow in render.dataset_rankflow_figures(PLAN):
+
+    rule:
+        name:
+            f"render_{rankflow.name}"
+        input:
+            paths.DISCRIMINATION_TABLE,
+            paths.RANKINGS.format(dataset=rankflow.subcategory),
+        output:
+            figure_outputs([rankflow]),
+        log:
+            paths.log_file("render", rankflow.name),
+        benchmark:
+            paths.benchmark_file("render", rankflow.name)
+        localrule: True
+        conda:
+            "../../envs/core.yaml"
+        params:
+            figures=[rankflow.spec],
+        script:
+            "../scripts/render.py"

@@ -67,8 +67,10 @@ def interpretability_figures(plan: Plan) -> list[Figure]:
     return figures
 
 
-def dataset_rankflow_figure(plan: Plan, dataset: str) -> Figure:
-    """One interpretability dataset's own rank flow, its models named (a job of its own, so
-    that one dataset's figure cannot take another's down)."""
-    top = plan.config["real"]["interpretability"]["rankflow_top"]
-    return _rankflow(f"rankflow_{dataset}", "Rankings", dataset, {dataset: top}, names=True)
+def dataset_rankflow_figures(plan: Plan) -> list[Figure]:
+    """Each interpretability dataset's own rank flow, its models named (each a job of its
+    own, so that one dataset's figure cannot take another's down)."""
+    interpretability = plan.config["real"]["interpretability"]
+    return [_rankflow(f"rankflow_{dataset}", "Rankings", dataset,
+                      {dataset: interpretability["rankflow_top"]}, names=True)
+            for dataset in interpretability["datasets"]]

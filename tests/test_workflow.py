@@ -513,6 +513,7 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
         "render_sensitivity": 1, "render_runtime": 1, "render_math500": 1,
         "render_interpretability": 1, "aggregate_stability": 1, "aggregate_runtime": 1,
         "math500_tables": 1,
+        **{f"render_rankflow_{d}": 1 for d in config["real"]["interpretability"]["datasets"]},
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
 

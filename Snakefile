@@ -19,6 +19,11 @@ include: "workflow/rules/common.smk"
 
 # The configuration, checked completely, and what it asks for (cbmm_workflow.plan).
 PLAN = checked_plan(config)
+# The code of the user's method modules: their fits' keys, and the fit jobs' params.
+METHOD_CODE = code_digest(PLAN.method_modules)
+# Batch tables whose stored fits are missing or damaged are marked: their jobs refit them.
+if workflow.is_main_process:
+    mark_stale_batches(PLAN, logger)
 # envs/*.post-deploy.sh install cbmm from this repository into the conda environments.
 os.environ.update(CBMM_REPO=workflow.basedir)
 # With --sdm conda the methods' software comes from envs/*.yaml, not from this process.

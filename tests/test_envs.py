@@ -57,15 +57,16 @@ def rule_blocks():
     for smk in sorted((REPO / "workflow" / "rules").glob("*.smk")):
         text = smk.read_text()
         # a rule's body: the lines indented deeper than its own line (rules may be nested
-        # in an if block)
-        for match in re.finditer(r"^([ ]*)(?:rule|checkpoint) (\w+):\n((?:\1[ ]{4}.*\n|[ ]*\n)+)",
-                                 text, re.M):
+        # in an if block, or defined in a loop with a name: directive)
+        for match in re.finditer(r"^([ ]*)(?:rule|checkpoint)(?: (\w+))?:\n"
+                                 r"((?:\1[ ]{4}.*\n|[ ]*\n)+)", text, re.M):
             body = match.group(3)
             script = re.search(r"script:\n\s+\"([^\"]+)\"", body)
             conda = re.search(r"conda:\n\s+(\S+)", body)
+            name = match.group(2) or re.search(r"name:\n\s+f?\"([^\"]+)\"", body).group(1)
             if script:
-                assert conda, f"rule {match.group(2)} ({smk.name}) has a script but no conda env"
-                blocks.append((match.group(2), conda.group(1).strip('"'),
+                assert conda, f"rule {name} ({smk.name}) has a script but no conda env"
+                blocks.append((name, conda.group(1).strip('"'),
                                (smk.parent / script.group(1)).resolve()))
     return blocks
 

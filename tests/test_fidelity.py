@@ -222,3 +222,25 @@ def test_write_fidelity_writes_every_published_row(tmp_path):
     # nothing but the simulation table: suites are reported as missing, not dropped
     suite_rows = back[back["id"] == "IFEval.n_items"]
     assert suite_rows["note"].iloc[0].startswith("not in this run: dataset IFEval")
+
+
+def test_a_run_on_a_users_own_data_gets_only_the_rows_that_concern_it(tmp_path):
+    """A user's suites and one simulation study at one of the paper's levels: the rows of
+    that study at that level, nothing about the paper's suites, levels or set-up."""
+    sim = _sim_table(tmp_path)
+    discrimination = tmp_path / "discrimination_summary.csv"
+    pd.DataFrame({"dataset": ["mine"], "n_models": [40], "n_items": [30], "cv_a": [0.4],
+                  "spearman_top20": [0.5], "spearman_all": [0.9]}).to_csv(discrimination,
+                                                                         index=False)
+    everything = fidelity_table([sim, discrimination])
+    covered = fidelity_table([sim, discrimination], covered_only=True)
+    assert len(covered) < len(everything)
+    assert not covered["note"].str.startswith("not in this run").any()
+    published = load_published().set_index("id")
+    rows = published.loc[covered["id"]]
+    studies = set(pd.read_csv(sim)["study"])
+    assert set(rows["study"]) - {""} <= studies
+    assert set(rows["dataset"]) - {""} == set()  # none of the paper's suites
+    # every row of those studies at the run's levels that was computed is kept
+    computed = everything[everything["ours_n"] > 0]["id"]
+    assert set(computed) <= set(covered["id"])

@@ -346,6 +346,25 @@ def test_runtime_figure_speedups_na_and_order(tmp_path):
     assert mirt_line.get_ydata()[:2] == pytest.approx([50.0, 100.0])
 
 
+def test_runtime_figure_of_a_users_suites_names_them_and_their_sizes(tmp_path):
+    """Suites drawn by J, each with its own N under it when the N differ; the caption names
+    the suites of the run, not the paper's."""
+    rows = [{"dataset": name, "n_models": n, "n_items": j, "method": method, "replicate": 0,
+             "status": "converged", "runtime_s": 1.0, "n_iter": 3, "loss": 0.1}
+            for name, n, j in (("mine_b", 40, 90), ("mine_a", 300, 20), ("mine_c", 7, 50))
+            for method in ("cbmm", "lbfgsb")]
+    fig = plot_runtime(pd.DataFrame(rows), out(tmp_path, "runtime_mine"))
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "mine_a\nN = 300", "mine_c\nN = 7", "mine_b\nN = 40"]
+    assert ax.get_xlabel() == "Benchmark suite (ordered by number of items J)"
+    same = plot_runtime(runtime_table(), out(tmp_path, "runtime_paper"))
+    assert same.axes[0].get_xlabel().endswith("; N = 2211)")
+    text = FIGURES["runtime"].caption({"n_replicates": 2, "datasets": ["mine_a", "mine_b"]})
+    assert text.startswith("Runtime on the 2 suites mine_a and mine_b, ordered by the number")
+    assert "Leaderboard" not in text and "six" not in text
+
+
 # -------------------------------------------------------------------------- MATH-500
 
 def test_math500_ability_one_point_per_model_with_highlights(tmp_path):
@@ -482,6 +501,35 @@ def test_rankflow_ties_are_wider_bars_and_panels_ordered_by_cv(tmp_path):
     heights = sorted(p.get_height() for p in left)
     assert heights[-1] == pytest.approx(2 * heights[0])
     assert sum(p.get_height() for p in left) == pytest.approx(len(shown))
+
+
+def test_rankflow_names_the_models_of_a_users_suite(tmp_path):
+    table = rankings(40, 4)
+    fig = plot_rankflow({"mine": table}, {"mine": 0.3}, out(tmp_path, "rankflow_mine"),
+                        top={"mine": 10}, names=True)
+    panel = next(ax for ax in fig.axes if ax.get_label() == "rankflow")
+    shown = table[(table.accuracy_rank <= 10) & (table.theta_rank <= 10)]
+    named = [t for t in panel.texts if (t.get_gid() or "").startswith("name:")]
+    assert len(named) == 2 * len(shown)  # beside each column
+    assert {t.get_text() for t in named} == {m.split("/")[-1] for m in shown["model"]}
+    left = sorted((t.get_position()[1], t.get_text()) for t in named if t.get_ha() == "right")
+    by_accuracy = shown.sort_values(["accuracy_rank", "theta_rank", "model"])
+    assert [text for _, text in left] == [m.split("/")[-1] for m in by_accuracy["model"]]
+
+
+def test_a_rankflow_panel_without_shared_top_models_says_so_and_the_others_are_drawn(tmp_path):
+    """The top 1 by accuracy is not the top 1 by ability: that panel is a note, not an
+    error that would take the other panels (or figures) with it."""
+    crossed = rankings(30, 5)
+    crossed.loc[crossed["accuracy_rank"] == 1, "theta_rank"] = 2
+    crossed.loc[(crossed["theta_rank"] == 2) & (crossed["accuracy_rank"] != 1), "theta_rank"] = 1
+    fig = plot_rankflow({"crossed": crossed, "fine": rankings(30, 6)},
+                        {"crossed": 0.2, "fine": 0.3}, out(tmp_path, "rankflow_two"),
+                        top={"crossed": 1, "fine": 10})
+    panels = [ax for ax in fig.axes if ax.get_label() == "rankflow"]
+    notes = [t.get_text() for t in panels[0].texts if t.get_gid() == "empty:crossed"]
+    assert notes == ["No model is in the top 1\nof both rankings"]
+    assert [p for p in panels[1].patches if p.get_gid()]  # the other panel is drawn
 
 
 # ------------------------------------------------------------------ registry/captions

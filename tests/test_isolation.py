@@ -64,6 +64,26 @@ def _short(responses, theta0, a0, b0, **kw):
     return cbmm.SolverOutput(theta0[:3], a0, b0, [1.0], 1, "converged", 0.01)
 
 
+def _negative_a(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, -a0, b0, [1.0], 1, "converged", 0.01)
+
+
+def _complex_theta(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0 + 1j, a0, b0, [1.0], 1, "converged", 0.01)
+
+
+def _strings(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0.astype(str), a0, b0, [1.0], 1, "converged", 0.01)
+
+
+def _no_n_iter(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, a0, b0, [1.0], None, "converged", 0.01)
+
+
+def _text_history(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, a0, b0, ["1.0"], 1, "converged", 0.01)
+
+
 def _exit(responses, theta0, a0, b0, **kw):
     sys.exit(3)
 
@@ -113,6 +133,11 @@ def toy():
     (_exit, "failed: the method called sys.exit(3)"),
     (_hard_exit, "failed: worker process exited with status 4"),
     (_unpicklable, "failed: the solver's output could not be sent back"),
+    (_negative_a, "failed: the solver returned a = -"),
+    (_complex_theta, "failed: the solver returned theta of dtype complex128 (expected real"),
+    (_strings, "failed: the solver returned theta of dtype <U"),
+    (_no_n_iter, "failed: the solver returned n_iter=None, not a count of iterations"),
+    (_text_history, "failed: the solver returned a loss_history that is not a list of numbers"),
 ])
 def test_a_broken_method_is_a_recorded_failure(data, toy, solve, status):
     name = toy("toy_" + solve.__name__.strip("_"), solve)
@@ -210,12 +235,92 @@ def test_raw_parameters_are_the_methods_own_estimates(data, toy, tmp_path):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12)
 
 
-def test_the_worker_is_gone_after_a_timeout(data, toy):
+def _alive(pid) -> bool:
+    """Whether ``pid`` runs (a zombie counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _pid_file_method(tmp_path, name, then):
+    """A method that writes its pid to a file, then does ``then()``."""
+    def solve(responses, theta0, a0, b0, **kw):
+        (tmp_path / name).write_text(str(os.getpid()))
+        return then(responses, theta0, a0, b0)
+    return solve
+
+
+def test_the_worker_is_gone_after_a_timeout(data, toy, tmp_path):
+    name = toy("toy_hang_gone", _pid_file_method(tmp_path, "worker", _hang))
+    assert cbmm.fit(data, name, timeout_s=0.5).status == "failed: timeout after 0.5 s"
+    assert not _alive(int((tmp_path / "worker").read_text()))
+
+
+def _with_grandchild(then, pid_file):
+    """Fork a grandchild that inherits the worker's pipe and sleeps (its pid to ``pid_file``),
+    then do ``then``."""
+    def solve(responses, theta0, a0, b0, **kw):
+        grandchild = os.fork()
+        if grandchild == 0:
+            time.sleep(120)
+            os._exit(0)
+        pid_file.write_text(str(grandchild))
+        return then(responses, theta0, a0, b0)
+    return solve
+
+
+@pytest.mark.parametrize("then,status", [
+    (_segfault, "failed: worker process killed by signal SIGSEGV"),
+    (lambda responses, theta0, a0, b0: cbmm.SolverOutput(theta0, a0, b0, [1.0], 1, "converged",
+                                                         0.0), None),
+])
+def test_a_grandchild_holding_the_pipe_neither_delays_the_caller_nor_outlives_it(
+        data, toy, tmp_path, then, status):
+    """The worker forks a grandchild that sleeps with the pipe's write end, then crashes or
+    answers: the caller returns at once, and the grandchild is killed."""
+    name = toy("toy_grandchild", _with_grandchild(then, tmp_path / "grandchild"))
+    began = time.perf_counter()
+    result = cbmm.fit(data, name, timeout_s=60)
+    assert time.perf_counter() - began < 10
+    if status:
+        assert result.status == status
+    else:
+        assert not result.failed
+    deadline = time.monotonic() + 5
+    while _alive(int((tmp_path / "grandchild").read_text())):
+        assert time.monotonic() < deadline, "the grandchild outlived the fit"
+        time.sleep(0.05)
+
+
+def _fit_status(args):
+    frame, method = args
+    return cbmm.fit(frame, method).status
+
+
+def test_fit_runs_inside_the_workers_of_a_multiprocessing_pool(data):
+    """Pool workers are daemonic, and multiprocessing refuses their children; fit's worker
+    is a plain fork."""
     import multiprocessing
 
-    name = toy("toy_hang_gone", _hang)
-    cbmm.fit(data, name, timeout_s=0.5)
-    assert not [p for p in multiprocessing.active_children() if p.name.startswith("cbmm-fit")]
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        statuses = pool.map(_fit_status, [(data, "cbmm"), (data.iloc[::-1], "cbmm")])
+    assert statuses == ["converged", "converged"]
+
+
+@pytest.mark.parametrize("timeout_s", [1e300, 3e9])
+def test_a_time_limit_beyond_what_poll_can_wait_is_honoured_as_a_long_one(data, timeout_s):
+    """poll() refuses waits beyond about 24 days: the caller waits in steps."""
+    assert cbmm.fit(data, timeout_s=timeout_s).status == "converged"
+    assert cbmm.fit(data, max_iter=10 ** 30).status == "converged"  # its auto limit: ~1e28 s
+
+
+@pytest.mark.parametrize("timeout_s", [math.inf, -1.0, math.nan, "none", True])
+def test_a_time_limit_that_is_no_number_of_seconds_is_refused_naming_none(data, timeout_s):
+    with pytest.raises(ValueError, match=r"timeout_s must be 'auto', None \(no limit\) or a "
+                                         r"finite number of seconds > 0"):
+        cbmm.fit(data, timeout_s=timeout_s)
 
 
 def test_fork_after_the_caller_used_openmp_threads():

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import cbmm
 from cbmm.data import DataError, load_local, read_responses, read_table
 
 LONG_CSV = "model,item,correct,seconds\nm0,q1,1,0.5\nm0,q2,0,0.7\nm1,q1,0,0.1\nm1,q3,1,2.0\n"
@@ -77,7 +78,7 @@ def test_long_parquet(tmp_path, ids):
     frame.to_parquet(tmp_path / "log.parquet")
     out = load_local(tmp_path / "log.parquet")
     np.testing.assert_array_equal(out.to_numpy(), WIDE.to_numpy())
-    assert list(out.index) == list(frame["model"].unique())
+    assert list(out.index) == [str(m) for m in frame["model"].unique()]  # ids are text
 
 
 def test_wide_parquet_label_rules(tmp_path):
@@ -97,7 +98,7 @@ def test_wide_parquet_label_rules(tmp_path):
                                         r"'q0' holds numbers .*label_column"):
         load_local(numbers)
     out = load_local(numbers, label_column="id")
-    assert list(out.index) == [5, 6, 7] and list(out.columns) == ["q0", "q1"]
+    assert list(out.index) == ["5", "6", "7"] and list(out.columns) == ["q0", "q1"]
 
 
 def test_wide_files_duplicate_labels_and_other_errors(tmp_path):
@@ -123,3 +124,90 @@ def test_a_table_with_a_label_column_is_read_as_wide(tmp_path):
     assert list(wide.index) == ["x", "y"] and list(wide.columns) == ["model", "item", "correct"]
     long = load_local(path)  # no label column: the header names a long table
     assert list(long.index) == ["1", "0"] and list(long.columns) == ["0", "1"]
+
+
+# ---- ordinary files that pandas or Arrow would misread ------------------------------------
+
+def test_a_byte_order_mark_does_not_hide_the_header(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + LONG_CSV.encode())
+    pd.testing.assert_frame_equal(load_local(path), WIDE.rename_axis("model"))
+    path.write_bytes(b"\xef\xbb\xbf" + b",q1,q2\nm0,1,0\nm1,0,1\n")
+    assert list(load_local(path).columns) == ["q1", "q2"]
+
+
+@pytest.mark.parametrize("ending", ["\n", "\n\n\n", "\r\n", "\r\n\r\n"])
+def test_blank_lines_may_end_a_file(tmp_path, ending):
+    wide = _write(tmp_path / "w.csv", ",q1,q2\nm0,1,0\nm1,0,1" + ending)
+    assert load_local(wide).shape == (2, 2)
+    long = _write(tmp_path / "l.csv", LONG_CSV + ending)
+    assert load_local(long).shape == (2, 3)
+
+
+def test_a_blank_line_inside_a_table_is_named(tmp_path):
+    with pytest.raises(DataError, match=r"w.csv, line 3: empty line inside the table"):
+        load_local(_write(tmp_path / "w.csv", ",q1,q2\nm0,1,0\n\nm1,0,1\n\n"))
+
+
+def test_models_and_items_named_like_missing_values_are_names(tmp_path):
+    """NA, None and null name models (and items); as answers they are missing."""
+    wide = _write(tmp_path / "w.csv", ",NA,q2\nNA,1,NA\nNone,0,1\nnull,,0\n")
+    out = load_local(wide)
+    assert list(out.index) == ["NA", "None", "null"] and list(out.columns) == ["NA", "q2"]
+    np.testing.assert_array_equal(out.to_numpy(), [[1, np.nan], [0, 1], [np.nan, 0]])
+    long = _write(tmp_path / "l.csv",
+                  "model,item,correct\nNA,null,1\nNone,null,0\nNA,q2,NA\nNone,q2,1\n")
+    out = load_local(long)
+    assert list(out.index) == ["NA", "None"] and list(out.columns) == ["null", "q2"]
+    np.testing.assert_array_equal(out.to_numpy(), [[1, np.nan], [0, 1]])
+    with pytest.raises(DataError, match=r"l2.csv: 1 record\(s\) without an? item id, first at "
+                                        r"line 3"):
+        load_local(_write(tmp_path / "l2.csv", "model,item,correct\na,x,1\nb,,0\n"))
+
+
+def test_quoted_labels_may_hold_line_breaks_and_commas(tmp_path):
+    wide = _write(tmp_path / "w.csv", ',"q,1",q2\n"org/m\n0",1,0\nm1,0,1\n')
+    out = load_local(wide)
+    assert list(out.index) == ["org/m\n0", "m1"] and list(out.columns) == ["q,1", "q2"]
+    long = _write(tmp_path / "l.csv", 'model,item,correct\n"m\n0",q1,1\nm1,q1,0\n"m\n0",q2,0\n')
+    out = load_local(long)
+    assert list(out.index) == ["m\n0", "m1"]
+    np.testing.assert_array_equal(out.to_numpy(), [[1, 0], [0, np.nan]])
+    with pytest.raises(DataError, match=r"r.csv, line 4: 2 fields, expected 3"):
+        load_local(_write(tmp_path / "r.csv", ',q1,q2\n"m\n0",1,0\nm1,0\n'))
+
+
+@pytest.mark.parametrize("text,line", [(b",q1,q2\nm\x000,1,0\nm1,0,1\n", 2),
+                                       (b',"q1",q2\nm0,1,0\nm\x001,0,1\n', 3)])
+def test_a_nul_byte_is_refused_not_cut(tmp_path, text, line):
+    path = tmp_path / "n.csv"
+    path.write_bytes(text)
+    with pytest.raises(DataError, match=rf"n.csv, line {line}: a NUL byte"):
+        load_local(path)
+
+
+def test_a_parquet_file_with_a_repeated_column_is_one_line(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_arrays([pa.array(["a", "b"]), pa.array([1, 0]), pa.array([0, 1])],
+                                 names=["model", "q1", "q1"])
+    pq.write_table(table, tmp_path / "d.parquet")
+    with pytest.raises(DataError, match=r"^\S*d.parquet: column name\(s\) \['q1'\] occur more "
+                                        r"than once; [^\n]*$"):
+        load_local(tmp_path / "d.parquet")
+
+
+def test_a_multiindex_table_is_refused_saying_what_to_do(tmp_path):
+    frame = pd.DataFrame([[1, 0], [0, 1]], index=["a", "b"],
+                         columns=pd.MultiIndex.from_tuples([("math", "q1"), ("math", "q2")]))
+    frame.to_parquet(tmp_path / "m.parquet")
+    with pytest.raises(DataError, match="MultiIndex"):
+        load_local(tmp_path / "m.parquet")
+    with pytest.raises(ValueError, match=r"the item ids have 2 levels \(a MultiIndex\)"):
+        cbmm.fit(frame)
+
+
+def test_a_headerless_file_gets_a_hint(tmp_path):
+    with pytest.raises(DataError, match="the first line looks like data, not a header"):
+        load_local(_write(tmp_path / "h.csv", "m0,1,0,1\nm1,0,1,1\nm2,1,1,0\n"))

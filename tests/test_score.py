@@ -209,3 +209,89 @@ def test_long_tables_and_the_signed_coding_score_alike():
     pd.testing.assert_frame_equal(from_signed, wide, check_exact=False, rtol=1e-12)
     with pytest.raises(ValueError, match="more than once"):
         cbmm.score(pd.concat([long.reset_index()] * 2), calibration)
+
+
+# ---- inputs a careful tool must not trust -------------------------------------------------
+
+def root_of_the_score_equation(row, a, b, sigma=1.0, prior=False):
+    """The root of L_i'(theta) by SciPy's brentq and 1 / sqrt(L_i'') there, both written out
+    here in the threshold form (overflow-free for any a, b)."""
+    from scipy.optimize import brentq
+    from scipy.special import expit, log_expit
+
+    seen = ~np.isnan(row)
+    y = np.where(row[seen] == 1, 1.0, -1.0)
+    s, c = a[seen] / sigma, b[seen] / sigma
+    t = -c / s
+
+    def derivative(theta):
+        return float(np.sum(-y * s * expit(-y * s * (theta - t)))) + (theta if prior else 0.0)
+
+    root = brentq(derivative, -50, 50, xtol=1e-14, rtol=4 * np.finfo(float).eps)
+    x = s * (root - t)
+    information = np.exp(2 * np.log(s) + log_expit(x) + log_expit(-x)).sum() + prior
+    return root, 1 / np.sqrt(information)
+
+
+@pytest.mark.parametrize("prior", [False, True])
+@pytest.mark.parametrize("a_step,b_step,answer", [
+    (1e12, -0.5e12, 1.0),  # a near-deterministic item: theta >= 0.5
+    (1e300, 1e300, 1.0),  # ... at the end of the float range: theta >= -1
+    (1e300, -1e300, 0.0),  # theta <= 1
+])
+def test_items_of_huge_discrimination_give_the_root_of_the_score_equation(
+        a_step, b_step, answer, prior):
+    a = np.r_[np.full(10, 1.0), a_step]
+    b = np.r_[np.linspace(-1, 1, 10), b_step]
+    row = np.r_[np.ones(3), np.zeros(7), answer] if answer else np.r_[np.ones(8), np.zeros(2), 0]
+    items = pd.DataFrame({"a": a, "b": b}, index=[f"q{j}" for j in range(11)])
+    got = cbmm.score(pd.DataFrame([row], columns=items.index), items,
+                     prior="normal" if prior else "none").iloc[0]
+    root, se = root_of_the_score_equation(row, a, b, prior=prior)
+    assert got["status"] == "converged"
+    assert got["theta"] == pytest.approx(root, abs=1e-13)
+    assert got["se"] == pytest.approx(se, rel=0.05)
+
+
+@pytest.mark.parametrize("sigma", [0, -1, float("nan"), 1e-320, "1", None])
+def test_a_fit_json_with_a_sigma_the_model_does_not_take_is_refused(tmp_path, sigma):
+    sim = simulate(60, 10, seed=2)
+    frame = pd.DataFrame(sim.responses, columns=[f"q{j}" for j in range(10)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cbmm.fit(frame).save(tmp_path / "fit")
+    meta = json.loads((tmp_path / "fit" / "fit.json").read_text())
+    meta["sigma"] = sigma
+    (tmp_path / "fit" / "fit.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"fit.json: sigma .* is not a temperature the model "
+                                         r"takes \(a number in \[1e-300, 1e\+300\]\)"):
+        cbmm.score(frame, tmp_path / "fit")
+
+
+def test_sparse_responses_score_like_the_dense_matrix():
+    import scipy.sparse
+
+    sim = simulate(120, 15, missing="mcar", missing_rate=0.4, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = cbmm.fit(sim.responses[:100])
+    dense = cbmm.score(sim.responses[100:], result)
+    signed = np.nan_to_num(2 * sim.responses[100:] - 1)  # stored entries: the observed cells
+    for matrix in (scipy.sparse.csr_matrix(signed), scipy.sparse.coo_array(signed)):
+        pd.testing.assert_frame_equal(cbmm.score(matrix, result), dense)
+
+
+def test_a_record_without_a_model_id_is_named_not_dropped():
+    records = pd.DataFrame({"model": ["a", "a", None, "b"], "item": ["q0", "q1", "q0", "q1"],
+                            "correct": [1, 0, 1, 1]})
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
+    with pytest.raises(ValueError, match=r"1 record\(s\) without a model id, first at row 2"):
+        cbmm.score(records, items)
+
+
+def test_an_error_after_unanswered_rows_names_the_right_row():
+    frame = pd.DataFrame([[np.nan, np.nan], [np.nan, np.nan], [1, 0], [1, 7]],
+                         index=["m0", "m1", "m2", "m3"], columns=["q0", "q1"])
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
+    with pytest.raises(ValueError, match=r"value 7.0 at row 3 \('m3'\), column 1 \('q1'\)"):
+        cbmm.score(frame, items)

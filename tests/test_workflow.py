@@ -21,6 +21,7 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -37,6 +38,8 @@ from snakemake.utils import validate
 import cbmm
 import cbmm.metrics
 import cbmm.simulate
+from cbmm.fidelity import load_published
+from cbmm.figures import plot_runtime
 from cbmm.metrics import SIMULATION_METRICS
 from test_workflow_plan import BAD_CONFIGS
 
@@ -573,6 +576,7 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
         "render_sensitivity": 1, "render_runtime": 1, "render_math500": 1,
         "render_interpretability": 1, "aggregate_stability": 1, "aggregate_runtime": 1,
         "math500_tables": 1, "render_efficiency": 1,
+        **{f"render_rankflow_{d}": 1 for d in config["real"]["interpretability"]["datasets"]},
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
 
@@ -616,6 +620,50 @@ def test_a_user_dataset_added_by_config_gets_its_outputs(tmp_path):
     fit = json.loads(next(workdir.glob(
         "results/fits/real/my_suite/cbmm/converged/*/seed_0/fit.json")).read_text())
     assert fit["n_models"] == 40 and fit["n_items"] == 30
+
+
+def test_reports_on_two_user_datasets_carry_only_what_applies_to_them(tmp_path):
+    """A user's two suites in the runtime and interpretability studies: the runtime caption
+    names them (not the paper's six), each suite shows its own N, the fidelity report has no
+    row about the paper's suites, and a rank-flow figure that cannot be drawn (a damaged
+    rankings table) fails its own job only: the other suite's figure stays."""
+    rng = np.random.default_rng(11)
+    entries = {}
+    for name, (n, j) in {"mine_a": (40, 30), "mine_b": (25, 45)}.items():
+        theta, a, b = rng.normal(size=n), rng.uniform(0.5, 1.5, j), rng.normal(0, 0.5, j)
+        answers = rng.random((n, j)) < 1 / (1 + np.exp(-(np.outer(theta, a) + b)))
+        csv = tmp_path / f"{name}.csv"
+        pd.DataFrame(answers.astype(float), index=[f"lab/{name}-{i}" for i in range(n)],
+                     columns=[f"{k:02d}" for k in range(j)]).to_csv(csv, float_format="%.0f")
+        entries[name] = {"source": "local", "options": {"path": str(csv)}}
+    mine = overlay(tmp_path, "mine", {
+        "datasets": entries, "methods": ["cbmm", "lbfgsb"], "simulation": {"run": []},
+        "real": {**NO_REAL_DATA,
+                 "runtime": {"datasets": ["mine_b", "mine_a"], "replicates": 1},
+                 "interpretability": {"datasets": ["mine_a", "mine_b"], "rankflow": [],
+                                      "rankflow_top": 10, "math500": {"dataset": None}}}})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, mine))
+    assert result.returncode == 0, result.stderr[-5000:]
+    caption = (workdir / "results/figures/runtime.caption.rst").read_text()
+    assert caption.startswith("Runtime on the 2 suites mine_b and mine_a, ordered by")
+    assert "Leaderboard" not in caption and "six" not in caption
+    ticks = [t.get_text() for t in plot_runtime(
+        workdir / "results/tables/runtime_leaderboard.csv").axes[0].get_xticklabels()]
+    assert ticks == ["mine_a\nN = 40", "mine_b\nN = 25"]  # ordered by J: 30, 45
+    fidelity = pd.read_csv(workdir / "results/fidelity/fidelity.csv", keep_default_na=False)
+    assert not fidelity["note"].str.startswith("not in this run").any()
+    paper = load_published().set_index("id")
+    assert (paper.loc[fidelity["id"], "dataset"] == "").all()
+    # a damaged rankings table: its figure's job fails, the other suite's figure is kept
+    kept = {p: p.read_bytes() for p in workdir.glob("results/figures/rankflow_mine_a.*")}
+    assert len(kept) == 3
+    (workdir / "results/tables/rankings/mine_b.csv").write_text("model,accuracy\n")
+    again = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, mine))
+    assert again.returncode != 0 and "Error in rule render_rankflow_mine_b" in again.stderr
+    assert {p: p.read_bytes() for p in workdir.glob("results/figures/rankflow_mine_a.*")} \
+        == kept
+    assert (workdir / "results/figures/discrimination.png").is_file()
 
 
 def test_a_study_declared_only_in_the_config_gets_its_table_and_figure(tmp_path):
@@ -724,6 +772,68 @@ def test_crashing_and_hanging_methods_become_failed_results(tmp_path):
         assert "NA" in texts, (name, texts)
 
 
+def fit_files(workdir, pattern):
+    """{folder: its files' bytes} of the stored fits matching ``pattern``."""
+    return {unit.parent: {p.name: p.read_bytes() for p in unit.parent.iterdir()}
+            for unit in Path(workdir).glob(f"{pattern}/unit.json")}
+
+
+def test_stored_fits_are_refitted_when_their_method_code_changes_or_they_are_damaged(
+        tmp_path):
+    """The workflow reuses a stored fit only while it is the fit its settings and code give:
+    an edited method module refits that method's fits (not the others), a deleted fit
+    folder and a truncated abilities.csv are refitted by the next run, whose readers then
+    succeed.  Time limits beyond what poll() can wait are honoured, not crashes."""
+    module = tmp_path / "toy.py"
+    module.write_text(TOY.read_text())
+    config = overlay(tmp_path, "store", {
+        "method_modules": [str(module)], "methods": ["cbmm", "toy"],
+        "fit": {"timeout_s": 1e300, "batch_seconds": 1000},
+        "simulation": {"run": ["mcar"]},
+        "real": {**NO_REAL_DATA, "interpretability": {
+            "datasets": ["suite_a"], "rankflow": [], "math500": {"dataset": None}}}})
+    workdir = tmp_path / "run"
+
+    def run():
+        done = snakemake(workdir, "--cores", "2", configfiles=(TEST_CONFIG, config))
+        assert done.returncode == 0, done.stderr[-5000:]
+        return done
+
+    run()
+    sim = "results/fits/simulation/mcar/*/{method}/rep_*"
+    toy, cbmm_fits = fit_files(workdir, sim.format(method="toy")), \
+        fit_files(workdir, sim.format(method="cbmm"))
+    assert len(toy) == len(cbmm_fits) == 4
+    # an edit of the user's module: its fits are refitted (new keys), cBMM's reused
+    module.write_text(module.read_text() + "\n# an edit that changes nothing but the code\n")
+    run()
+    log = (workdir / "logs/fit_simulation/core/batch_0.log").read_text()
+    assert "8 fits, 4 reused" in log, log
+    assert fit_files(workdir, sim.format(method="cbmm")) == cbmm_fits
+    after = fit_files(workdir, sim.format(method="toy"))
+    assert all(json.loads(after[d]["unit.json"])["key"] != json.loads(toy[d]["unit.json"])["key"]
+               for d in toy)
+    # a deleted fit folder is rebuilt, and the job reading it runs again and succeeds
+    converged = next(workdir.glob("results/fits/real/suite_a/cbmm/converged/*/seed_0"))
+    shutil.rmtree(converged)
+    ranking = workdir / "results/tables/rankings/suite_a.csv"
+    ranked = ranking.stat().st_mtime_ns
+    done = run()
+    assert (converged / "unit.json").is_file() and ranking.stat().st_mtime_ns > ranked
+    assert "of its fits missing or damaged (first: results/fits/real/suite_a" in done.stderr
+    # a truncated abilities.csv beside an intact unit.json is refitted, not reused
+    damaged = next(iter(after))
+    abilities = damaged / "abilities.csv"
+    abilities.write_bytes(abilities.read_bytes()[:20])
+    run()
+    assert cbmm.FitResult.load(damaged).theta.size == 60
+    assert "stored fit damaged (abilities.csv" in "".join(
+        p.read_text() for p in workdir.glob("logs/fit_simulation/**/*.log"))
+    refitted = fit_files(workdir, sim.format(method="toy"))[damaged]
+    assert [refitted[n] for n in ("abilities.csv", "items.csv")] == \
+        [after[damaged][n] for n in ("abilities.csv", "items.csv")]  # the same fit again
+
+
 # --------------------------------------------------------------------------- bad configs
 
 # Every case is checked against the package in tests/test_workflow_plan.py; here one case
@@ -745,6 +855,28 @@ def test_a_bad_config_stops_before_any_job_naming_the_key(case, tmp_path):
     assert len(lines) == 1, (expected, result.stderr[-3000:])
     assert "Traceback" not in result.stderr
     assert not (workdir / "results").exists() and not (workdir / "resources").exists()
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("import sys\nsys.exit(0)\n", "it called sys.exit(0) while being imported"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+     "killed the Python process (SIGSEGV); fix or remove the module"),
+])
+def test_a_method_module_that_exits_or_crashes_at_import_stops_the_run_with_one_line(
+        tmp_path, body, expected):
+    """Not Snakemake exiting 0 having done nothing, nor dying with rc -11 and no word."""
+    module = tmp_path / "bad_module.py"
+    module.write_text(body)
+    config = overlay(tmp_path, "bad", {"method_modules": [str(module)]})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "1", configfiles=(TEST_CONFIG, config))
+    assert result.returncode == 1, (result.returncode, result.stderr[-3000:])
+    lines = [line for line in result.stderr.splitlines() if expected in line]
+    assert lines == [f"- method_modules: cannot import '{module}': {expected}"
+                     if "sys.exit" in expected else
+                     f"- method_modules: importing '{module}' {expected}"], result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    assert not (workdir / "results").exists()
 
 
 # --------------------------------------------------------------------------- offline

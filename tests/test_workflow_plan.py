@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -135,6 +136,21 @@ BAD_CONFIGS = {
     "bad converged rule": ({"real": {"converged": {"accelerate": "warp"}}},
                            "real.converged.accelerate: 'warp' is not one of"),
     "bad time limit": ({"fit": {"timeout_s": -1}}, "fit.timeout_s: -1"),
+    "infinite time limit (no limit is null)": ({"fit": {"timeout_s": math.inf}},
+                                               "fit.timeout_s: inf is not valid"),
+    "temperature beyond the model's range": (
+        {"fit": {"sigma": 1e301}}, "fit.sigma: 1e+301 is greater than the maximum of 1e+300"),
+    "tolerance that is not a number": ({"fit": {"tol": math.nan}},
+                                       "fit.tol: option 'tol' must be a finite number, got nan"),
+    "start variance that is not a number": (
+        {"real": {"stability": {"init_scales": [1, math.nan]}}},
+        "real.stability.init_scales: option 'init_scales' must be a finite number"),
+    "zero iterations of the converged rule": (
+        {"real": {"converged": {"max_iter": 0}}},
+        "real.converged.max_iter: 0 is less than the minimum of 1"),
+    "temperature level beyond the model's range": (
+        {"simulation": {"studies": {"temperature": {"levels": [-0.25, 400]}}}},
+        "simulation.studies.temperature.levels[1]: 400 is not a possible log10_sigma"),
     "method module that cannot be imported": (
         {"method_modules": ["no_such_module_xyz"]},
         "method_modules: cannot import 'no_such_module_xyz'"),
@@ -151,6 +167,18 @@ def test_a_bad_config_is_one_error_with_one_line_naming_the_key(case):
     assert [line for line in lines if expected in line] == [next(
         line for line in lines if expected in line)], lines
     assert all(line.startswith("- ") for line in lines[1:]), lines
+
+
+@pytest.mark.parametrize("setting,value", [
+    ("sigma", cbmm.model.SIGMA_RANGE[1]), ("sigma", cbmm.model.SIGMA_RANGE[0]),
+    ("timeout_s", None), ("timeout_s", 1e300), ("timeout_s", "auto"), ("max_iter", 10 ** 30),
+    ("tol", 1e-300)])
+def test_the_schema_accepts_what_fit_accepts(setting, value):
+    """The bounds are fit's own declarations: every value fit takes passes the schema."""
+    config = configuration.load_config(merged(TEST_OVERLAY, {"fit": {setting: value}}))
+    assert config["fit"][setting] == value
+    spec = cbmm.api.TIMEOUT if setting == "timeout_s" else cbmm.api.FIT_OPTIONS[setting]
+    assert spec.validate(setting, value) == value
 
 
 def test_every_problem_of_a_stage_is_reported_at_once():
@@ -458,13 +486,13 @@ def test_every_study_of_the_configuration_has_a_figure_drawn_by_its_design():
 def test_the_interpretability_figures_show_the_configured_panels():
     plan = test_plan()
     figures = {f.name: f for f in render.interpretability_figures(plan)}
-    assert list(figures) == ["discrimination", "rankflow", "rankflow_MATH_500",
-                             "rankflow_suite_a", "rankflow_suite_b"]
+    assert list(figures) == ["discrimination", "rankflow"]
     assert figures["rankflow"].spec["kwargs"] == {"top": {"suite_a": 20, "suite_b": 20}}
-    assert figures["rankflow_suite_b"].spec["args"] == [
-        {"suite_b": "results/tables/rankings/suite_b.csv"},
-        "results/tables/discrimination_summary.csv"]
-    assert figures["rankflow_suite_b"].subcategory == "suite_b"
+    own = {f.name: f for f in render.dataset_rankflow_figures(plan)}["rankflow_suite_b"]
+    assert own.name == "rankflow_suite_b" and own.subcategory == "suite_b"
+    assert own.spec["args"] == [{"suite_b": "results/tables/rankings/suite_b.csv"},
+                                "results/tables/discrimination_summary.csv"]
+    assert own.spec["kwargs"] == {"top": {"suite_b": 20}, "names": True}
 
 
 def test_the_efficiency_study_has_two_figures_per_dataset_drawn_from_its_tables():
@@ -576,3 +604,96 @@ def test_readers_get_a_fit_only_as_its_batch_table_lists_it(tmp_path):
         store.listed_fits([table], [fit_dir])
     with pytest.raises(store.StoreError, match="no stored fit"):
         store.load_fit(tmp_path / "nothing", "k1")
+
+
+def truncate(path, keep=0.5):
+    data = path.read_bytes()
+    path.write_bytes(data[:int(len(data) * keep)])
+
+
+@pytest.mark.parametrize("name", ["abilities.csv", "items.csv", "fit.json"])
+def test_a_damaged_stored_fit_is_refitted_not_reused(tmp_path, name):
+    fit_dir = tmp_path / "fit"
+    store.store_fit(fit_dir, "k1", a_fit(1), {"loss": 1.0})
+    assert store.stored_row(fit_dir, "k1") == {"loss": 1.0}
+    truncate(fit_dir / name)
+    assert store.stored_row(fit_dir, "k1") is None
+    with pytest.raises(store.StoreError, match=rf"fit: stored fit damaged \({name} is not the "
+                                               "file that was stored\\); run the workflow again"):
+        store.load_fit(fit_dir, "k1")
+    fitted = []
+
+    def fit_unit(unit):
+        fitted.append(unit)
+        return a_fit(1), {"loss": 1.0}
+
+    store.batch_rows([{"fit_dir": str(fit_dir)}], lambda unit: "k1", fit_unit,
+                     logging.getLogger("test"))
+    assert len(fitted) == 1 and store.load_fit(fit_dir, "k1").seed == 1
+
+
+def test_batch_tables_of_missing_or_damaged_fits_are_marked_before_the_run(tmp_path,
+                                                                           monkeypatch):
+    """The check the Snakefile makes: a table listing a deleted or truncated fit gets its
+    refit marker, naming the fit; the others none (sizes only: cheap enough for the paper's
+    14,000 fits)."""
+    monkeypatch.chdir(tmp_path)
+    plan = test_plan({"simulation": {"run": ["mcar"]}, "methods": ["cbmm"],
+                      "fit": {"batch_seconds": 1e-6}})  # a fit per job
+    batches = plan.sim_batches("core")
+    tables = [Path(paths.SIM_BATCH.format(env="core", batch=k)) for k in range(len(batches))]
+    assert len(tables) >= 3
+    for table, batch in zip(tables, batches):
+        for unit in batch:
+            store.store_fit(unit["fit_dir"], "k", a_fit(1), {})
+        table.parent.mkdir(parents=True, exist_ok=True)
+        table.write_text("rows\n")
+    log = logging.getLogger("test")
+    assert store.mark_stale_batches(plan, log) == []
+    shutil.rmtree(batches[0][0]["fit_dir"])
+    truncate(Path(batches[1][-1]["fit_dir"]) / "abilities.csv", keep=0.9)
+    assert store.mark_stale_batches(plan, log) == [str(tables[0]), str(tables[1])]
+    assert [store.refit_marker(t).is_file() for t in tables] == \
+        [True, True] + [False] * (len(tables) - 2)
+    assert store.refit_marker(tables[0]).read_text() == \
+        f"{batches[0][0]['fit_dir']}: unit.json missing\n"
+    assert "abilities.csv has" in store.refit_marker(tables[1]).read_text()
+
+
+def test_a_fits_key_follows_the_code_of_a_users_method(tmp_path, unregister):
+    from cbmm_workflow.jobs import code_digest, import_method_modules, method_code
+
+    module = tmp_path / "mine.py"
+    module.write_text(TOY_MODULE.format(value=1.0))
+    import_method_modules([str(module)])
+    before = method_code("mine", [str(module)])
+    assert before == code_digest([str(module)], [str(module)])
+    assert method_code("cbmm", [str(module)]) is None  # the cbmm version stands for it
+    module.write_text(TOY_MODULE.format(value=2.0))
+    import_method_modules([str(module)])
+    assert method_code("mine", [str(module)]) not in (before, None)
+    assert code_digest([str(module)]) != code_digest([])
+
+
+TOY_MODULE = """
+import numpy as np, cbmm
+def solve(responses, theta0, a0, b0, **kw):
+    return cbmm.SolverOutput(theta0, a0 * {value}, b0, [], 1, "converged", 0.0)
+cbmm.register_method("mine", solve)
+"""
+
+
+@pytest.mark.parametrize("body,message", [
+    ("import sys\nsys.exit(0)\n", "cannot import '{path}': it called sys.exit(0) while being "
+                                  "imported"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+     "importing '{path}' killed the Python process (SIGSEGV); fix or remove the module"),
+])
+def test_a_method_module_that_exits_or_crashes_at_import_is_a_config_error(tmp_path, body,
+                                                                           message, unregister):
+    module = tmp_path / "bad.py"
+    module.write_text(body)
+    with pytest.raises(configuration.ConfigError) as caught:
+        configuration.load_config(merged(TEST_OVERLAY, {"method_modules": [str(module)]}))
+    assert str(caught.value).splitlines() == [
+        "invalid configuration:", "- method_modules: " + message.format(path=module)]

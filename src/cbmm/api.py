@@ -19,6 +19,7 @@ import contextlib
 import logging
 import math
 import multiprocessing
+import multiprocessing.connection
 import numbers
 import os
 import pickle
@@ -35,16 +36,16 @@ from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, sep
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
 from .methods._prior import penalty_of
-from .model import check_sigma, fit_measures, loss
+from .model import SIGMA_RANGE, check_sigma, fit_measures, loss
 from .prior import Penalty
 from .registry import Option, get_method
 from .responses import as_responses
 from .result import FitResult, SolverOutput, canonicalize
 from .stopping import PAPER_TOL
 
-__all__ = ["fit", "paper_settings", "run_in_worker", "DegenerateDataWarning",
+__all__ = ["fit", "paper_settings", "run_in_worker", "check_timeout", "DegenerateDataWarning",
            "ConvergenceWarning", "FORK_AVAILABLE", "AGREE_OBJECTIVE", "FIT_OPTIONS", "PAPER_FIT",
-           "STARTS", "DEGENERATE"]
+           "STARTS", "DEGENERATE", "TIMEOUT"]
 
 logger = logging.getLogger("cbmm")
 
@@ -77,17 +78,26 @@ def _integer(name, value, *, minimum):
     return int(value)
 
 
-def _check_timeout(timeout_s, isolate):
-    if timeout_s is None or (isinstance(timeout_s, str) and timeout_s == "auto"):
-        return timeout_s
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) \
-            or not timeout_s > 0 or math.isnan(timeout_s):
-        raise ValueError(f"timeout_s must be 'auto', None or a number of seconds > 0, "
-                         f"got {timeout_s!r}")
-    if not isolate:
+#: fit's ``timeout_s``, declared once (the command line's ``--timeout`` and the
+#: workflow's ``fit.timeout_s`` take it from here): ``"auto"``, a finite number of seconds
+#: or None, the one spelling of no limit (``none`` on the command line, ``null`` in YAML).
+TIMEOUT = Option("float", "auto", exclusive_minimum=0, nullable=True, specials=("auto",),
+                 doc="time limit of a fit in seconds: auto (ten times the method's declared "
+                     "cost plus a minute), a number, or none (no limit)")
+
+
+def check_timeout(timeout_s, isolate=True):
+    """A time limit as :func:`fit` takes it (:data:`TIMEOUT`): ``"auto"``, None (no
+    limit) or a finite number of seconds > 0, returned as a float."""
+    try:
+        timeout_s = TIMEOUT.validate("timeout_s", timeout_s)
+    except ValueError:
+        raise ValueError(f"timeout_s must be 'auto', None (no limit) or a finite number of "
+                         f"seconds > 0, got {timeout_s!r}") from None
+    if timeout_s not in (None, "auto") and not isolate:
         raise ValueError("timeout_s needs isolate=True (a time limit stops the worker "
                          "process); pass timeout_s=None with isolate=False")
-    return float(timeout_s)
+    return timeout_s
 
 
 # ------------------------------------------------------------------------ the fit
@@ -100,7 +110,7 @@ DEGENERATE = ("keep", "set_aside")
 #: :func:`fit`'s own settings, declared once: their defaults are fit's, and the command
 #: line and the workflow's schema take defaults and documentation from here.
 FIT_OPTIONS = {
-    "sigma": Option("float", 1.0, exclusive_minimum=0,
+    "sigma": Option("float", 1.0, minimum=SIGMA_RANGE[0], maximum=SIGMA_RANGE[1],
                     doc="known temperature of the logistic link"),
     "tol": Option("float", 1e-6, exclusive_minimum=0,
                   doc="the method's stopping tolerance (the paper's: 1e-4); whether the fit "
@@ -273,7 +283,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     if isinstance(start, str) and start not in STARTS:
         raise ValueError(f"start must be one of {list(STARTS)}, starting values (theta0, a0, b0) "
                          f"or a FitResult, got {start!r}")
-    timeout_s = _check_timeout(timeout_s, isolate)
+    timeout_s = check_timeout(timeout_s, isolate)
     spec = get_method(method)
     options = spec.check_options(method_options)
     if n_starts is None:
@@ -446,13 +456,13 @@ def _degenerate_message(n_items, n_models, degenerate, penalty) -> str:
     what = (f"{n_items} item(s) answered all-correct or all-wrong and {n_models} model(s) "
             "with all answers correct or wrong")
     if degenerate == "set_aside":
-        return (f"{what}: set aside (with any that become so without them); see "
-                "FitResult.info['set_aside']")
+        return (f"{what}: set aside (with any that become so without them); they are listed "
+                "under set_aside in the result's info (in fit.json when saved)")
     if penalty.active:
         return f"{what}: the prior alone sets their easiness/ability"
     return (f"{what}: their easiness/ability has no finite optimum and drifts until the "
-            "stopping rule; use prior='normal' or degenerate='set_aside' (see "
-            "FitResult.degenerate_items / degenerate_models)")
+            "stopping rule; use prior='normal' or degenerate='set_aside' (they are listed as "
+            "degenerate_items and degenerate_models of the result, in fit.json when saved)")
 
 
 def _finish(out, data, start, method, settings, init_scale, bad_items, bad_models,
@@ -513,8 +523,9 @@ def _judged_status(result, data, penalty, n_starts) -> str:
                 f"no finite optimum: {int(items.sum())} item(s) whose correct answers all come "
                 f"from abler models than their wrong ones (all-correct and all-wrong items "
                 f"included) and {int(models.sum())} model(s) answering every discriminating "
-                "item alike; their parameters run off to infinity "
-                "(info['separated_items'], info['separated_models'])")
+                "item alike; their parameters run off to infinity (listed under "
+                "separated_items and separated_models in the result's info, in fit.json when "
+                "saved)")
             return "unbounded"
     if status == "max_iter":
         return status
@@ -631,14 +642,36 @@ def _solve(spec, data, start, settings, options, verbose) -> SolverOutput:
 
 
 def _malformed(out, n, j) -> str | None:
+    """What is wrong with a solver's output (None: nothing), checked before fit trusts it."""
     if not isinstance(out, SolverOutput):
         return f"the solver returned {type(out).__name__}, not a SolverOutput"
     for name, size in (("theta", n), ("a", j), ("b", j)):
-        if np.shape(getattr(out, name)) != (size,):
-            return (f"the solver returned {name} of shape {np.shape(getattr(out, name))}, "
-                    f"expected ({size},)")
+        try:
+            values = np.asarray(getattr(out, name))
+        except Exception as exc:  # an array-like that cannot become an array
+            return f"the solver returned a {name} that is not an array ({type(exc).__name__})"
+        if values.dtype.kind not in "iuf":
+            return (f"the solver returned {name} of dtype {values.dtype} "
+                    "(expected real numbers)")
+        if values.shape != (size,):
+            return f"the solver returned {name} of shape {values.shape}, expected ({size},)"
+    negative = np.flatnonzero(np.asarray(out.a) < 0)
+    if negative.size:
+        return (f"the solver returned a = {float(np.asarray(out.a)[negative[0]]):g} < 0 for "
+                f"item {negative[0]} ({negative.size} item(s)); the model needs a >= 0")
     if not isinstance(out.status, str):
         return f"the solver returned status {out.status!r}, not a string"
+    if isinstance(out.n_iter, bool) or not isinstance(out.n_iter, numbers.Integral) \
+            or out.n_iter < 0:
+        return f"the solver returned n_iter={out.n_iter!r}, not a count of iterations"
+    if isinstance(out.runtime_s, bool) or not isinstance(out.runtime_s, numbers.Real) \
+            or not (math.isfinite(out.runtime_s) and out.runtime_s >= 0):
+        return f"the solver returned runtime_s={out.runtime_s!r}, not a number of seconds"
+    if not isinstance(out.loss_history, (list, tuple, np.ndarray)) or not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) for v in out.loss_history):
+        return "the solver returned a loss_history that is not a list of numbers"
+    if not isinstance(out.info, dict):
+        return f"the solver returned info of type {type(out.info).__name__}, not a dict"
     return None
 
 
@@ -748,13 +781,15 @@ def _transferable_warnings(caught):
     return out
 
 
-def _die_with_parent() -> None:
+def _die_with_parent(parent: int) -> None:
     """Linux: the kernel kills the worker when the caller dies (no orphaned fits)."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(Exception):
             import ctypes
 
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the caller died before the request took effect
+        os._exit(1)
 
 
 #: Paths of OpenMP runtimes (GNU, LLVM, Intel) in /proc/self/maps.
@@ -784,9 +819,10 @@ def _release_openmp_threads() -> None:
             ctypes.CDLL(path).omp_pause_resource_all(2)  # omp_pause_hard
 
 
-def _worker(connection, task, failure):
+def _worker(connection, task, failure, parent, name):
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
-    _die_with_parent()
+    _die_with_parent(parent)
+    multiprocessing.current_process().name = name  # in the log records it forwards
     sender = _PipeSender(connection)
     _route_logging(sender)
     began = time.perf_counter()
@@ -802,6 +838,54 @@ def _worker(connection, task, failure):
     connection.close()
 
 
+#: Longest single wait for the worker (``poll`` refuses timeouts beyond about 24 days).
+_WAIT_STEP_S = 3600.0
+
+
+def _fork_worker(task, failure, name):
+    """Fork the worker in a process group of its own; return ``(pid, receiver)``.
+
+    A plain ``os.fork``, not ``multiprocessing.Process``: that refuses to start a child
+    inside a daemonic process (the workers of ``multiprocessing.Pool``), and the worker
+    is a child that lives exactly as long as this call.  Its own process group lets the
+    caller end everything the method started (a grandchild holding the pipe included).
+    """
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    parent = os.getpid()
+    _release_openmp_threads()
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns into the caller's code
+        code = 1
+        try:
+            receiver.close()
+            os.setpgid(0, 0)
+            _worker(sender, task, failure, parent, name)
+            code = 0
+        finally:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+    with contextlib.suppress(OSError):  # also here: killpg must not race the worker's call
+        os.setpgid(pid, pid)
+    sender.close()
+    return pid, receiver
+
+
+def _watch(pid):
+    """A file descriptor that becomes readable when ``pid`` ends (Linux >= 5.3), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _end_group(pid) -> None:
+    """SIGKILL the worker's process group: the worker and whatever it started."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
 def run_in_worker(task, failure, timeout_s, name):
     """Run ``task()`` in a forked worker under a time limit and return its result.
 
@@ -809,38 +893,68 @@ def run_in_worker(task, failure, timeout_s, name):
     ``failure(reason, seconds)`` builds the result of a worker that dies, hangs past
     ``timeout_s`` (None: no limit) or whose result cannot be sent back.  The child's
     warnings are re-emitted here and its log records handed to this process's loggers.
+    Works in daemonic processes (``multiprocessing.Pool`` workers).  The worker and any
+    process it started are killed before this returns: a grandchild that inherited the
+    pipe cannot keep the caller waiting after the worker ended.
     """
-    context = multiprocessing.get_context("fork")
-    receiver, sender = context.Pipe(duplex=False)
-    worker = context.Process(target=_worker, name=name, args=(sender, task, failure))
     began = time.perf_counter()
-    _release_openmp_threads()
-    worker.start()
-    sender.close()
+    pid, receiver = _fork_worker(task, failure, name)
+    watch = _watch(pid)
+    status = None  # the worker's wait status once reaped
     caught, out = [], None
+
+    def reap(block):
+        nonlocal status
+        if status is None:
+            done, code = os.waitpid(pid, 0 if block else os.WNOHANG)
+            if done:
+                status = code
+        return status
+
+    def ended():
+        """The worker has ended: the messages it sent are in the pipe; read them."""
+        nonlocal out
+        _end_group(pid)  # its descendants may hold the pipe open
+        while out is None and receiver.poll(0):
+            try:
+                handle(*receiver.recv())
+            except EOFError:
+                break
+        if out is None:
+            out = failure(_death(os.waitstatus_to_exitcode(reap(True))),
+                          time.perf_counter() - began)
+
+    def handle(kind, payload):
+        nonlocal caught, out
+        if kind == "log":
+            logging.getLogger(payload.name).handle(payload)
+        elif kind == "warnings":
+            caught = payload
+        else:
+            out = payload
+
     try:
         while out is None:
-            wait = None if timeout_s is None else max(0.0, began + timeout_s - time.perf_counter())
-            if not receiver.poll(wait):
+            left = math.inf if timeout_s is None else began + timeout_s - time.perf_counter()
+            if left <= 0:
                 out = failure(f"timeout after {timeout_s:g} s", time.perf_counter() - began)
                 break
-            try:
-                kind, payload = receiver.recv()
-            except EOFError:
-                worker.join()
-                out = failure(_death(worker.exitcode), time.perf_counter() - began)
-                break
-            if kind == "log":
-                logging.getLogger(payload.name).handle(payload)
-            elif kind == "warnings":
-                caught = payload
-            else:
-                out = payload
+            step = min(left, _WAIT_STEP_S if watch is not None else 0.05)
+            ready = multiprocessing.connection.wait(
+                [receiver] + ([watch] if watch is not None else []), timeout=step)
+            if receiver in ready:
+                try:
+                    handle(*receiver.recv())
+                except EOFError:
+                    ended()
+            elif watch in ready or (watch is None and reap(False) is not None):
+                ended()
     finally:
-        if worker.is_alive():
-            worker.kill()
-        worker.join()
+        _end_group(pid)
+        reap(True)
         receiver.close()
+        if watch is not None:
+            os.close(watch)
     for text, category, filename, lineno in caught:
         warnings.warn_explicit(text, category, filename, lineno)
     return out

@@ -87,22 +87,24 @@ class BootstrapResult:
         return {"n_boot": self.n_boot, "n_failed": self.n_failed, "resample": self.resample,
                 "level": self.level, "runtime_s": self.runtime_s, "fit": self.fit.summary()}
 
-    def save(self, out_dir) -> None:
-        """Write :data:`OUTPUT_FILES` into ``out_dir``, all or none (renamed together)."""
+    def save(self, out_dir, *, replace: bool = True) -> None:
+        """Write :data:`OUTPUT_FILES` into ``out_dir``, whole: ``bootstrap.json`` is the
+        manifest of the tables (their sizes and SHA-256) and comes last, as in
+        :meth:`cbmm.FitResult.save` (``replace=False``: ``FileExistsError`` when the folder
+        holds any of them, so of two concurrent saves one succeeds)."""
         import json
-        from pathlib import Path
 
-        from .io import atomic_paths
+        from .io import write_with_manifest
 
-        out = Path(out_dir)
-        texts = (self.abilities_frame().to_csv(index=False, float_format="%.17g"),
-                 self.items_frame().to_csv(index=False, float_format="%.17g"),
-                 self.prob_better.to_csv(float_format="%.17g"),
-                 json.dumps(self.summary(), indent=2) + "\n")
-        with atomic_paths([out / name for name in self.OUTPUT_FILES]) as temporaries:
-            for tmp, text in zip(temporaries, texts):
-                tmp.write_text(text, encoding="utf-8")
+        files = {name: frame.encode() for name, frame in zip(self.OUTPUT_FILES[:3], (
+            self.abilities_frame().to_csv(index=False, float_format="%.17g"),
+            self.items_frame().to_csv(index=False, float_format="%.17g"),
+            self.prob_better.to_csv(float_format="%.17g")))}
 
+        def manifest(records):
+            return (json.dumps({**self.summary(), "files": records}, indent=2) + "\n").encode()
+
+        write_with_manifest(out_dir, files, self.OUTPUT_FILES[3], manifest, replace=replace)
 
 def _joined(key, tables) -> pd.DataFrame:
     import pandas as pd
@@ -162,7 +164,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
 
     import pandas as pd
 
-    from .api import fit, run_in_worker
+    from .api import check_timeout, fit, run_in_worker
     from .registry import get_method
     from .responses import as_responses
 
@@ -174,6 +176,10 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         raise ValueError(f"level must be a number in (0, 1), got {level!r}")
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if timeout_s == "auto":
+        raise ValueError("bootstrap: timeout_s must be None (no limit) or a finite number of "
+                         "seconds > 0, got 'auto'")
+    timeout_s = check_timeout(timeout_s, isolate)
     for name in ("start", "n_starts", "isolate"):
         if name in fit_kwargs:
             raise ValueError(f"bootstrap sets {name!r} itself (replicates start from the fit "

@@ -14,157 +14,35 @@ Warnings are one line each (``warning: ...``).
 from __future__ import annotations
 
 import argparse
-import errno
-import math
 import os
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ._cli_common import (
+    _PATH_ERRORS,
+    CliError,
+    _check_input_file,
+    _check_output_file,
+    _check_output_folder,
+    _declared,
+    _distinct,
+    _integer,
+    _number,
+    _Parser,
+    _path,
+    _read_responses,
+)
 
 __all__ = ["main", "build_parser", "CliError"]
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
-#: errno values of an OSError that mean a bad path given by the user.
-_PATH_ERRORS = {errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
-                errno.EEXIST, errno.EROFS, errno.ENAMETOOLONG, errno.ELOOP}
-
-
-class CliError(Exception):
-    """Bad input, reported as one line on stderr with exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors raised as :class:`CliError` (one line, no usage block)."""
-
-    def error(self, message):
-        raise CliError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
-# ----------------------------------------------------------------- argument types
-
-def _integer(minimum):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, "
-                                             f"got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
-        return value
-    return parse
-
-
-def _number(low=None, high=None, *, low_open=True, high_open=True):
-    """A finite float in the interval (or half-open interval) given."""
-    def describe():
-        left = "(" if low_open else "["
-        right = ")" if high_open else "]"
-        if high is None:
-            return f"a finite number {'>' if low_open else '>='} {low:g}"
-        return f"a number in {left}{low:g}, {high:g}{right}"
-
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            value = math.nan
-        ok = math.isfinite(value)
-        ok = ok and (low is None or (value > low if low_open else value >= low))
-        ok = ok and (high is None or (value < high if high_open else value <= high))
-        if not ok:
-            raise argparse.ArgumentTypeError(f"expected {describe()}, got {text!r}")
-        return value
-    return parse
-
-
-def _path(text):
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
-    return Path(text)
-
-
-def _timeout(text):
-    lowered = text.strip().lower()
-    if lowered == "auto":
-        return "auto"
-    if lowered in ("none", "null", "off"):
-        return None
-    return _number(0.0)(text)
-
-
-# --------------------------------------------------------------------- path checks
-
-def _nearest_existing(path: Path) -> Path:
-    probe = path.absolute()
-    while not probe.exists() and probe.parent != probe:
-        probe = probe.parent
-    return probe
-
-
-def _check_folder_writable(folder: Path, flag: str) -> None:
-    """``folder`` exists and is writable, or can be created (its nearest existing ancestor is)."""
-    probe = _nearest_existing(folder)
-    if not probe.is_dir():
-        raise CliError(f"{flag} {folder}: {probe} is not a folder")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise CliError(f"{flag} {folder}: cannot write into {probe} (permission denied)")
-
-
-def _check_output_file(path: Path, flag: str, force: bool) -> None:
-    if path.is_dir():
-        raise CliError(f"{flag} {path}: is a folder; expected a file name")
-    if path.exists() and not force:
-        raise CliError(f"{flag} {path}: exists; pass --force to replace it")
-    _check_folder_writable(path.parent, flag)
-
-
-def _check_output_folder(path: Path, names, flag: str, force: bool) -> None:
-    if path.exists() and not path.is_dir():
-        raise CliError(f"{flag} {path}: exists and is not a folder")
-    for name in names:
-        if (path / name).is_dir():
-            raise CliError(f"{flag} {path}: {name} is a folder; cannot write the result there")
-    existing = [name for name in names if (path / name).exists()]
-    if existing and not force:
-        raise CliError(f"{flag} {path}: already holds {', '.join(existing)}; "
-                       "pass --force to replace them")
-    _check_folder_writable(path, flag)
-
-
-def _check_input_file(path: Path, flag: str) -> None:
-    if path.is_dir():
-        raise CliError(f"{flag} {path}: is a folder; expected a file")
-    if not path.exists():
-        raise CliError(f"{flag} {path}: no such file")
-    if not os.access(path, os.R_OK):
-        raise CliError(f"{flag} {path}: cannot be read (permission denied)")
-
-
-def _distinct(*flags_and_paths) -> None:
-    seen = {}
-    for flag, path in flags_and_paths:
-        if path is None:
-            continue
-        key = Path(path).absolute()
-        if key in seen:
-            raise CliError(f"{seen[key]} and {flag} name the same file {path}")
-        seen[key] = flag
 
 
 # ------------------------------------------------------------------------ commands
-
-def _read_responses(args):
-    """The response table of ``--responses`` (checked), as a labelled DataFrame."""
-    from .data import read_table
-
-    _check_input_file(args.responses, "--responses")
-    return read_table(args.responses, layout=args.layout)
-
 
 def _method_options(method, pairs) -> dict:
     """``--option KEY=VALUE`` pairs parsed with the method's declared option types."""
@@ -202,7 +80,11 @@ def _fit_command(args) -> int:
     result = cbmm.fit(responses, method=args.method, **fit_settings(args),
                       timeout_s=args.timeout if args.isolate else None,
                       isolate=args.isolate, verbose=args.verbose, **options)
-    result.save(args.out)
+    try:
+        result.save(args.out, replace=args.force)
+    except FileExistsError as exc:  # another run wrote there since the check above
+        raise CliError(f"--out {args.out}: {exc.strerror}, written by another run meanwhile; "
+                       "pass --force to replace it") from None
     print(f"{result.method}: {result.status} after {result.n_iter} iterations, "
           f"loss {result.loss:.6g}, {result.runtime_s:.3f} s -> {args.out}")
     return EXIT_FAILED if result.failed else 0
@@ -226,7 +108,11 @@ def _bootstrap_command(args) -> int:
     result = cbmm.bootstrap(responses, n_boot=args.n_boot, resample=args.resample,
                             level=args.level, seed=args.seed, method=args.method,
                             **settings, **options)
-    result.save(args.out)
+    try:
+        result.save(args.out, replace=args.force)
+    except FileExistsError as exc:  # another run wrote there since the check above
+        raise CliError(f"--out {args.out}: {exc.strerror}, written by another run meanwhile; "
+                       "pass --force to replace it") from None
     print(f"{result.n_boot} replicates resampling {result.resample} ({result.n_failed} failed), a "
           f"{result.fit.status} {result.fit.method} fit, {result.runtime_s:.2f} s -> {args.out}")
     return 0
@@ -326,11 +212,6 @@ def _methods_command(args) -> int:
 
 # -------------------------------------------------------------------------- parser
 
-#: Parsers of fit's numeric settings (their checks give one-line argparse errors).
-_FIT_TYPES = {"sigma": _number(0.0), "tol": _number(0.0), "max_iter": _integer(1),
-              "seed": _integer(0), "init_scale": _number(0.0), "n_starts": _integer(1)}
-
-
 def add_fit_settings(command, without=()) -> None:
     """``--sigma``, ``--tol``, ... ``--se``: :data:`cbmm.api.FIT_OPTIONS` (but ``without``),
     with their defaults and documentation."""
@@ -346,7 +227,8 @@ def add_fit_settings(command, without=()) -> None:
         elif option.choices:
             command.add_argument(flag, choices=option.choices, default=option.default, help=text)
         else:
-            command.add_argument(flag, type=_FIT_TYPES[name], default=option.default, help=text)
+            command.add_argument(flag, type=_declared(name, option), default=option.default,
+                                 help=text)
 
 
 def fit_settings(args) -> dict:
@@ -358,6 +240,7 @@ def fit_settings(args) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
+    from .api import FIT_OPTIONS, TIMEOUT
     from .data.cli import register as register_data
     from .efficient.cli import register as register_efficient
     from .score import PRIORS
@@ -378,6 +261,14 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--layout", choices=["auto", "wide", "long"], default="auto",
                              help="wide: models x items; long: model, item, correct rows "
                                   "(default: auto)")
+        command.add_argument("--label-column", metavar="NAME",
+                             help="wide tables: the column of model labels (default: the "
+                                  "first; Parquet: the stored index or a column 'model')")
+        for role in ("model", "item", "correct"):
+            command.add_argument(f"--{role}-column", default=role, metavar="NAME",
+                                 help=f"long tables: the column of the {role}"
+                                      f"{' ids' if role != 'correct' else ' answers'} "
+                                      f"(default {role})")
 
     fit = sub.add_parser("fit", help="fit a response matrix",
                          description="Fit X = theta a^T + 1 b^T (a >= 0) to a models x items "
@@ -393,9 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--option", action="append", metavar="KEY=VALUE",
                      help="method option, repeatable, e.g. --option accelerate=squarem "
                           "(`cbmm methods` lists each method's options and types)")
-    fit.add_argument("--timeout", type=_timeout, default="auto", metavar="SECONDS|auto|none",
+    fit.add_argument("--timeout", type=_declared("timeout_s", TIMEOUT), default=TIMEOUT.default,
+                     metavar="SECONDS|auto|none",
                      help="time limit of the fit; a fit past it is recorded as failed "
-                          "(default auto: ten times the method's expected cost + 60 s)")
+                          f"(default {TIMEOUT.default}: ten times the method's expected cost + "
+                          "60 s; none: no limit)")
     fit.add_argument("--no-isolate", dest="isolate", action="store_false",
                      help="run the fit in this process (debugging: no crash isolation, "
                           "no time limit)")
@@ -454,7 +347,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--items", required=True, type=_path,
                        help="items.csv of an earlier `cbmm fit`, or its output folder")
     score.add_argument("--out", required=True, type=_path, help="output CSV")
-    score.add_argument("--sigma", type=_number(0.0),
+    score.add_argument("--sigma", type=_declared("sigma", FIT_OPTIONS["sigma"]),
                        help="temperature (default: the calibration's, from fit.json beside "
                             "items.csv, else 1)")
     score.add_argument("--prior", choices=PRIORS, default="none",
@@ -470,7 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "write them as a CSV that `fit` reads.")
     sim.add_argument("--n-models", type=_integer(2), default=1000, help="N (default 1000)")
     sim.add_argument("--n-items", type=_integer(1), default=1000, help="J (default 1000)")
-    sim.add_argument("--sigma", type=_number(0.0), default=1.0, help="temperature (default 1)")
+    sim.add_argument("--sigma", type=_declared("sigma", FIT_OPTIONS["sigma"]), default=1.0,
+                     help="temperature (default 1)")
     sim.add_argument("--sparsity", type=_number(0.0, 1.0, low_open=False), default=0.0,
                      help="fraction of items with a = 0, in [0, 1) (default 0)")
     sim.add_argument("--missing", choices=MISSING_PATTERNS, default="none",

@@ -136,7 +136,11 @@ def load_published(path=None) -> pd.DataFrame:
 # ----------------------------------------------------------------------- our values
 
 class _Missing(Exception):
-    """Our value cannot be computed: the run lacks a table, a level or a dataset."""
+    """Our value cannot be computed: no successful value, too few seeds."""
+
+
+class _NotInRun(_Missing):
+    """The row concerns a table, study, level, method or dataset this run does not have."""
 
 
 class _Tables:
@@ -151,10 +155,21 @@ class _Tables:
         """The table ``name`` of :data:`cbmm.tables.TABLE_FILES` (``fields`` fill its pattern)."""
         file = TABLE_FILES[name].format(**fields)
         if file not in self.paths:
-            raise _Missing(f"not in this run: needs {TABLE_DIR}/{file}")
+            raise _NotInRun(f"not in this run: needs {TABLE_DIR}/{file}")
         if file not in self._cache:
             self._cache[file] = pd.read_csv(self.paths[file])
         return self._cache[file]
+
+    def datasets(self) -> set[str]:
+        """The datasets of the suite tables among the tables (discrimination, runtime,
+        stability)."""
+        found = set()
+        for name in ("discrimination", "runtime", "stability_raw"):
+            try:
+                found.update(self.get(name)["dataset"].astype(str))
+            except (_Missing, KeyError):
+                continue
+        return found
 
     def studies(self) -> list[str]:
         """The simulation studies among the tables."""
@@ -179,7 +194,7 @@ def _sim_cell(tables, row, method=None):
     if cell.empty:
         present = np.isclose(levels, row.level).any()
         what = (f"method {method or row.method}" if present else f"level {row.level:g}")
-        raise _Missing(f"not in this run: {what} of study {row.study}")
+        raise _NotInRun(f"not in this run: {what} of study {row.study}")
     return cell
 
 
@@ -188,7 +203,7 @@ def _sim_median(tables, row):
     column = METRIC_DEFINITIONS[row.definition or "published"].get(row.metric, row.metric)
     ok = cell[~failed_mask(cell["status"])]
     if column not in ok.columns:
-        raise _Missing(f"not in this run: column {column} of sim_{row.study}.csv")
+        raise _NotInRun(f"not in this run: column {column} of sim_{row.study}.csv")
     return _stats(ok[column])
 
 
@@ -203,7 +218,7 @@ def _sim_replicates(tables, row):
         table = tables.get("simulation", study=study)
         counts.append(table.groupby(["level", "method"])["replicate"].nunique().max())
     if not counts:
-        raise _Missing(f"not in this run: needs {TABLE_DIR}/"
+        raise _NotInRun(f"not in this run: needs {TABLE_DIR}/"
                        + TABLE_FILES["simulation"].format(study="<study>"))
     return float(max(counts)), math.nan, len(counts)
 
@@ -216,7 +231,7 @@ def _sim_speedup_max(tables, row):
     if row.method:
         others = [m for m in others if m in row.method.split(",")]
     if "cbmm" not in medians.columns or not others:
-        raise _Missing(f"not in this run: cBMM and another method in study {row.study}")
+        raise _NotInRun(f"not in this run: cBMM and another method in study {row.study}")
     ratio = medians[others].min(axis=1) / medians["cbmm"]
     return float(ratio.max()), math.nan, int(ratio.notna().sum())
 
@@ -229,7 +244,7 @@ def _runtime_cell(tables, row):
     table = _runtime(tables)
     cell = table[(table["dataset"] == row.dataset) & (table["method"] == row.method)]
     if cell.empty:
-        raise _Missing(f"not in this run: {row.method} on {row.dataset}")
+        raise _NotInRun(f"not in this run: {row.method} on {row.dataset}")
     return cell
 
 
@@ -256,7 +271,7 @@ def _speedups(tables) -> pd.DataFrame:
 def _speedup(tables, row):
     speedups = _speedups(tables)
     if row.dataset not in speedups.index or not np.isfinite(speedups.loc[row.dataset, "speedup"]):
-        raise _Missing(f"not in this run: cBMM and a baseline on {row.dataset}")
+        raise _NotInRun(f"not in this run: cBMM and a baseline on {row.dataset}")
     entry = speedups.loc[row.dataset]
     # spread: the same ratio per replicate (replicate r of the fastest baseline and of cBMM)
     table = _runtime(tables)
@@ -270,7 +285,7 @@ def _speedup(tables, row):
 def _speedup_extreme(tables, row):
     values = _speedups(tables)["speedup"].dropna()
     if values.empty:
-        raise _Missing("not in this run: no suite with cBMM and a baseline")
+        raise _NotInRun("not in this run: no suite with cBMM and a baseline")
     value = values.min() if row.quantity == "speedup_min" else values.max()
     return float(value), math.nan, int(values.size)
 
@@ -280,7 +295,7 @@ def _runtime_growth(tables, row):
     ok = table[(table["method"] == row.method) & ~failed_mask(table["status"])]
     means = ok.groupby("dataset")["runtime_s"].mean()
     if not {"IFEval", "MMLU_PRO"} <= set(means.index):
-        raise _Missing(f"not in this run: {row.method} on IFEval and MMLU_PRO")
+        raise _NotInRun(f"not in this run: {row.method} on IFEval and MMLU_PRO")
     return float(means["MMLU_PRO"] / means["IFEval"]), math.nan, 2
 
 
@@ -293,7 +308,7 @@ def _suite_row(tables, row):
         block = table[table["dataset"] == row.dataset]
         if not block.empty and row.quantity in block.columns:
             return block
-    raise _Missing(f"not in this run: dataset {row.dataset} "
+    raise _NotInRun(f"not in this run: dataset {row.dataset} "
                    f"(needs {TABLE_DIR}/{TABLE_FILES['discrimination']})")
 
 
@@ -311,7 +326,7 @@ def _difficulty_median(tables, row):
     items = _math500_items(tables, row)
     values = items.loc[items["level"] == row.level, "difficulty"]
     if values.empty:
-        raise _Missing(f"not in this run: MATH-500 items of level {row.level:g}")
+        raise _NotInRun(f"not in this run: MATH-500 items of level {row.level:g}")
     return float(values.median()), math.nan, int(values.size)
 
 
@@ -332,7 +347,7 @@ def _stability_cell(tables, row):
                & np.isclose(raw["s2_row"].astype(float), row.s2_row)
                & np.isclose(raw["s2_col"].astype(float), row.s2_col)]
     if cell.empty:
-        raise _Missing(f"not in this run: stability of {row.dataset} with start variances "
+        raise _NotInRun(f"not in this run: stability of {row.dataset} with start variances "
                        f"{row.s2_row:g} and {row.s2_col:g}")
     return cell["spearman"]
 
@@ -388,7 +403,7 @@ def _number(value: float, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
-def fidelity_table(tables, published=None) -> pd.DataFrame:
+def fidelity_table(tables, published=None, *, covered_only: bool = False) -> pd.DataFrame:
     """Published numbers beside ours.
 
     Parameters
@@ -398,15 +413,23 @@ def fidelity_table(tables, published=None) -> pd.DataFrame:
         ignored, so a stale file from an earlier configuration cannot enter.
     published : pandas.DataFrame, optional
         :func:`load_published` output (default: the packaged file).
+    covered_only : bool
+        Only the rows that concern this run: a row about a study, level, method or
+        dataset the run does not have (noted "not in this run") is left out, and so is
+        a design setting or data fact of a study or dataset it does not have (one that
+        names neither when the run has none of the paper's studies and datasets: a
+        run on a user's own data).
 
     Returns
     -------
     pandas.DataFrame
-        Columns :data:`FIDELITY_COLUMNS`, one row per published number, in
-        the published file's order.
+        Columns :data:`FIDELITY_COLUMNS`, one row per published number (that
+        concerns the run, with ``covered_only``), in the published file's order.
     """
     published = load_published() if published is None else published
     available = _Tables(tables)
+    in_run = set(available.studies()) | available.datasets()
+    papers = (set(published["study"]) | set(published["dataset"])) - {""}
     rows = []
     for row in published.itertuples(index=False):
         mean = sd = math.nan
@@ -414,10 +437,17 @@ def fidelity_table(tables, published=None) -> pd.DataFrame:
         within = ""
         notes = [row.note] if row.note else []
         if row.quantity in ("setting", "data_fact"):
+            named = {row.study, row.dataset} - {""}
+            if covered_only and not (named & in_run if named else in_run & papers):
+                continue
             notes.insert(0, QUANTITIES[row.quantity][0])
         else:
             try:
                 mean, sd, n = _COMPUTE[row.quantity](available, row)
+            except _NotInRun as exc:
+                if covered_only:
+                    continue
+                notes.insert(0, str(exc))
             except _Missing as exc:
                 notes.insert(0, str(exc))
             else:
@@ -435,8 +465,9 @@ def fidelity_table(tables, published=None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(FIDELITY_COLUMNS))
 
 
-def write_fidelity(tables, out_path, published=None) -> pd.DataFrame:
+def write_fidelity(tables, out_path, published=None, *, covered_only: bool = False) \
+        -> pd.DataFrame:
     """Compute :func:`fidelity_table` and write it to ``out_path`` (CSV, atomically)."""
-    table = fidelity_table(tables, published)
+    table = fidelity_table(tables, published, covered_only=covered_only)
     write_csv(table, out_path)
     return table

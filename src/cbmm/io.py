@@ -20,12 +20,15 @@ umask, which hides results from the rest of a group on a shared cluster).
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import json
 import os
 import secrets
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_paths", "write_text", "write_json", "write_csv"]
+__all__ = ["atomic_path", "atomic_paths", "write_text", "write_json", "write_csv",
+           "write_with_manifest", "file_record"]
 
 
 def _create_parents(folder: Path) -> list[Path]:
@@ -144,3 +147,89 @@ def write_csv(frame, path, *, index: bool = False, **to_csv) -> Path:
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=index, **to_csv)
     return Path(path)
+
+
+def file_record(data: bytes) -> dict:
+    """What a manifest records of one file: its size and SHA-256."""
+    return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def write_with_manifest(folder, files: dict, manifest: str, make_manifest, *,
+                        replace: bool = True) -> None:
+    """Write a set of files into ``folder`` so that a reader sees all of one write or none.
+
+    ``files`` maps names to bytes; the file ``manifest`` holds
+    ``make_manifest({name: file_record(data)})`` (bytes), which binds the others: a reader
+    that checks them against it (as :meth:`cbmm.FitResult.load` does) never takes a
+    folder holding parts of two writes, or of an interrupted one, for a whole result.
+
+    ``replace=True``: the old manifest is removed first, the files are renamed into
+    place, the new manifest comes last.  ``replace=False``: the folder is claimed by
+    creating the manifest exclusively first, then the files are renamed into place
+    where none exists; ``FileExistsError`` when any of them exists, so of two writers
+    starting together exactly one succeeds.  Either way the files are all written
+    (under temporary names) before anything is renamed: a full disk or any other error
+    leaves the folder as it was.
+
+    Raises
+    ------
+    FileExistsError
+        ``replace=False`` and a file exists.
+    IsADirectoryError, NotADirectoryError
+        A target is a folder, or ``folder`` is a file.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "exists and is not a folder", str(folder))
+    names = [*files, manifest]
+    for name in names:
+        if (folder / name).is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(folder / name))
+    if not replace:
+        _refuse_existing(folder, names)
+    content = make_manifest({name: file_record(data) for name, data in files.items()})
+    created = _create_parents(folder)
+    temporaries = {}
+    claimed = done = False
+    try:
+        for name, data in files.items():
+            temporaries[name] = _temporary_sibling(folder / name, Path(name).suffix)
+            temporaries[name].write_bytes(data)
+        if replace:
+            temporaries[manifest] = _temporary_sibling(folder / manifest, Path(manifest).suffix)
+            temporaries[manifest].write_bytes(content)
+            (folder / manifest).unlink(missing_ok=True)
+            for name in files:
+                os.replace(temporaries[name], folder / name)
+            os.replace(temporaries[manifest], folder / manifest)
+        else:
+            _create_exclusively(folder / manifest, content)
+            claimed = True
+            _refuse_existing(folder, files)
+            for name in files:
+                os.replace(temporaries[name], folder / name)
+        done = True
+    finally:
+        for tmp in temporaries.values():
+            tmp.unlink(missing_ok=True)
+        if not done:
+            if claimed:
+                (folder / manifest).unlink(missing_ok=True)
+            _remove_folders(created)
+
+
+def _refuse_existing(folder: Path, names) -> None:
+    existing = [name for name in names if (folder / name).exists()]
+    if existing:
+        raise FileExistsError(errno.EEXIST, f"already holds {', '.join(existing)}", str(folder))
+
+
+def _create_exclusively(path: Path, content: bytes) -> None:
+    """Create ``path`` with ``content``; ``FileExistsError`` if it exists (mode 0o666 & ~umask)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(content)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise

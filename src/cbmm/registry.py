@@ -33,6 +33,7 @@ import importlib
 import json
 import math
 import numbers
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -69,12 +70,14 @@ class Option:
         Value used when the option is not given.
     choices : tuple, optional
         The only allowed values.
-    minimum, exclusive_minimum : float, optional
-        Lower bounds for numbers.
+    minimum, exclusive_minimum, maximum : float, optional
+        Bounds for numbers (a float option is finite in any case).
     nullable : bool
         Whether ``None`` is allowed.
     doc : str
         One line for ``cbmm methods`` and the configuration schema.
+    specials : tuple of str
+        Words allowed besides values of ``kind`` (e.g. ``"auto"``).
     """
 
     kind: str
@@ -84,6 +87,8 @@ class Option:
     exclusive_minimum: float | None = None
     nullable: bool = False
     doc: str = ""
+    maximum: float | None = None
+    specials: tuple = ()
 
     def __post_init__(self):
         if self.kind not in _KINDS:
@@ -96,6 +101,8 @@ class Option:
             if self.nullable:
                 return None
             raise ValueError(f"option {name!r} must be {self.describe()}, got None")
+        if isinstance(value, str) and value in self.specials:
+            return value
         if (isinstance(value, bool) and self.kind != "bool"
                 or not isinstance(value, _KINDS[self.kind])):
             raise ValueError(f"option {name!r} must be {self.describe()}, got {value!r}")
@@ -111,12 +118,16 @@ class Option:
             raise ValueError(f"option {name!r} must be >= {self.minimum:g}, got {value!r}")
         if self.exclusive_minimum is not None and value <= self.exclusive_minimum:
             raise ValueError(f"option {name!r} must be > {self.exclusive_minimum:g}, got {value!r}")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"option {name!r} must be <= {self.maximum:g}, got {value!r}")
         return value
 
     def parse(self, name: str, text: str):
         """Value of a command-line string (``--option name=text``), validated."""
         if self.nullable and text.strip().lower() in ("none", "null"):
             return None
+        if text.strip() in self.specials:
+            return text.strip()
         if self.kind == "str":
             return self.validate(name, text)
         if self.kind == "bool":
@@ -138,14 +149,21 @@ class Option:
                  "bool": "true or false"}[self.kind]
         if self.choices is not None:
             words = "one of " + ", ".join(map(repr, self.choices))
-        if self.minimum is not None:
+        if self.minimum is not None and self.maximum is not None:
+            words += f" in [{self.minimum:g}, {self.maximum:g}]"
+        elif self.minimum is not None:
             words += f" >= {self.minimum:g}"
         if self.exclusive_minimum is not None:
             words += f" > {self.exclusive_minimum:g}"
+        if self.maximum is not None and self.minimum is None:
+            words += f"{',' if self.exclusive_minimum is not None else ''} <= {self.maximum:g}"
+        words = ", ".join([*map(repr, self.specials), words]) if self.specials else words
         return words + (" or null" if self.nullable else "")
 
     def json_schema(self) -> dict:
-        """JSON-Schema fragment of the option (the workflow's config validation)."""
+        """JSON-Schema fragment of the option (the workflow's config validation): the same
+        bounds as :meth:`validate` (a float's finite range included; NaN, which JSON Schema
+        cannot exclude, is refused by :meth:`validate`)."""
         schema: dict = {"type": {"int": "integer", "float": "number", "str": "string",
                                  "bool": "boolean"}[self.kind]}
         if self.choices is not None:
@@ -154,8 +172,16 @@ class Option:
             schema["minimum"] = self.minimum
         if self.exclusive_minimum is not None:
             schema["exclusiveMinimum"] = self.exclusive_minimum
+        if self.kind == "float":
+            schema["maximum"] = self.maximum if self.maximum is not None else sys.float_info.max
+            if self.minimum is None and self.exclusive_minimum is None:
+                schema["minimum"] = -sys.float_info.max
+        elif self.maximum is not None:
+            schema["maximum"] = self.maximum
+        alternatives = [{"const": word} for word in self.specials] + [schema]
         if self.nullable:
-            schema = {"anyOf": [schema, {"type": "null"}]}
+            alternatives.append({"type": "null"})
+        schema = {"anyOf": alternatives} if len(alternatives) > 1 else schema
         schema["description"] = self.doc
         return schema
 

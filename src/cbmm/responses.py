@@ -57,6 +57,12 @@ _EXPECTED = {
 }
 
 
+#: What to say when a wide table's answers are ids: a long table with other column names.
+_LONG_HINT = ("a long table? its columns must be named model, item, correct (DataFrame."
+              "rename; files: cbmm.data.read_table(..., model_column=, item_column=, "
+              "correct_column=) or `cbmm fit --model-column --item-column --correct-column`)")
+
+
 class ResponseError(ValueError):
     """Raised for responses that cannot be fitted (the message names what is wrong and where)."""
 
@@ -510,8 +516,35 @@ def _numeric(series: pd.Series) -> np.ndarray:
 def _from_frame(frame, coding, source):
     n, j = frame.shape
     _check_shape(n, j, source)
-    _check_unique(frame.index, "model labels", "row", source)
-    _check_unique(frame.columns, "item ids", "column", source)
+    try:
+        return _checked_frame(frame, coding, source)
+    except ResponseError as exc:
+        # a long table whose columns have other names reads as a wide one: ids as labels
+        # and answers; say so rather than leave a puzzling message about either
+        if j <= 3 and (not frame.index.is_unique or any(
+                _holds_text(frame.iloc[:, k]) for k in range(j))):
+            raise ResponseError(f"{exc}; {_LONG_HINT}") from None
+        raise
+
+
+def _holds_text(column) -> bool:
+    """Whether a column holds text (ids, not answers)."""
+    return getattr(column, "dtype", None) == np.dtype(object) and any(
+        isinstance(v, str) and v.strip() and not _is_number(v) for v in column.head(20))
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _checked_frame(frame, coding, source):
+    n, j = frame.shape
+    _check_labels(frame.index, "model labels", "row", source)
+    _check_labels(frame.columns, "item ids", "column", source)
     for dtype in frame.dtypes.unique():
         if isinstance(dtype, np.dtype):
             _check_kind(dtype, source)
@@ -568,16 +601,35 @@ def _frame_columns(frame):
     return [frame.iloc[:, k] if column is None else column for k, column in enumerate(columns)]
 
 
-def _check_unique(labels, what, axis, source):
-    if labels.is_unique:
+def _check_labels(labels, what, axis, source):
+    """Labels name one model or item each, as the text they are saved and compared as: none
+    missing, none repeated, no two with the same text (``1`` and ``'1'``)."""
+    import pandas as pd
+
+    if isinstance(labels, pd.MultiIndex):
+        raise ResponseError(f"{source}: the {what} have {labels.nlevels} levels (a "
+                            "MultiIndex); give one level of labels (e.g. join the levels into "
+                            "one string)")
+    missing = np.flatnonzero(pd.isna(labels))
+    if missing.size:
+        raise ResponseError(f"{source}: {missing.size} {axis}(s) without a label, first at "
+                            f"{axis} {missing[0]}; each {axis} needs one")
+    if labels.is_unique and (labels.dtype != object or labels.inferred_type == "string"):
+        return  # distinct values of one type: distinct text
+    text = labels.map(str)
+    if labels.is_unique and text.is_unique:
         return
-    dup = labels[labels.duplicated()].unique()
+    dup = text[text.duplicated()].unique()
     where = ", ".join(
-        f"{_show(label)} ({axis}s {', '.join(map(str, np.flatnonzero(labels == label)[:3]))})"
+        f"{' and '.join(_show(v) for v in pd.unique(labels[text == label])[:3])} "
+        f"({axis}s {', '.join(map(str, np.flatnonzero(text == label)[:3]))})"
         for label in dup[:3])
+    same = any(len(pd.unique(labels[text == label])) > 1 for label in dup[:3])
     raise ResponseError(f"{source}: duplicate {what}: {where}"
                         f"{f' and {len(dup) - 3} more' if len(dup) > 3 else ''}; "
-                        "each label must name one " + ("model" if axis == "row" else "item"))
+                        + ("labels are saved and compared as text, where these are the same; "
+                           if same else "")
+                        + "each label must name one " + ("model" if axis == "row" else "item"))
 
 
 # ---- sparse and long input ---------------------------------------------------------------------
@@ -653,8 +705,16 @@ def _ids(series, what, record, source):
         labels = pd.Index(labels)
         bad = np.flatnonzero(codes < 0) if codes.size and codes.min() < 0 else ()
     if len(bad):
-        raise ResponseError(f"{source}: {len(bad)} record(s) without a {what} id, first at "
-                            f"{', '.join(record(k) for k in bad[:3])}")
+        article = "an" if what == "item" else "a"
+        raise ResponseError(f"{source}: {len(bad)} record(s) without {article} {what} id, first "
+                            f"at {', '.join(record(k) for k in bad[:3])}")
+    if labels.dtype == object and labels.inferred_type != "string":
+        text = labels.map(str)
+        if not text.is_unique:
+            same = labels[text == text[text.duplicated()][0]]
+            raise ResponseError(f"{source}: {what} ids {' and '.join(map(_show, same[:3]))} "
+                                "are the same as text, which ids are saved and compared as; "
+                                f"each {what} needs one id")
     return codes, labels
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -10,13 +12,23 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .io import atomic_paths
+from .io import file_record, write_with_manifest
 from .stopping import PAPER_TOL
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["SolverOutput", "FitResult", "canonicalize"]
+__all__ = ["SolverOutput", "FitResult", "ResultFolderError", "canonicalize", "read_result_folder",
+           "read_labelled_csv"]
+
+#: How a missing number is written in the CSV files of a result (pandas' default), and
+#: what the readers take for one besides.  Labels are never missing: "NA" is a model name.
+_MISSING_NUMBER = ("", "NaN", "nan")
+
+
+class ResultFolderError(ValueError):
+    """A result folder that is not one whole :meth:`FitResult.save`: a file is missing, or
+    does not match the manifest in ``fit.json`` (parts of two saves, or an interrupted one)."""
 
 
 def canonicalize(theta, a, b):
@@ -317,31 +329,45 @@ class FitResult:
             frame["b_se"] = np.asarray(self.b_se, dtype=float)
         return frame
 
-    def save(self, out_dir) -> None:
-        """Write ``abilities.csv``, ``items.csv`` and ``fit.json`` into ``out_dir``.
+    def save(self, out_dir, *, replace: bool = True) -> None:
+        """Write ``abilities.csv``, ``items.csv`` and ``fit.json`` into ``out_dir``, whole.
 
-        Files are written under temporary names and renamed together at the
-        end (:func:`cbmm.io.atomic_paths`), so a crash leaves no partial
-        output; existing files are replaced.
+        ``fit.json`` is the folder's manifest: it records the size and SHA-256 of the
+        two tables, and :meth:`load` (and :func:`cbmm.score`) refuse a folder whose
+        tables do not match it, so a folder holding parts of two saves, or an interrupted
+        save, is never read as a result (:func:`cbmm.io.write_with_manifest`).  Labels are
+        written as text and read back as the same text.
+
+        Parameters
+        ----------
+        out_dir : path-like
+            The folder (created if needed).
+        replace : bool
+            Replace an earlier result (default).  False: raise ``FileExistsError`` when
+            the folder holds any of :data:`OUTPUT_FILES`; of two concurrent saves to one
+            folder exactly one succeeds.
         """
-        out = Path(out_dir)
-        staged = dict(zip(self.OUTPUT_FILES, (
-            self.abilities_frame().to_csv(index=False, float_format="%.17g"),
-            self.items_frame().to_csv(index=False, float_format="%.17g"),
-            json.dumps(self.summary(), indent=2) + "\n")))
-        with atomic_paths([out / name for name in staged]) as temporaries:
-            for tmp, text in zip(temporaries, staged.values()):
-                tmp.write_text(text, encoding="utf-8")
+        tables = {"abilities.csv": self.abilities_frame(), "items.csv": self.items_frame()}
+        files = {name: frame.to_csv(index=False, float_format="%.17g").encode()
+                 for name, frame in tables.items()}
+
+        def manifest(records):
+            return (json.dumps({**self.summary(), "files": records}, indent=2) + "\n").encode()
+
+        write_with_manifest(out_dir, files, "fit.json", manifest, replace=replace)
 
     @classmethod
     def load(cls, out_dir) -> "FitResult":
-        """Read a result written by :meth:`save`."""
+        """Read a result written by :meth:`save`, checked against its manifest.
+
+        Raises
+        ------
+        ResultFolderError
+            A missing file, or tables that do not match ``fit.json`` (see :meth:`save`).
+        """
         import pandas as pd
 
-        out = Path(out_dir)
-        meta = json.loads((out / "fit.json").read_text())
-        abilities = pd.read_csv(out / "abilities.csv", float_precision="round_trip")
-        items = pd.read_csv(out / "items.csv", float_precision="round_trip")
+        meta, abilities, items = read_result_folder(out_dir)
         theta = pd.Series(abilities["theta"].to_numpy(), index=abilities["model"], name="theta")
         a = pd.Series(items["a"].to_numpy(), index=items["item"], name="a")
         b = pd.Series(items["b"].to_numpy(), index=items["item"], name="b")
@@ -361,6 +387,81 @@ class FitResult:
             degenerate_items=meta["degenerate_items"],
             degenerate_models=meta["degenerate_models"], info=meta["info"], **errors,
         )
+
+    def __repr__(self) -> str:
+        size = f"{np.size(self.theta)} models x {np.size(self.a)} items"
+        return (f"FitResult(method={self.method!r}, status={self.status!r}, {size}, "
+                f"loss={self.loss:.10g}, n_iter={self.n_iter}, runtime_s={self.runtime_s:.3g}, "
+                f"sigma={self.sigma:g}{', with standard errors' if self.has_se else ''})")
+
+
+def read_labelled_csv(data: bytes, label: str, where: str):
+    """A CSV table of a result whose column ``label`` holds labels: read as the text they
+    are (``"01"``, ``"NA"`` and ``"1e3"`` stay themselves), the other columns as numbers.
+
+    Raises
+    ------
+    ResultFolderError
+        Not a CSV table with a ``label`` column.
+    """
+    import pandas as pd
+
+    try:
+        first = data.split(b"\n", 1)[0].decode("utf-8-sig")
+        header = next(csv.reader([first]))
+        if label not in header:
+            raise ValueError(f"no column {label!r}")
+        return pd.read_csv(io.BytesIO(data), dtype={label: str}, keep_default_na=False,
+                           na_values={c: _MISSING_NUMBER for c in header if c != label},
+                           float_precision="round_trip", encoding="utf-8-sig")
+    except (ValueError, StopIteration, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise ResultFolderError(f"{where}: not a table with a {label!r} column "
+                                f"({' '.join(str(exc).split())})") from None
+
+
+def read_result_folder(out_dir):
+    """``(fit.json as a dict, abilities table, items table)`` of a folder written by
+    :meth:`FitResult.save`, each table checked against the manifest in ``fit.json``
+    (and its rows against the fit's size).
+
+    Raises
+    ------
+    ResultFolderError
+        A missing or unreadable file, or tables that are not those ``fit.json`` lists.
+    """
+    out = Path(out_dir)
+    meta_path = out / "fit.json"
+    if not meta_path.is_file():
+        present = [n for n in FitResult.OUTPUT_FILES if (out / n).is_file()]
+        raise ResultFolderError(
+            f"{out}: no fit.json" + (f" beside {', '.join(present)}: an interrupted save "
+                                     "(refit, or save again)" if present
+                                     else ": not a folder written by FitResult.save"))
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        size = {"abilities.csv": int(meta["n_models"]), "items.csv": int(meta["n_items"])}
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise ResultFolderError(f"{meta_path}: not a complete fit.json ({exc}); the save was "
+                                "interrupted or the file was edited") from None
+    tables = {}
+    for name, label in (("abilities.csv", "model"), ("items.csv", "item")):
+        path = out / name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise ResultFolderError(f"{path}: missing beside its fit.json (an interrupted "
+                                    "save?)") from None
+        recorded = (meta.get("files") or {}).get(name)
+        if recorded is not None and file_record(data) != recorded:
+            raise ResultFolderError(
+                f"{path}: not the file its fit.json lists ({len(data)} bytes, "
+                f"{recorded['bytes']} listed): the folder holds parts of different saves, or "
+                "a save was interrupted; refit, or save again")
+        tables[name] = read_labelled_csv(data, label, str(path))
+        if len(tables[name]) != size[name]:
+            raise ResultFolderError(f"{path}: {len(tables[name])} rows, but fit.json says "
+                                    f"{size[name]}: the file is truncated or from another fit")
+    return meta, tables["abilities.csv"], tables["items.csv"]
 
 
 def _labelled(values, labels, name):

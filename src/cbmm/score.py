@@ -24,8 +24,9 @@ estimate for every model.
 
 from __future__ import annotations
 
-import json
+import io
 import math
+import sys
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,9 +34,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .api import DegenerateDataWarning
-from .model import expit
+from .model import SIGMA_RANGE, check_sigma, expit
 from .responses import LONG_COLUMNS, Responses, as_responses
-from .result import FitResult
+from .result import FitResult, ResultFolderError, read_labelled_csv, read_result_folder
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
@@ -82,7 +83,8 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     layout : {"auto", "wide", "long"}
         As for :func:`cbmm.as_responses`.
     tol : float
-        Newton stops for a model when its step is below ``tol``.
+        Newton stops for a model when its step is below ``tol`` standard errors (or
+        the float resolution).
     max_iter : int
         Newton iterations at most.
 
@@ -123,10 +125,9 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     table, calibrated_sigma, where = read_items(items)
     if sigma is None:
         sigma = 1.0 if calibrated_sigma is None else calibrated_sigma
-    elif isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.floating)) \
-            or not (math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
-    elif calibrated_sigma is not None and not math.isclose(sigma, calibrated_sigma):
+    else:
+        sigma = check_sigma(sigma)
+    if calibrated_sigma is not None and not math.isclose(sigma, calibrated_sigma):
         raise ValueError(f"sigma={sigma:g} contradicts the calibration's sigma="
                          f"{calibrated_sigma:g} ({where}); the scores would be on another scale")
 
@@ -171,22 +172,27 @@ def read_items(items):
             raise ValueError(f"items: the calibration fit failed ({items.status})")
         frame = pd.DataFrame({"a": np.asarray(items.a, float), "b": np.asarray(items.b, float)},
                              index=getattr(items.a, "index", None))
-        sigma, where = items.sigma, "the calibration FitResult"
+        where = "the calibration FitResult"
+        sigma = _calibrated_sigma(items.sigma, where)
     elif isinstance(items, pd.DataFrame):
         frame, where = items, "items"
     else:
         path = Path(items)
-        if path.is_dir():
-            path = path / "items.csv"
-        where = str(path)
-        if not path.is_file():
-            raise ValueError(f"{where}: no such file (expected the items.csv written by "
-                             "FitResult.save, or its folder)")
-        try:
-            frame = pd.read_csv(path, float_precision="round_trip")
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{where}: not a readable CSV table ({exc})") from None
-        sigma = _sigma_beside(path)
+        if path.is_dir() or (path.name == "items.csv" and any(
+                path.with_name(name).is_file() for name in ("fit.json", "abilities.csv"))):
+            # a saved fit: its tables checked against the manifest in fit.json
+            folder = path if path.is_dir() else path.parent
+            meta, _, frame = read_result_folder(folder)
+            where = str(folder / "items.csv")
+            if str(meta.get("status", "")).startswith("failed"):
+                raise ValueError(f"{where}: the calibration fit failed ({meta['status']})")
+            sigma = _calibrated_sigma(meta.get("sigma"), folder / "fit.json")
+        else:
+            where = str(path)
+            if not path.is_file():
+                raise ValueError(f"{where}: no such file (expected the items.csv written by "
+                                 "FitResult.save, or its folder)")
+            frame = _user_items(path.read_bytes(), where)
     missing = [c for c in ("a", "b") if c not in frame.columns]
     if missing:
         raise ValueError(f"{where}: missing column(s) {missing}; expected columns item, a, b")
@@ -213,15 +219,29 @@ def read_items(items):
     return table, sigma, where
 
 
-def _sigma_beside(items_csv: Path):
-    meta = items_csv.with_name("fit.json")
-    if not meta.is_file():
-        return None
+def _user_items(data: bytes, where: str):
+    """An items table of the user's (no fit.json beside it): item ids, in a column ``item``
+    or the first column, as text."""
+    import pandas as pd
+
     try:
-        value = json.loads(meta.read_text())["sigma"]
-        return float(value)
-    except (ValueError, KeyError, TypeError):
-        raise ValueError(f"{meta}: not a fit.json with a numeric 'sigma'") from None
+        return read_labelled_csv(data, "item", where)
+    except ResultFolderError:  # no item column: the ids are the first column, or positions
+        pass
+    try:
+        return pd.read_csv(io.BytesIO(data), float_precision="round_trip")
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{where}: not a readable CSV table ({exc})") from None
+
+
+def _calibrated_sigma(value, where) -> float:
+    """The calibration's temperature, checked (scores at a wrong one would be wrong)."""
+    try:
+        return check_sigma(value)
+    except ValueError:
+        raise ValueError(f"{where}: sigma {value!r} is not a temperature the model takes "
+                         f"(a number in [{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}]); the file "
+                         "was edited or damaged") from None
 
 
 def _aligned_responses(responses, table, coding, layout):
@@ -230,16 +250,12 @@ def _aligned_responses(responses, table, coding, layout):
 
     if isinstance(responses, pd.DataFrame) and (
             layout == "long" or layout == "auto" and set(LONG_COLUMNS) <= set(responses.columns)):
-        missing = [c for c in LONG_COLUMNS if c not in responses.columns]
-        if missing:
-            raise ValueError(f"responses: a long table needs the columns {list(LONG_COLUMNS)}; "
-                             f"missing {missing}")
-        duplicated = responses.duplicated(["model", "item"])
-        if duplicated.any():
-            first = responses[duplicated].iloc[0]
-            raise ValueError(f"responses: model {first['model']!r} answers item "
-                             f"{first['item']!r} more than once")
-        responses = responses.pivot(index="model", columns="item", values="correct")
+        responses = _long_to_wide(responses)
+    elif _is_sparse(responses):  # the stored entries are the observed cells
+        coo = responses.tocoo()
+        dense = np.full(coo.shape, np.nan)
+        dense[coo.row, coo.col] = coo.data
+        responses = dense
     if isinstance(responses, Responses):
         labels = responses.row_labels
         frame = None
@@ -248,7 +264,11 @@ def _aligned_responses(responses, table, coding, layout):
     else:
         frame = responses if isinstance(responses, pd.DataFrame) else None
         if frame is None:
-            values = np.asarray(responses)
+            try:
+                values = np.asarray(responses)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"responses: cannot be read as a models x items matrix "
+                                 f"({' '.join(str(exc).split())})") from None
             if values.ndim != 2:
                 raise ValueError(f"responses: expected a 2-D models x items matrix, "
                                  f"got {values.ndim}-D")
@@ -281,91 +301,150 @@ def _aligned_responses(responses, table, coding, layout):
     return aligned, labels
 
 
+def _is_sparse(data) -> bool:
+    sparse = sys.modules.get("scipy.sparse")
+    return sparse is not None and sparse.issparse(data)
+
+
+def _long_to_wide(records):
+    """A long table's records as a models x items frame (every record named in errors)."""
+    missing = [c for c in LONG_COLUMNS if c not in records.columns]
+    if missing:
+        raise ValueError(f"responses: a long table needs the columns {list(LONG_COLUMNS)}; "
+                         f"missing {missing}")
+    where = records.index.name or "row"
+    for column in LONG_COLUMNS[:2]:
+        absent = np.flatnonzero(records[column].isna().to_numpy())
+        if absent.size:
+            raise ValueError(f"responses: {absent.size} record(s) without a {column} id, first "
+                             f"at {where} {records.index[absent[0]]!r}")
+    duplicated = records.duplicated(["model", "item"])
+    if duplicated.any():
+        first = records[duplicated].iloc[0]
+        raise ValueError(f"responses: model {first['model']!r} answers item "
+                         f"{first['item']!r} more than once")
+    return records.pivot(index="model", columns="item", values="correct")
+
+
 def _coded(frame: pd.DataFrame, coding) -> np.ndarray:
     """Validate and code ``frame`` with :func:`cbmm.as_responses`.
 
     ``as_responses`` checks what a fit needs: at least two models and no row
     or column without an observed entry.  A model to score may be alone and
-    may have skipped items, so rows with nothing observed are set aside, and
-    two rows of ``1`` (correct in either coding) are appended before
-    validation and dropped after; the coding, the value checks and their
-    messages stay those of ``as_responses``.
+    may have skipped items, so the rows with nothing observed get a ``1``
+    (correct in either coding) in their first column, two rows of ``1`` are
+    appended, and both are undone after validation; the rows keep their
+    numbers, and the coding, the value checks and their messages stay those of
+    ``as_responses``.
     """
     import pandas as pd
 
     observed = frame.notna() & (frame != 0) if coding == "signed" else frame.notna()
-    answered = observed.any(axis=1).to_numpy()
-    y = np.zeros(frame.shape, dtype=np.int8)
-    kept = frame[answered]
-    if kept.empty:
-        return y
-    pad = pd.DataFrame({c: [True, True] if pd.api.types.is_bool_dtype(kept[c]) else [1, 1]
-                        for c in kept.columns}, index=["(padding 1)", "(padding 2)"])
-    padded = pd.concat([kept.set_axis(kept.index.astype(object)), pad])
+    unanswered = np.flatnonzero(~observed.any(axis=1).to_numpy())
+    if unanswered.size == len(frame):
+        return np.zeros(frame.shape, dtype=np.int8)
+    pad = pd.DataFrame({c: [True, True] if pd.api.types.is_bool_dtype(frame[c]) else [1, 1]
+                        for c in frame.columns}, index=["(padding 1)", "(padding 2)"])
+    padded = pd.concat([frame.set_axis(frame.index.astype(object)), pad])
     padded.columns = frame.columns
-    y[answered] = as_responses(padded, coding=coding, storage="dense", layout="wide").y[:-2]
+    if unanswered.size:
+        padded.iloc[unanswered, 0] = pad.iloc[0, 0]
+    y = as_responses(padded, coding=coding, storage="dense", layout="wide").y[:-2]
+    y[unanswered] = 0
     return y
 
 
-def _losses(y, x):
-    return np.where(y != 0, np.logaddexp(0.0, -y * x), 0.0).sum(axis=1)
-
-
 def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
-    """Newton with step halving for every row of ``y`` at once."""
+    """Each row's minimiser of ``L_i``, a convex function of one variable, found as the root
+    of ``L_i'``: Newton steps kept inside a bracket of the root, bisection where a step
+    would leave it (or shrinks it too slowly), so that items of any slope converge (an
+    item with a huge ``a/sigma`` is a step: Newton alone stalls beside it).
+
+    Every quantity is computed without overflow for ``a`` and ``b`` up to the float64
+    range: the linear predictor as ``s_j (theta - t_j)`` with ``s_j = a_j / sigma`` and
+    the item's threshold ``t_j = -b_j / a_j``, ``L_i'`` and ``L_i''`` divided by the
+    largest slope and its square, and ``p (1 - p)`` from ``|x|`` alone.
+    """
     n = y.shape[0]
     yf = y.astype(float)
-    informative = (y != 0) & (a > 0)[None, :]
+    observed = y != 0
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        slope = a / sigma
+        offset = b / sigma
+        scale = np.float64(slope.max() if (slope > 0).any() else 1.0)
+        relative = slope / scale
+        threshold = np.where(slope > 0, -offset / np.where(slope > 0, slope, 1.0), 0.0)
+    informative = observed & (slope > 0)[None, :]
     has_correct = (informative & (y > 0)).any(axis=1)
     has_wrong = (informative & (y < 0)).any(axis=1)
     status = np.full(n, "converged", dtype=object)
     status[has_correct & ~has_wrong] = "all correct"
     status[~has_correct & has_wrong] = "all wrong"
     status[~has_correct & ~has_wrong] = "no information"
-    theta = np.zeros(n)
-    if map_prior:
-        active = np.ones(n, dtype=bool)
-    else:
-        active = has_correct & has_wrong
-    slope = a / sigma
-
-    def objective(t, rows):
-        value = _losses(yf[rows], (t[:, None] * a + b) / sigma)
-        return value + 0.5 * t * t if map_prior else value
+    active = np.ones(n, dtype=bool) if map_prior else has_correct & has_wrong
 
     def derivatives(t, rows):
-        x = (t[:, None] * a + b) / sigma
-        obs = yf[rows] != 0
-        p = expit(x)
-        grad = np.where(obs, -yf[rows] * slope * expit(-yf[rows] * x), 0.0).sum(axis=1)
-        hess = np.where(obs, slope * slope * p * (1.0 - p), 0.0).sum(axis=1)
-        if map_prior:
-            grad, hess = grad + t, hess + 1.0
+        """``L_i' / scale`` and ``L_i'' / scale**2`` at ``theta = t`` for the rows."""
+        yr, seen = yf[rows], observed[rows]
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = np.where(slope > 0, slope * (t[:, None] - threshold), offset)
+            margin = np.abs(x)
+            spread = np.exp(-margin - 2.0 * np.log1p(np.exp(-margin)))  # p (1 - p)
+            grad = np.where(seen, -yr * relative * expit(-yr * x), 0.0).sum(axis=1)
+            hess = np.where(seen, relative * relative * spread, 0.0).sum(axis=1)
+            if map_prior:
+                grad, hess = grad + t / scale, hess + 1.0 / scale ** 2
         return grad, hess
 
+    theta = np.zeros(n)
     todo = np.flatnonzero(active)
+    # a bracket [lo, hi] of each row's root: L' is increasing, negative at lo, positive at hi
+    lo, hi = np.full(n, -1.0), np.full(n, 1.0)
+    for bound, sign in ((lo, 1.0), (hi, -1.0)):
+        rows = todo
+        while rows.size:
+            grad, _ = derivatives(bound[rows], rows)
+            rows = rows[sign * grad > 0]  # not yet past the root
+            wider = bound[rows] * 2.0
+            stuck = ~np.isfinite(wider)
+            bound[rows[~stuck]] = wider[~stuck]
+            rows = rows[~stuck]
+    last_step = np.full(n, np.inf)
     for _ in range(max_iter):
         if todo.size == 0:
             break
         t = theta[todo]
         grad, hess = derivatives(t, todo)
-        step = np.clip(-grad / hess, -_MAX_STEP, _MAX_STEP)
-        current = objective(t, todo)
-        for _halving in range(60):
-            trial = t + step
-            worse = objective(trial, todo) > current
-            if not worse.any():
-                break
-            step = np.where(worse, step / 2, step)
-        theta[todo] = t + step
-        todo = todo[np.abs(step) > tol]
+        lo[todo] = np.where(grad < 0, t, lo[todo])
+        hi[todo] = np.where(grad > 0, t, hi[todo])
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            newton = t - grad / (hess * scale)
+        middle = (lo[todo] + hi[todo]) / 2.0
+        inside = np.isfinite(newton) & (newton > lo[todo]) & (newton < hi[todo]) \
+            & (np.abs(newton - t) <= 0.5 * last_step[todo])
+        new = np.where(grad == 0, t, np.where(inside, newton, middle))
+        step = np.abs(new - t)
+        theta[todo] = new
+        last_step[todo] = step
+        # done after a Newton step below tol standard errors (1 / sqrt(L'')), or at the
+        # float resolution; not after a bisection: far from a near-deterministic item's
+        # threshold the standard error there is not the one at the root
+        with np.errstate(divide="ignore", invalid="ignore"):
+            se = np.where(hess > 0, 1.0 / (scale * np.sqrt(hess)), 0.0)
+        done = (inside & (step <= tol * se)) | (step <= 4 * np.finfo(float).eps * np.abs(new))
+        todo = todo[~done]
     status[todo] = "max_iter"
 
     se = np.full(n, np.inf)
     fitted = np.flatnonzero(active)
-    if fitted.size:
-        _, hess = derivatives(theta[fitted], fitted)
-        se[fitted] = 1.0 / np.sqrt(hess)
+    if fitted.size:  # 1 / sqrt(L''), its terms s^2 p (1 - p) summed from their logarithms
+        t = theta[fitted]
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            margin = np.abs(np.where(slope > 0, slope * (t[:, None] - threshold), offset))
+            log_terms = 2.0 * np.log(slope) - margin - 2.0 * np.log1p(np.exp(-margin))
+            information = np.where(observed[fitted] & (slope > 0), np.exp(log_terms),
+                                   0.0).sum(axis=1) + (1.0 if map_prior else 0.0)
+            se[fitted] = 1.0 / np.sqrt(information)
     if not map_prior:
         theta[status == "all correct"] = np.inf
         theta[status == "all wrong"] = -np.inf

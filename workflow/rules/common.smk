@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.logging import logger
 
 # The jobs import the package from their script's folder, which Snakemake puts on
 # their import path; the Snakefile imports it from the same folder.
@@ -16,6 +17,8 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 import cbmm_workflow.config as configuration
 from cbmm.registry import get_method
 from cbmm_workflow import paths, render
+from cbmm_workflow.jobs import code_digest
+from cbmm_workflow.store import mark_stale_batches, refit_marker
 from cbmm_workflow.plan import (
     CONVERGED,
     PAPER,
@@ -54,6 +57,17 @@ def env_constraint():
 
 
 # ------------------------------------------------------------ input functions
+
+
+def refit_input(pattern):
+    """Input function: a batch table's refit marker (cbmm_workflow.store) when there is
+    one, so that a batch whose stored fits were found missing or damaged runs again."""
+
+    def marker(wildcards):
+        path = refit_marker(pattern.format(**wildcards))
+        return [str(path)] if path.is_file() else []
+
+    return marker
 
 
 def sim_batch(wildcards):

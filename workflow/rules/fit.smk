@@ -11,6 +11,8 @@ status 'failed: ...', never a failed job."""
 
 
 rule fit_simulation:
+    input:
+        refit=refit_input(paths.SIM_BATCH),
     output:
         paths.SIM_BATCH,
     log:
@@ -32,6 +34,8 @@ rule fit_simulation:
         init_scale=config["fit"]["init_scale"],
         progress_every=config["fit"]["progress_every"],
         method_modules=PLAN.method_modules,
+        # a change of a user's method module reruns the fit jobs (their fits' keys change)
+        method_code=METHOD_CODE,
         absent_frameworks=lambda wc: absent_frameworks(wc.env),
     script:
         "../scripts/fit_simulation.py"
@@ -40,6 +44,7 @@ rule fit_simulation:
 rule fit_real:
     input:
         matrix=paths.MATRIX,
+        refit=refit_input(paths.REAL_BATCH),
     output:
         paths.REAL_BATCH,
     log:
@@ -60,6 +65,7 @@ rule fit_real:
         sigma=config["fit"]["sigma"],
         progress_every=config["fit"]["progress_every"],
         method_modules=PLAN.method_modules,
+        method_code=METHOD_CODE,
         absent_frameworks=lambda wc: absent_frameworks(wc.env),
     script:
         "../scripts/fit_real.py"

@@ -67,15 +67,11 @@ rule render_math500:
         "../scripts/render.py"
 
 
-# One job draws the figures of the interpretability datasets: the discrimination
-# summary, the paper's rank-flow panels and each dataset's own rank flow.
+# One job draws the discrimination summary and the paper's rank-flow panels.
 rule render_interpretability:
     input:
         paths.DISCRIMINATION_TABLE,
-        [
-            paths.RANKINGS.format(dataset=d)
-            for d in config["real"]["interpretability"]["datasets"]
-        ],
+        [paths.RANKINGS.format(dataset=d) for d in PLAN.rankflow_panels()],
     output:
         figure_outputs(render.interpretability_figures(PLAN)),
     log:
@@ -88,3 +84,29 @@ rule render_interpretability:
         figures=[figure.spec for figure in render.interpretability_figures(PLAN)],
     script:
         "../scripts/render.py"
+
+
+# Each interpretability dataset's own rank flow, in a job of its own: one dataset's figure
+# cannot take another's down.  One rule per dataset (not a wildcard rule): the report
+# shows each figure's caption file, whose path must be known.
+for rankflow in render.dataset_rankflow_figures(PLAN):
+
+    rule:
+        name:
+            f"render_{rankflow.name}"
+        input:
+            paths.DISCRIMINATION_TABLE,
+            paths.RANKINGS.format(dataset=rankflow.subcategory),
+        output:
+            figure_outputs([rankflow]),
+        log:
+            paths.log_file("render", rankflow.name),
+        benchmark:
+            paths.benchmark_file("render", rankflow.name)
+        localrule: True
+        conda:
+            "../../envs/core.yaml"
+        params:
+            figures=[rankflow.spec],
+        script:
+            "../scripts/render.py"

@@ -17,7 +17,7 @@ import pandas as pd
 from cbmm.data import read_matrix
 from cbmm.io import write_csv
 from cbmm_workflow.jobs import (import_method_modules, load_method_software, log_start_up,
-                                start_log, use_job_threads)
+                                method_code, start_log, use_job_threads)
 from cbmm_workflow.store import batch_rows, fit_key
 
 log = start_log(snakemake.log[0], job="fit_real")
@@ -37,7 +37,8 @@ def settings_of(unit):
 
 def key_of(unit):
     return fit_key(data=data_digest, method=unit["method"], options=unit["options"],
-                   timeout_s=unit["timeout_s"], cbmm=cbmm.__version__, **settings_of(unit))
+                   timeout_s=unit["timeout_s"], cbmm=cbmm.__version__,
+                   code=method_code(unit["method"], p.method_modules), **settings_of(unit))
 
 
 @functools.cache

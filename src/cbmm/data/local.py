@@ -13,6 +13,7 @@ obscurely), missing labels, and a Parquet table without a label column.
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +27,18 @@ from .matrix import LABEL_COLUMN, DataError, read_matrix
 
 __all__ = ["load_local", "read_csv_matrix", "read_responses", "read_table"]
 
+#: Cells that mean a missing answer (pandas' defaults); labels are never missing.
+_MISSING = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND",
+            "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
+
+
+def _ordinal(k: int) -> str:
+    return f"{k}{'th' if 10 <= k % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(k % 10, 'th')}"
+
 
 def _header(path: Path) -> list[str]:
-    with open(path, newline="", encoding="utf-8") as handle:
+    """The header line's fields (a UTF-8 byte-order mark is not part of the first one)."""
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         try:
             return next(csv.reader(handle))
         except StopIteration:
@@ -39,54 +49,121 @@ def _header(path: Path) -> list[str]:
             raise DataError(f"{path}: cannot parse the header line ({exc})") from exc
 
 
-def _check_field_counts(path: Path, expected: int, layout: str) -> int:
-    """Every line must have ``expected`` comma-separated fields; returns the number of lines.
+def _headerless_hint(header: list[str]) -> str:
+    """A hint when the header line looks like data: answers where item ids should be."""
+    answers = {"0", "1", "-1", "0.0", "1.0", "-1.0", ""}
+    if len(header) > 2 and all(field.strip() in answers for field in header[1:]):
+        return ("; the first line looks like data, not a header: the file needs a header line "
+                "naming the items (e.g. model,item_1,item_2,...)")
+    return ""
+
+
+def _check_field_counts(path: Path, expected: int, layout: str) -> tuple[int, bool]:
+    """Every record must have ``expected`` comma-separated fields; returns the number of
+    records (the header included) and whether a record spans lines (a quoted line break).
+    Blank lines may end the file, not interrupt the table; a NUL byte is refused (readers
+    would silently cut the field there).
 
     Reads the file in 16 MB blocks and counts the commas of a block's lines with NumPy (a
-    Python loop over the 9 million lines of an evaluation log takes seconds).
+    Python loop over the 9 million lines of an evaluation log takes seconds).  From the
+    first block holding a quote on, the csv module reads the rest: a quoted field may hold
+    commas and line breaks.
     """
-    lines = 0
+    state = _Lines(path, expected, layout)
     with open(path, "rb") as handle:
         tail = b""
         for chunk in iter(lambda: handle.read(1 << 24), b""):
             data = tail + chunk
+            if b'"' in data:
+                handle.seek(handle.tell() - len(data))
+                state.quoted(handle)
+                return state.records, state.multiline
             cut = data.rfind(b"\n") + 1
             tail = data[cut:]
-            lines = _check_lines(path, data[:cut], lines, expected, layout)
+            state.block(data[:cut])
         if tail:
-            lines = _check_lines(path, tail + b"\n", lines, expected, layout)
-    return lines
+            state.block(tail + b"\n")
+    return state.records, state.multiline
 
 
-def _check_lines(path, block: bytes, before: int, expected: int, layout: str) -> int:
-    """Check the complete lines of ``block``, numbered from ``before + 1``; returns the number of
-    the last one."""
-    if not block:
-        return before
-    if b'"' in block:  # quoted fields may contain commas: let the csv module count
-        lines = block.split(b"\n")[:-1]
-        fields = np.array([len(next(csv.reader([line.decode("utf-8")]))) if line.strip()
-                           else 1 for line in lines])
-        empty = np.array([not line.rstrip(b"\r") for line in lines])
-    else:
+class _Lines:
+    """The field counts of a CSV file's lines, checked in order, block by block (see
+    :func:`_check_field_counts`)."""
+
+    def __init__(self, path, expected, layout):
+        self.path, self.expected, self.layout = path, expected, layout
+        self.lines = 0  # lines read so far
+        self.records = 0  # lines that are not blank
+        self.blank = None  # the first blank line after the last record, if any
+        self.multiline = False  # whether a record spans lines
+
+    def _bad_fields(self, number, fields):
+        hint = (f"one label plus {self.expected - 1} items, as in the header"
+                if self.layout == "wide" else "as in the header")
+        raise DataError(f"{self.path}, line {number}: {fields} fields, expected "
+                        f"{self.expected} ({hint})")
+
+    def _inner_blank(self, number):
+        raise DataError(f"{self.path}, line {number}: empty line inside the table")
+
+    def _nul(self, number):
+        raise DataError(f"{self.path}, line {number}: a NUL byte; not a text table (a "
+                        "binary file, or a damaged one)")
+
+    def block(self, block: bytes) -> None:
+        """Complete lines (each ending in a line feed), numbered from ``self.lines + 1``."""
         buf = np.frombuffer(block, dtype=np.uint8)
         ends = np.flatnonzero(buf == ord("\n"))
         starts = np.concatenate(([0], ends[:-1] + 1))
+        nul = np.flatnonzero(buf == 0)
+        if nul.size:
+            self._nul(self.lines + 1 + int(np.searchsorted(ends, nul[0])))
         fields = np.add.reduceat(buf == ord(","), starts, dtype=np.int64) + 1
-        fields[starts == ends] = 1  # reduceat gives the element itself for an empty line
         cr = buf[np.maximum(ends - 1, 0)] == ord("\r")
-        empty = ends - starts - cr == 0
-    numbers = before + 1 + np.arange(fields.size)
-    bad = np.flatnonzero((fields != expected) | (empty & (numbers > 1)))
-    if bad.size:
-        k = bad[0]
-        if empty[k] and numbers[k] > 1:
-            raise DataError(f"{path}, line {numbers[k]}: empty line inside the table")
-        hint = (f"one label plus {expected - 1} items, as in the header" if layout == "wide"
-                else "as in the header")
-        raise DataError(f"{path}, line {numbers[k]}: {fields[k]} fields, expected {expected} "
-                        f"({hint})")
-    return before + fields.size
+        blank = ends - starts - cr <= 0
+        numbers = self.lines + 1 + np.arange(ends.size)
+        records = np.flatnonzero(~blank)
+        if records.size and self.blank is not None:
+            self._inner_blank(self.blank)
+        # the first problem in file order: a record with other field counts, or a blank
+        # line followed by a record
+        wrong = np.flatnonzero(~blank & (fields != self.expected))
+        blanks = np.flatnonzero(blank)
+        inner = blanks[blanks < records[-1]] if records.size else blanks[:0]
+        if wrong.size and (not inner.size or wrong[0] < inner[0]):
+            self._bad_fields(numbers[wrong[0]], fields[wrong[0]])
+        if inner.size:
+            self._inner_blank(numbers[inner[0]])
+        self.records += records.size
+        if blanks.size and self.blank is None:
+            self.blank = numbers[blanks[0]]  # trailing: after every record of the block
+        self.lines += ends.size
+
+    def quoted(self, handle) -> None:
+        """The rest of the file, from the start of a line, read by the csv module (quoted
+        fields may hold line breaks: a record is named by its first line)."""
+        reader = csv.reader(io.TextIOWrapper(handle, encoding="utf-8", newline=""))
+        read = 0
+        try:
+            for record in reader:
+                number = self.lines + read + 1
+                self.multiline |= reader.line_num > read + 1
+                read = reader.line_num
+                if not record:
+                    self.blank = number if self.blank is None else self.blank
+                    continue
+                if self.blank is not None:
+                    self._inner_blank(self.blank)
+                if any("\0" in field for field in record):
+                    self._nul(number)
+                if len(record) != self.expected:
+                    self._bad_fields(number, len(record))
+                self.records += 1
+        except csv.Error as exc:
+            raise DataError(f"{self.path}, line {self.lines + read + 1}: cannot be parsed "
+                            f"as CSV ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{self.path}: not UTF-8 text ({exc})") from exc
 
 
 def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
@@ -125,19 +202,26 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
             duplicates.append(item)
         seen.add(item)
     if duplicates:
-        raise DataError(f"{path}: duplicate item ids in the header: {sorted(set(duplicates))[:5]}")
-    if _check_field_counts(path, len(header), "wide") < 2:
-        raise DataError(f"{path}: no model rows after the header")
+        raise DataError(f"{path}: duplicate item ids in the header: {sorted(set(duplicates))[:5]}"
+                        + _headerless_hint(header))
+    records, multiline = _check_field_counts(path, len(header), "wide")
+    if records < 2:
+        raise DataError(f"{path}: no model rows after the header" + _headerless_hint(header))
+    # labels are text as written ("NA" and "null" are models); empty or NA answers missing
+    missing = {k: _MISSING for k in range(len(header)) if k != label_pos}
     try:
         frame = pd.read_csv(path, skiprows=1, header=None, index_col=label_pos,
-                            dtype={label_pos: str}, encoding="utf-8")
+                            dtype={label_pos: str}, encoding="utf-8-sig",
+                            keep_default_na=False, na_values=missing)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot be parsed as CSV ({exc})") from exc
+        raise DataError(f"{path}: cannot be parsed as CSV ({_one_line(exc)})") from exc
     frame.columns = pd.Index(items, dtype=object)
     frame.index = pd.Index(frame.index, name=LABEL_COLUMN, dtype=object)
-    if frame.index.hasnans:
-        row = int(pd.isna(frame.index).argmax())
-        raise DataError(f"{path}, line {row + 2}: empty model label")
+    empty = np.flatnonzero(frame.index.str.strip() == "")
+    if empty.size:
+        where = (f"in the {_ordinal(empty[0] + 1)} record after the header" if multiline
+                 else f"line {empty[0] + 2}")  # blank lines only end a table
+        raise DataError(f"{path}, {where}: empty model label")
     return frame
 
 
@@ -202,9 +286,18 @@ def _read(path, layout, label_column, model_column, item_column, correct_column)
 
 def _parquet_columns(path: Path) -> list[str]:
     try:
-        return pq.read_schema(path).names
+        names = pq.read_schema(path).names
     except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{path}: cannot be read as Parquet ({exc})") from exc
+        raise DataError(f"{path}: cannot be read as Parquet ({_one_line(exc)})") from exc
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise DataError(f"{path}: column name(s) {repeated[:5]} occur more than once; each "
+                        "column (a label column or an item) needs a name of its own")
+    return names
+
+
+def _one_line(exc) -> str:
+    return " ".join(str(exc).split())
 
 
 def _read_wide_parquet(path: Path, label_column: str | None) -> pd.DataFrame:
@@ -212,10 +305,14 @@ def _read_wide_parquet(path: Path, label_column: str | None) -> pd.DataFrame:
         return read_matrix(path)
     except DataError:
         pass  # a plain Parquet table, not our canonical form
+    _parquet_columns(path)
     try:
         frame = pd.read_parquet(path)
     except Exception as exc:  # pyarrow raises several unrelated types
-        raise DataError(f"{path}: cannot be read as Parquet ({exc})") from exc
+        raise DataError(f"{path}: cannot be read as Parquet ({_one_line(exc)})") from exc
+    if isinstance(frame.columns, pd.MultiIndex) or isinstance(frame.index, pd.MultiIndex):
+        raise DataError(f"{path}: a table with several levels of column or row labels (a "
+                        "MultiIndex); write it with one level of item ids and model labels")
     if label_column is None and isinstance(frame.index, pd.RangeIndex):
         if LABEL_COLUMN in frame.columns:
             label_column = LABEL_COLUMN
@@ -233,7 +330,12 @@ def _read_wide_parquet(path: Path, label_column: str | None) -> pd.DataFrame:
             raise DataError(
                 f"{path}: no label column {label_column!r} (columns: {list(frame.columns[:5])}...)")
         frame = frame.set_index(label_column)
-    frame.index = pd.Index(frame.index.astype(object), name=LABEL_COLUMN)
+    labels = frame.index
+    missing = np.flatnonzero(pd.isna(labels))
+    if missing.size:
+        raise DataError(f"{path}: row {missing[0]} has no model label ({missing.size} such "
+                        "row(s))")
+    frame.index = pd.Index([str(v) for v in labels], name=LABEL_COLUMN, dtype=object)
     frame.columns = pd.Index([str(c) for c in frame.columns], dtype=object)
     if frame.columns.duplicated().any():
         raise DataError(
@@ -250,18 +352,29 @@ def _read_long_csv(path: Path, names: dict) -> pd.DataFrame:
     repeated = [name for name in names if header.count(name) > 1]
     if repeated:
         raise DataError(f"{path}: the header names {repeated} more than once")
-    if _check_field_counts(path, len(header), "long") < 2:
+    records, multiline = _check_field_counts(path, len(header), "long")
+    if records < 2:
         raise DataError(f"{path}: no records after the header")
     ids = pa.dictionary(pa.int32(), pa.string())  # one copy of each distinct id
-    options = pacsv.ConvertOptions(include_columns=list(names), strings_can_be_null=True,
+    # ids are text as written ("NA", "null" and "007" name models and items); "NA" or an
+    # empty field in the correct column is a missing answer
+    options = pacsv.ConvertOptions(include_columns=list(names), strings_can_be_null=False,
                                    column_types={name: ids for name in list(names)[:2]})
     try:  # Arrow's reader: several times faster than pandas' on a log of millions of lines
-        table = pacsv.read_csv(path, convert_options=options)
+        table = pacsv.read_csv(path, convert_options=options,
+                               parse_options=pacsv.ParseOptions(newlines_in_values=multiline))
     except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{path}: cannot be parsed as CSV ({exc})") from exc
+        raise DataError(f"{path}: cannot be parsed as CSV ({_one_line(exc)})") from exc
     frame = pd.DataFrame({canonical: table.column(name).to_pandas()
                           for name, canonical in names.items()})
-    frame.index = pd.RangeIndex(2, len(frame) + 2, name="line")
+    # records are named by line, or by number where a quoted field spans lines
+    frame.index = (pd.RangeIndex(1, len(frame) + 1, name="record") if multiline
+                   else pd.RangeIndex(2, len(frame) + 2, name="line"))
+    for name, what in ((LONG_COLUMNS[0], "a model"), (LONG_COLUMNS[1], "an item")):
+        empty = np.flatnonzero(frame[name].astype(object).str.strip() == "")
+        if empty.size:
+            raise DataError(f"{path}: {empty.size} record(s) without {what} id, first at "
+                            f"{frame.index.name} {frame.index[empty[0]]}")
     return frame[list(LONG_COLUMNS)]
 
 
@@ -273,13 +386,17 @@ def _read_long_parquet(path: Path, names: dict) -> pd.DataFrame:
     try:
         table = pq.read_table(path, columns=list(names))
     except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{path}: cannot be read as Parquet ({exc})") from exc
+        raise DataError(f"{path}: cannot be read as Parquet ({_one_line(exc)})") from exc
     columns = {}
     for name, canonical in names.items():
         column = table.column(name)
-        # ids as categoricals: one copy of each distinct id, integer codes per record
-        if canonical != LONG_COLUMNS[2] and not pa.types.is_dictionary(column.type):
-            column = column.dictionary_encode()
+        if canonical != LONG_COLUMNS[2]:
+            # ids as text, like a CSV's, and as categoricals: one copy of each distinct id,
+            # integer codes per record
+            if pa.types.is_dictionary(column.type):
+                column = column.cast(pa.dictionary(column.type.index_type, pa.string()))
+            else:
+                column = column.cast(pa.string()).dictionary_encode()
         columns[canonical] = column.to_pandas()
     return pd.DataFrame(columns)[list(LONG_COLUMNS)]
 

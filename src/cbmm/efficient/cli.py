@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..cli import (
+from .._cli_common import (
     CliError,
     _check_input_file,
     _check_output_file,

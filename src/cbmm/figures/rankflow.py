@@ -49,7 +49,7 @@ def _cv_lookup(summary) -> dict:
 
 
 def plot_rankflow(rankings: Mapping, summary, out_paths=(), *, top: Mapping | None = None,
-                  label_models: Mapping | None = None):
+                  label_models: Mapping | None = None, names: bool = False):
     """Ranking flow panels, one per suite, ordered by increasing CV(â).
 
     Parameters
@@ -65,6 +65,9 @@ def plot_rankflow(rankings: Mapping, summary, out_paths=(), *, top: Mapping | No
         How many top models per ranking to consider (default :data:`DEFAULT_TOP`).
     label_models : mapping dataset -> list of str, optional
         Models to name on both columns (e.g. the paper's Qwen2.5-72B in MATH).
+    names : bool
+        Name every model shown, beside its bars (left of the accuracy column, right of
+        the ability column); the paper's figure names none.
 
     Returns
     -------
@@ -83,17 +86,22 @@ def plot_rankflow(rankings: Mapping, summary, out_paths=(), *, top: Mapping | No
     order = sorted(tables, key=lambda d: cv[d])
 
     with paper_style():
-        width = min(FIGURE_WIDTH_IN, 2.3 * len(order) + 0.4)  # a single suite stays narrow
+        per_panel = 4.6 if names else 2.3  # the names need room on both sides
+        width = min(FIGURE_WIDTH_IN * (2 if names else 1), per_panel * len(order) + 0.4)
         fig, axes = plt.subplots(1, len(order), figsize=(width, 4.3), squeeze=False)
         for ax, dataset in zip(axes[0], order):
             shown = shown_models(tables[dataset], top[dataset])
-            if shown.empty:
-                raise ValueError(f"rankings/{dataset}: no model is in the top {top[dataset]} of "
-                                 "both rankings")
-            norm = Normalize(1, top[dataset])
-            _draw_panel(ax, shown, norm, (label_models or {}).get(dataset, ()))
             ax.set_title(f"{suite_label(dataset)}\nCV($\\hat{{a}}$) = {cv[dataset]:.2f}",
                          fontsize=9)
+            if shown.empty:  # said in the panel: the other panels are still worth drawing
+                ax.axis("off")
+                ax.text(0.5, 0.5, f"No model is in the top {top[dataset]}\nof both rankings",
+                        ha="center", va="center", fontsize=8, transform=ax.transAxes,
+                        gid=f"empty:{dataset}")
+                ax.set_label("rankflow")
+                continue
+            norm = Normalize(1, top[dataset])
+            _draw_panel(ax, shown, norm, (label_models or {}).get(dataset, ()), names)
             bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=_CMAP), ax=ax,
                                orientation="horizontal", fraction=0.04, pad=0.11, aspect=25)
             bar.set_label("Rank", fontsize=7.5)
@@ -108,7 +116,7 @@ def _slots(shown: pd.DataFrame, primary: str, secondary: str) -> pd.Series:
     return pd.Series(np.arange(len(ordered)), index=ordered["model"].to_numpy())
 
 
-def _draw_panel(ax, shown, norm, labels):
+def _draw_panel(ax, shown, norm, labels, names=False):
     cmap = plt.get_cmap(_CMAP)
     n = len(shown)
     left = _slots(shown, "accuracy_rank", "theta_rank")
@@ -134,7 +142,13 @@ def _draw_panel(ax, shown, norm, labels):
                 ax.text(x0 + _BAR_WIDTH / 2, slots[model] + 0.5, model.split("/")[-1],
                         ha="center", va="center", fontsize=5, color="white",
                         path_effects=[patheffects.withStroke(linewidth=1.2, foreground="black")])
-    ax.set_xlim(-0.02, 1.02)
+    if names:
+        size = max(3.0, min(6.0, 180.0 / n))
+        for slots, x, align in ((left, -0.03, "right"), (right, 1.03, "left")):
+            for model, slot in slots.items():
+                ax.text(x, slot + 0.5, _short(model), ha=align, va="center", fontsize=size,
+                        gid=f"name:{model}")
+    ax.set_xlim(-0.9 if names else -0.02, 1.9 if names else 1.02)
     ax.set_ylim(n, 0)  # rank 1 at the top
     ax.set_xticks([_BAR_WIDTH / 2, 1 - _BAR_WIDTH / 2], ["Mean accuracy", "Recovered ability"],
                   fontsize=7)
@@ -146,13 +160,20 @@ def _draw_panel(ax, shown, norm, labels):
     ax.set_label("rankflow")
 
 
+def _short(model: str, most: int = 32) -> str:
+    """A model's name as shown: without its organisation, at most ``most`` characters."""
+    name = str(model).split("/")[-1]
+    return name if len(name) <= most else name[:most - 1] + "\N{HORIZONTAL ELLIPSIS}"
+
+
 def caption(config_summary: dict | None = None) -> str:
     """Figure caption (``config_summary`` may give ``top``, a mapping dataset -> k)."""
     top = (config_summary or {}).get("top", DEFAULT_TOP)
+    named = " Models are named beside their bars." if (config_summary or {}).get("names") else ""
     tops = ", ".join(f"top {k} for {suite_label(d)}" for d, k in top.items())
     return ("Ranking flow between mean accuracy (left column of each panel) and cBMM-recovered "
             f"ability (right column), for the models within the top k of both rankings ({tops}). "
             "Panels are ordered by increasing coefficient of variation of the recovered â, given "
             "in each title. Bar colours give the rank among all models of the suite; a bar "
             "spanning several models marks a tie; ribbons are coloured by the accuracy rank. "
-            "Full rankings are in the supplementary tables.")
+            f"Full rankings are in the supplementary tables.{named}")

@@ -1,4 +1,5 @@
-"""Figure 1: runtime on the six Open LLM Leaderboard suites, with cBMM's speedup.
+"""Figure 1: runtime on each benchmark suite (the paper's: the six Open LLM Leaderboard
+suites), with cBMM's speedup.
 
 Left axis (log scale): mean runtime per method over the successful replicates
 (points, joined across suites) with the minimum and maximum as interval
@@ -13,7 +14,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import matplotlib.transforms as mtransforms
 import numpy as np
-import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import LogLocator
 
@@ -98,12 +98,15 @@ def plot_runtime(runtime, out_paths=()):
         low = np.nanmin(summary["min_s"]) if summary["min_s"].notna().any() else 1.0
         high = np.nanmax(summary["max_s"]) if summary["max_s"].notna().any() else 10.0
         ax.set_ylim(low / 3, high * 12)  # headroom for the NA marks
-        ax.set_xticks(positions, [suite_label(s) for s in suites])
+        models = summary.groupby("dataset", sort=False)["n_models"].first().reindex(suites)
+        shared = models.nunique() == 1  # one N: in the axis label, else under each suite
+        ax.set_xticks(positions, [suite_label(s) if shared else f"{suite_label(s)}\nN = {n}"
+                                  for s, n in models.items()])
         ax.set_xlim(-0.5, len(suites) - 0.5)
         ax.xaxis.grid(False)
         ax.set_ylabel("Runtime (s)")
-        ax.set_xlabel(f"Benchmark suite (ordered by number of items J; N = "
-                      f"{_models_text(summary)})")
+        ax.set_xlabel("Benchmark suite (ordered by number of items J"
+                      + (f"; N = {models.iloc[0]})" if shared else ")"))
         handles = [Line2D([], [], color=method_color(m), marker="o", markersize=3.5,
                           linewidth=1.3, label=method_label(m)) for m in methods]
         handles.append(plt.Rectangle((0, 0), 1, 1, color=_SPEEDUP_COLOR, alpha=0.6,
@@ -115,16 +118,17 @@ def plot_runtime(runtime, out_paths=()):
     return fig
 
 
-def _models_text(summary: pd.DataFrame) -> str:
-    counts = sorted(summary["n_models"].unique())
-    return ", ".join(str(c) for c in counts)
-
-
 def caption(config_summary: dict | None = None) -> str:
-    """Figure caption (``config_summary`` may give ``n_replicates``)."""
-    replicates = (config_summary or {}).get("n_replicates")
+    """Figure caption (``config_summary`` may give ``n_replicates`` and ``datasets``, the
+    suites of the run, named in it)."""
+    summary = config_summary or {}
+    replicates = summary.get("n_replicates")
     over = f"over {replicates} replicates" if replicates else "over the replicates"
-    return ("Runtime on the six Open LLM Leaderboard suites, ordered by the number of items J. "
+    datasets = [suite_label(d) for d in summary.get("datasets") or ()]
+    suites = ("each benchmark suite" if not datasets else
+              f"the suite {datasets[0]}" if len(datasets) == 1 else
+              f"the {len(datasets)} suites {', '.join(datasets[:-1])} and {datasets[-1]}")
+    return (f"Runtime on {suites}, ordered by the number of items J. "
             f"Left axis (log scale): mean runtime of each method {over} (points) with the minimum "
             "and maximum (interval markers), failed replicates left out. Right axis (shaded bars): "
             "mean runtime of the fastest successful baseline divided by the mean runtime of cBMM, "

@@ -13,11 +13,18 @@ from __future__ import annotations
 import copy
 import functools
 import math
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import cbmm
 import jsonschema
 import yaml
+from cbmm.api import FIT_OPTIONS, TIMEOUT
 from cbmm.data import DataError, load_registry, validate_registry
+from cbmm.model import SIGMA_RANGE
 from cbmm.data.release import check_release
 from cbmm.efficient import STRATEGIES
 from cbmm.registry import get_method
@@ -57,10 +64,53 @@ def _filling_defaults(validator_class):
     return jsonschema.validators.extend(validator_class, {"properties": properties})
 
 
+#: Keys of the configuration that are settings of cbmm.fit: their types and bounds are
+#: fit's own declarations (cbmm.api.FIT_OPTIONS, cbmm.api.TIMEOUT), so that the schema
+#: accepts exactly what the fits accept.  {key path: declaration}
+FIT_SETTINGS = {("fit", "sigma"): FIT_OPTIONS["sigma"], ("fit", "tol"): FIT_OPTIONS["tol"],
+                ("fit", "max_iter"): FIT_OPTIONS["max_iter"],
+                ("fit", "init_scale"): FIT_OPTIONS["init_scale"],
+                ("fit", "timeout_s"): TIMEOUT,
+                ("real", "converged", "tol"): FIT_OPTIONS["tol"],
+                ("real", "converged", "max_iter"): FIT_OPTIONS["max_iter"],
+                ("real", "stability", "init_scales", "items"): FIT_OPTIONS["init_scale"]}
+
+
+def _declared_bounds(schema) -> dict:
+    """The schema with the type and bounds of each :data:`FIT_SETTINGS` key from its
+    declaration (its default and description stay the schema's)."""
+    for path, option in FIT_SETTINGS.items():
+        node = schema
+        for part in path[:-1]:
+            node = node["properties"][part]
+        key = path[-1]
+        place = node if key == "items" else node["properties"]
+        declared = {k: v for k, v in option.json_schema().items() if k != "description"}
+        place[key] = {**{k: v for k, v in place[key].items()
+                         if k in ("default", "description")}, **declared}
+    return schema
+
+
 @functools.cache
 def _schema_validator():
-    schema = yaml.safe_load(SCHEMA.read_text())
+    schema = _declared_bounds(yaml.safe_load(SCHEMA.read_text()))
     return _filling_defaults(jsonschema.Draft202012Validator)(schema)
+
+
+def _fit_setting_problems(config) -> list[str]:
+    """What JSON Schema cannot say of fit's settings (NaN): their declarations' own check."""
+    problems = []
+    for path, option in FIT_SETTINGS.items():
+        node = config
+        for part in path[:-1] if path[-1] == "items" else path:
+            node = node[part]
+        values = node if path[-1] == "items" else [node]
+        for value in values:
+            try:
+                option.validate(path[-2] if path[-1] == "items" else path[-1], value)
+            except ValueError as exc:
+                problems.append(f"{'.'.join(p for p in path if p != 'items')}: {exc}")
+    return problems
 
 
 def _schema_problems(config) -> list[str]:
@@ -76,12 +126,56 @@ def method_modules(config) -> list[str]:
             for spec in config["method_modules"]]
 
 
+#: Seconds a trial import of the user's method modules may take.
+IMPORT_CHECK_S = 300
+_TRIAL_IMPORT = """
+import sys
+from cbmm_workflow.jobs import import_method_modules
+try:
+    import_method_modules(sys.argv[1:])
+except RuntimeError as exc:
+    print(" ".join(str(exc).split()), file=sys.stderr)
+    sys.exit(1)
+"""
+
+
 def _import_method_modules(config) -> None:
-    """Register the user's methods (config key method_modules) in this process."""
+    """Register the user's methods (config key method_modules) in this process, once a
+    trial import in a child process went well: a module that crashes the interpreter
+    (a segmentation fault), exits it or hangs must stop the run with a message, not take
+    Snakemake with it."""
+    specs = method_modules(config)
+    if not specs:
+        return
+    problem = _trial_import(specs)
+    if problem is None:
+        try:
+            import_method_modules(specs)
+        except Exception as exc:  # any error of a user's module: name the key and the module
+            problem = str(exc)
+    if problem:
+        raise ConfigError(f"invalid configuration:\n- method_modules: {problem}") from None
+
+
+def _trial_import(specs) -> str | None:
+    """Import ``specs`` in a fresh interpreter; what went wrong, or None."""
+    # this process's import path, the workflow package's folder first
+    path = os.pathsep.join([str(Path(__file__).resolve().parents[1]), *filter(None, sys.path)])
     try:
-        import_method_modules(method_modules(config))
-    except Exception as exc:  # any error of a user's module: name the key and the module
-        raise ConfigError(f"invalid configuration:\n- method_modules: {exc}") from None
+        done = subprocess.run([sys.executable, "-c", _TRIAL_IMPORT, *specs],
+                              env={**os.environ, "PYTHONPATH": path}, capture_output=True,
+                              text=True, timeout=IMPORT_CHECK_S)
+    except subprocess.TimeoutExpired:
+        return (f"importing {', '.join(map(repr, specs))} did not finish within "
+                f"{IMPORT_CHECK_S} s")
+    if done.returncode == 0:
+        return None
+    if done.returncode < 0:
+        name = signal.Signals(-done.returncode).name
+        return (f"importing {', '.join(map(repr, specs))} killed the Python process "
+                f"({name}); fix or remove the module")
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return lines[-1] if lines else f"importing {specs!r} failed (status {done.returncode})"
 
 
 def _check_datasets(config) -> list[str]:
@@ -169,7 +263,9 @@ def _option_problems(key, method, options) -> list[str]:
 LEVEL_RULES = {
     "n_models": (lambda v: v >= 2 and float(v).is_integer(), "an integer >= 2"),
     "n_items": (lambda v: v >= 2 and float(v).is_integer(), "an integer >= 2"),
-    "log10_sigma": (lambda v: math.isfinite(v), "a finite number"),
+    "log10_sigma": (lambda v: math.log10(SIGMA_RANGE[0]) <= v <= math.log10(SIGMA_RANGE[1]),
+                    f"in [{math.log10(SIGMA_RANGE[0]):g}, {math.log10(SIGMA_RANGE[1]):g}]: "
+                    "sigma in cbmm.model.SIGMA_RANGE"),
     "sparsity": (lambda v: 0 <= v < 1, "a share in [0, 1)"),
     "missing_rate": (lambda v: 0 <= v < 1, "a share in [0, 1)"),
 }
@@ -191,7 +287,7 @@ def _check_studies(config) -> list[str]:
             problems.append(f"simulation.studies.{study}.missing: a missing_rate study needs a "
                             "missingness pattern (mcar, mar or mnar), here or in "
                             "simulation.defaults.missing")
-    for factor in ("n_models", "n_items"):
+    for factor in ("n_models", "n_items", "log10_sigma"):
         test, what = LEVEL_RULES[factor]
         if not test(defaults[factor]):
             problems.append(f"simulation.defaults.{factor}: {defaults[factor]!r} must be {what}")
@@ -261,7 +357,7 @@ def load_config(config: dict, *, conda_envs: bool = False) -> dict:
     ConfigError
         Naming every bad key of the first stage that has any.
     """
-    _fail(_schema_problems(config))
+    _fail(_schema_problems(config) or _fit_setting_problems(config))
     _import_method_modules(config)
     _fail(_check_datasets(config))
     _merge_registry(config)

@@ -72,8 +72,58 @@ def import_method_modules(specs) -> None:
                 module_spec.loader.exec_module(module)
             else:
                 importlib.import_module(spec)
+        except SystemExit as exc:  # at import: never a reason to end the run as if done
+            raise RuntimeError(f"cannot import {spec!r}: it called sys.exit({exc.code!r}) "
+                               "while being imported") from None
         except Exception as exc:  # a user's module: report it as configuration
             raise RuntimeError(f"cannot import {spec!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def module_files(specs) -> list[Path]:
+    """The source files of method modules: a ``.py`` file, or an importable module's file
+    (every ``.py`` file of a package)."""
+    files = []
+    for spec in specs:
+        if spec.endswith(".py"):
+            files.append(Path(spec))
+            continue
+        try:
+            found = importlib.util.find_spec(spec)
+        except (ImportError, ValueError):
+            found = None
+        origin = Path(found.origin) if found is not None and found.origin else None
+        if origin is None or not origin.is_file():
+            continue  # not importable: the configuration's check says so
+        if origin.name == "__init__.py":
+            files += sorted(origin.parent.rglob("*.py"))
+        else:
+            files.append(origin)
+    return files
+
+
+def code_digest(specs, extra=()) -> str:
+    """SHA-256 of the source of the method modules ``specs`` (and of the files ``extra``):
+    it changes when their code does."""
+    digest = hashlib.sha256()
+    for path in [*module_files(specs), *map(Path, extra)]:
+        digest.update(str(path).encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"(unreadable)")
+    return digest.hexdigest()
+
+
+def method_code(method: str, specs) -> str | None:
+    """What a fit's key records of its method's code: None for cbmm's own methods (the cbmm
+    version stands for them), else the digest of the user's method modules and of the
+    module that defines its solver."""
+    solve = get_method(method).solve
+    module = sys.modules.get(getattr(solve, "__module__", None) or "")
+    if module is not None and (module.__name__ == "cbmm" or module.__name__.startswith("cbmm.")):
+        return None
+    own = getattr(module, "__file__", None)
+    return code_digest(specs, [own] if own else [])
 
 
 def load_method_software(units, absent=()) -> None:

@@ -36,10 +36,11 @@ def sensitivity_figures(plan: Plan) -> list[Figure]:
 
 
 def runtime_figures(plan: Plan) -> list[Figure]:
-    replicates = plan.config["real"]["runtime"]["replicates"]
+    runtime = plan.config["real"]["runtime"]
     return [Figure("runtime", "Scalability", None, {
         "figure": "runtime", "args": [paths.RUNTIME_TABLE],
-        "caption_args": {"config_summary": {"n_replicates": replicates}},
+        "caption_args": {"config_summary": {"n_replicates": runtime["replicates"],
+                                            "datasets": runtime["datasets"]}},
     })]
 
 
@@ -50,25 +51,31 @@ def math500_figures() -> list[Figure]:
                    {"figure": "item_difficulty", "args": [paths.MATH500_ITEMS_TABLE]})]
 
 
-def _rankflow(name, category, subcategory, top: dict) -> Figure:
+def _rankflow(name, category, subcategory, top: dict, **options) -> Figure:
     rankings = {dataset: paths.RANKINGS.format(dataset=dataset) for dataset in top}
     return Figure(name, category, subcategory, {
         "figure": "rankflow", "args": [rankings, paths.DISCRIMINATION_TABLE],
-        "kwargs": {"top": top}, "caption_args": {"config_summary": {"top": top}},
+        "kwargs": {"top": top, **options},
+        "caption_args": {"config_summary": {"top": top, **options}},
     })
 
 
 def interpretability_figures(plan: Plan) -> list[Figure]:
-    """The discrimination summary, the paper's rank-flow panels and each interpretability
-    dataset's own rank flow."""
-    interpretability = plan.config["real"]["interpretability"]
+    """The discrimination summary and the paper's rank-flow panels (one job)."""
     figures = [Figure("discrimination", "Interpretability", None,
                       {"figure": "discrimination", "args": [paths.DISCRIMINATION_TABLE]})]
     if plan.rankflow_panels():
         figures.append(_rankflow("rankflow", "Interpretability", None, plan.rankflow_panels()))
-    return figures + [_rankflow(f"rankflow_{dataset}", "Rankings", dataset,
-                                {dataset: interpretability["rankflow_top"]})
-                      for dataset in interpretability["datasets"]]
+    return figures
+
+
+def dataset_rankflow_figures(plan: Plan) -> list[Figure]:
+    """Each interpretability dataset's own rank flow, its models named (each a job of its
+    own, so that one dataset's figure cannot take another's down)."""
+    interpretability = plan.config["real"]["interpretability"]
+    return [_rankflow(f"rankflow_{dataset}", "Rankings", dataset,
+                      {dataset: interpretability["rankflow_top"]}, names=True)
+            for dataset in interpretability["datasets"]]
 
 
 def uncertainty_figures(plan: Plan) -> list[Figure]:
@@ -81,6 +88,8 @@ def uncertainty_figures(plan: Plan) -> list[Figure]:
         "caption_args": {"config_summary": summary,
                          "table": paths.ABILITIES_TABLE.format(dataset=dataset)},
     }) for dataset in plan.uncertainty_datasets()]
+
+
 def efficiency_figures(plan: Plan) -> list[Figure]:
     """Per dataset of the efficient-evaluation study: its selection and adaptive-test
     figure, and its item information map."""

@@ -3,20 +3,24 @@
 
 A batch job keeps each fit in its own folder (``fit_dir`` of its unit,
 :mod:`cbmm_workflow.paths`): FitResult's files and ``unit.json``, which holds the fit's
-key (a digest of every setting it depends on) and its table row.  A later job finding
-the same key reuses the row instead of fitting again, so an interrupted batch resumes
-where it stopped and another packing refits nothing.
+key (a digest of every setting it depends on, the code of a user's method included), its
+table row and the size and SHA-256 of each file.  A later job finding the same key and
+intact files reuses the row instead of fitting again, so an interrupted batch resumes
+where it stopped and another packing refits nothing; a damaged folder is refitted.
 
 That reuse is why the folders are not declared outputs of the batch jobs: Snakemake
 removes a job's outputs before it runs the job again.  The batch table (the job's
 declared output) lists each fit with its folder and, for real data, its key; a job that
 reads fits takes that table as its input and reads the fits through
 :func:`listed_fits`, which loads a folder only if it still holds the fit the table
-lists.  So the dependency graph carries the fits a job reads.
+lists.  So the dependency graph carries the fits a job reads.  Before the graph is built,
+:func:`mark_stale_batches` marks each batch table one of whose fits is missing or
+damaged, so that its job runs again and refits just those.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import os
@@ -26,14 +30,18 @@ from pathlib import Path
 
 import pandas as pd
 from cbmm import FitResult
+from cbmm import io as cbmm_io
+from cbmm.io import file_record
+from cbmm.result import ResultFolderError, read_result_folder
 
+from . import paths
 from .jobs import json_safe, write_json
 
 UNIT_FILE = "unit.json"
 
 
 class StoreError(RuntimeError):
-    """A fit folder is missing, or holds another fit than its batch table lists."""
+    """A fit folder is missing, damaged, or holds another fit than its batch table lists."""
 
 
 def fit_key(**settings) -> str:
@@ -50,22 +58,59 @@ def _stored_unit(fit_dir) -> dict | None:
         return None
 
 
-def stored_row(fit_dir, key: str) -> dict | None:
-    """The stored row of the fit in ``fit_dir`` if it was made with ``key``, else None."""
+def damage(fit_dir, unit, *, thorough: bool = True) -> str | None:
+    """What is wrong with the files of a stored fit (None: nothing): each must have the size
+    (``thorough``: and the SHA-256) that ``unit.json`` records."""
+    records = unit.get("files") if isinstance(unit, dict) else None
+    if records is None:  # stored before unit.json listed its files: FitResult's own checks
+        missing = [n for n in FitResult.OUTPUT_FILES if not (Path(fit_dir) / n).is_file()]
+        if missing or not thorough:
+            return f"{', '.join(missing)} missing" if missing else None
+        try:
+            read_result_folder(fit_dir)
+        except ResultFolderError as exc:
+            return str(exc)
+        return None
+    if not isinstance(records, dict) or set(records) != set(FitResult.OUTPUT_FILES):
+        return f"its {UNIT_FILE} lists other files than a fit's"
+    for name, record in sorted(records.items()):
+        path = Path(fit_dir) / name
+        try:
+            if not thorough:
+                if path.stat().st_size != record["bytes"]:
+                    return f"{name} has {path.stat().st_size} bytes, {record['bytes']} stored"
+            elif file_record(path.read_bytes()) != record:
+                return f"{name} is not the file that was stored"
+        except OSError as exc:
+            return f"{name}: {exc.strerror or exc}"
+    return None
+
+
+def stored_row(fit_dir, key: str, log=None) -> dict | None:
+    """The stored row of the fit in ``fit_dir`` if it was made with ``key`` and its files
+    are intact, else None (a damaged folder is logged to ``log``)."""
     unit = _stored_unit(fit_dir)
-    return unit["row"] if unit is not None and unit.get("key") == key else None
+    if unit is None or unit.get("key") != key:
+        return None
+    problem = damage(fit_dir, unit)
+    if problem:
+        if log is not None:
+            log.warning("%s: stored fit damaged (%s); fitting it again", fit_dir, problem)
+        return None
+    return unit["row"]
 
 
 def store_fit(fit_dir, key: str, result: FitResult, row: dict) -> None:
     """Store a finished fit: written to a temporary folder, then renamed into place, so a
-    folder with a unit.json is always complete."""
+    folder with a unit.json is always complete; ``unit.json`` records each file."""
     fit_dir = Path(fit_dir)
     fit_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = fit_dir.with_name(f".{fit_dir.name}.{secrets.token_hex(6)}")
     old = fit_dir.with_name(f".{fit_dir.name}.{secrets.token_hex(6)}.old")
     try:
-        result.save(tmp)
-        write_json({"key": key, "row": row}, tmp / UNIT_FILE)
+        result.save(tmp, replace=False)
+        files = {name: file_record((tmp / name).read_bytes()) for name in FitResult.OUTPUT_FILES}
+        write_json({"key": key, "row": row, "files": files}, tmp / UNIT_FILE)
         if fit_dir.exists():
             os.replace(fit_dir, old)
         os.replace(tmp, fit_dir)
@@ -83,7 +128,7 @@ def batch_rows(units, key_of, fit_unit, log) -> list:
     rows, reused = [], 0
     for unit in units:
         key = key_of(unit)
-        row = stored_row(unit["fit_dir"], key)
+        row = stored_row(unit["fit_dir"], key, log)
         if row is None:
             result, row = fit_unit(unit)
             store_fit(unit["fit_dir"], key, result, row)
@@ -95,15 +140,23 @@ def batch_rows(units, key_of, fit_unit, log) -> list:
 
 
 def load_fit(fit_dir, key: str) -> FitResult:
-    """The fit stored in ``fit_dir``, which must have been made with ``key``."""
+    """The fit stored in ``fit_dir``, which must have been made with ``key`` and be intact."""
     unit = _stored_unit(fit_dir)
     if unit is None:
         raise StoreError(f"{fit_dir}: no stored fit (its {UNIT_FILE} is missing); "
-                         "rerun the fit job that lists it")
+                         "run the workflow again: the fit job that lists it will refit it")
     if unit.get("key") != key:
         raise StoreError(f"{fit_dir}: holds another fit than its batch table lists (refitted "
                          "with other settings since); rerun the fit job that lists it")
-    return FitResult.load(fit_dir)
+    problem = damage(fit_dir, unit)
+    if problem:
+        raise StoreError(f"{fit_dir}: stored fit damaged ({problem}); run the workflow again: "
+                         "the fit job that lists it will refit it")
+    try:
+        return FitResult.load(fit_dir)
+    except ResultFolderError as exc:
+        raise StoreError(f"{exc}; run the workflow again: the fit job that lists it will "
+                         "refit it") from None
 
 
 def listed_fits(batch_tables, fit_dirs) -> dict:
@@ -119,3 +172,52 @@ def listed_fits(batch_tables, fit_dirs) -> dict:
             raise StoreError(f"{fit_dir}: not listed in the batch tables {list(batch_tables)}")
         fits[fit_dir] = load_fit(fit_dir, keys[fit_dir])
     return fits
+
+
+def _listed_fit_dirs(table: Path) -> list[str]:
+    """The fit folders a real-data batch table lists (its ``fit_dir`` column)."""
+    with open(table, newline="") as handle:
+        return [row["fit_dir"] for row in csv.DictReader(handle) if row.get("fit_dir")]
+
+
+def refit_marker(table) -> Path:
+    """The file that marks a batch table stale: written, with the reasons, when one of its
+    fits is found missing or damaged; the batch job takes it as an input (when present), so
+    that the job, being older than it, runs again."""
+    return Path(f"{table}.refit")
+
+
+def mark_stale_batches(plan, log) -> list[str]:
+    """Mark each existing batch table of ``plan`` one of whose fits is missing or damaged
+    (its files' sizes are not those ``unit.json`` records), saying which; return those
+    tables.  Its job then runs again and refits those fits (reusing the rest), and every
+    job reading the table runs again after it.  (Removing the table would not do: Snakemake
+    does not rerun a job for a missing intermediate file whose readers are up to date.)
+    Cheap: a stat per file."""
+    tables = {}
+    for env in plan.env_methods():
+        for k, batch in enumerate(plan.sim_batches(env)):
+            tables[paths.SIM_BATCH.format(env=env, batch=k)] = [u["fit_dir"] for u in batch]
+    for dataset in dict.fromkeys(fit.dataset for fit in plan.real_fits):
+        for table in Path().glob(paths.REAL_BATCH.format(dataset=dataset, env="*", batch="*")):
+            try:
+                tables[str(table)] = _listed_fit_dirs(table)
+            except (OSError, KeyError, csv.Error):
+                tables[str(table)] = [None]  # unreadable: stale too
+    stale = []
+    for table, fit_dirs in tables.items():
+        if not Path(table).is_file():
+            continue
+        problems = []
+        for fit_dir in fit_dirs:
+            unit = _stored_unit(fit_dir) if fit_dir else None
+            problem = ("the table cannot be read" if fit_dir is None else f"{UNIT_FILE} missing"
+                       if unit is None else damage(fit_dir, unit, thorough=False))
+            if problem:
+                problems.append(f"{fit_dir}: {problem}")
+        if problems:
+            log.warning(f"{table}: {len(problems)} of its fits missing or damaged (first: "
+                        f"{problems[0]}); its job will refit them")
+            cbmm_io.write_text("\n".join(problems) + "\n", refit_marker(table))
+            stale.append(table)
+    return stale

@@ -1,0 +1,160 @@
+"""What every ``cbmm`` command shares: :class:`CliError`, the parser that raises it,
+argument types, checks of input and output paths, and reading ``--responses``.
+
+Its own module so that the commands kept beside their features (``cbmm.data.cli``,
+``cbmm.efficient.cli``) use it without importing :mod:`cbmm.cli`, which registers them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import math
+import os
+from pathlib import Path
+
+#: errno values of an OSError that mean a bad path given by the user.
+_PATH_ERRORS = {errno.EACCES, errno.EPERM, errno.ENOENT, errno.ENOTDIR, errno.EISDIR,
+                errno.EEXIST, errno.EROFS, errno.ENAMETOOLONG, errno.ELOOP}
+
+
+class CliError(Exception):
+    """Bad input, reported as one line on stderr with exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors raised as :class:`CliError` (one line, no usage block)."""
+
+    def error(self, message):
+        raise CliError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+# ----------------------------------------------------------------- argument types
+
+def _integer(minimum):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, "
+                                             f"got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {text!r}")
+        return value
+    return parse
+
+
+def _number(low=None, high=None, *, low_open=True, high_open=True):
+    """A finite float in the interval (or half-open interval) given."""
+    def describe():
+        left = "(" if low_open else "["
+        right = ")" if high_open else "]"
+        if high is None:
+            return f"a finite number {'>' if low_open else '>='} {low:g}"
+        return f"a number in {left}{low:g}, {high:g}{right}"
+
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        ok = math.isfinite(value)
+        ok = ok and (low is None or (value > low if low_open else value >= low))
+        ok = ok and (high is None or (value < high if high_open else value <= high))
+        if not ok:
+            raise argparse.ArgumentTypeError(f"expected {describe()}, got {text!r}")
+        return value
+    return parse
+
+
+def _path(text):
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
+    return Path(text)
+
+
+def _declared(name, option):
+    """An argparse type for one of fit's declared settings (:data:`cbmm.api.FIT_OPTIONS`,
+    :data:`cbmm.api.TIMEOUT`): the number as written, checked by the declaration."""
+    def parse(text):
+        word = text.strip()
+        if word in option.specials or (option.nullable and word.lower() == "none"):
+            return option.validate(name, None if word.lower() == "none" else word)
+        try:
+            value = int(word) if option.kind == "int" else float(word)
+            return option.validate(name, value)
+        except ValueError:
+            nothing = " (none for no limit)" if option.nullable else ""
+            raise argparse.ArgumentTypeError(
+                f"expected {option.describe().replace(' or null', '')}{nothing}, "
+                f"got {text!r}") from None
+    return parse
+
+
+# --------------------------------------------------------------------- path checks
+
+def _nearest_existing(path: Path) -> Path:
+    probe = path.absolute()
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    return probe
+
+
+def _check_folder_writable(folder: Path, flag: str) -> None:
+    """``folder`` exists and is writable, or can be created (its nearest existing ancestor is)."""
+    probe = _nearest_existing(folder)
+    if not probe.is_dir():
+        raise CliError(f"{flag} {folder}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise CliError(f"{flag} {folder}: cannot write into {probe} (permission denied)")
+
+
+def _check_output_file(path: Path, flag: str, force: bool) -> None:
+    if path.is_dir():
+        raise CliError(f"{flag} {path}: is a folder; expected a file name")
+    if path.exists() and not force:
+        raise CliError(f"{flag} {path}: exists; pass --force to replace it")
+    _check_folder_writable(path.parent, flag)
+
+
+def _check_output_folder(path: Path, names, flag: str, force: bool) -> None:
+    if path.exists() and not path.is_dir():
+        raise CliError(f"{flag} {path}: exists and is not a folder")
+    for name in names:
+        if (path / name).is_dir():
+            raise CliError(f"{flag} {path}: {name} is a folder; cannot write the result there")
+    existing = [name for name in names if (path / name).exists()]
+    if existing and not force:
+        raise CliError(f"{flag} {path}: already holds {', '.join(existing)}; "
+                       "pass --force to replace them")
+    _check_folder_writable(path, flag)
+
+
+def _check_input_file(path: Path, flag: str) -> None:
+    if path.is_dir():
+        raise CliError(f"{flag} {path}: is a folder; expected a file")
+    if not path.exists():
+        raise CliError(f"{flag} {path}: no such file")
+    if not os.access(path, os.R_OK):
+        raise CliError(f"{flag} {path}: cannot be read (permission denied)")
+
+
+def _distinct(*flags_and_paths) -> None:
+    seen = {}
+    for flag, path in flags_and_paths:
+        if path is None:
+            continue
+        key = Path(path).absolute()
+        if key in seen:
+            raise CliError(f"{seen[key]} and {flag} name the same file {path}")
+        seen[key] = flag
+
+
+def _read_responses(args):
+    """The response table of ``--responses`` (checked), as a labelled DataFrame."""
+    from .data import read_table
+
+    _check_input_file(args.responses, "--responses")
+    return read_table(args.responses, layout=args.layout, label_column=args.label_column,
+                      model_column=args.model_column, item_column=args.item_column,
+                      correct_column=args.correct_column)

@@ -454,8 +454,7 @@ def test_discrimination_two_panels_one_labelled_point_per_suite(tmp_path):
 def test_abilities_shows_the_ablest_with_their_intervals_and_a_status_that_is_not_an_answer(
         tmp_path):
     import cbmm
-    from cbmm.figures import plot_abilities
-    from cbmm.figures.abilities import caption
+    from cbmm.figures import FIGURES, plot_abilities
     from cbmm.simulate import simulate
     from cbmm.tables import abilities_table
 
@@ -470,11 +469,36 @@ def test_abilities_shows_the_ablest_with_their_intervals_and_a_status_that_is_no
     by_height = sorted(zip(left.get_yticks(), (t.get_text() for t in left.get_yticklabels())))
     assert [label for _, label in by_height][::-1] == list(table["model"].head(10))  # ablest on top
     assert fig.texts[0].get_text() == "MATH-500"
-    assert "Fit status: converged" in caption({"top": 10}, table)
+    caption = FIGURES["abilities"].caption_for([table], config_summary={"top": 10})
+    assert caption.endswith("The fit shown converged (a stationary point of its objective).")
     table["status"] = "not_stationary"
     fig = plot_abilities(table, top=10, dataset="MATH_500")
     assert fig.texts[0].get_text() == "MATH-500 (fit status: not_stationary)"
-    assert "not an optimum" in caption({"top": 10}, table)
+    caption = FIGURES["abilities"].caption_for([table], config_summary={"top": 10})
+    assert "did not converge (status not_stationary): it is not an optimum" in caption
+
+
+def test_captions_count_the_statuses_of_the_fits_behind_each_figure(tmp_path):
+    """One fit per ranking file, one per row of the runtime table; a failed fit's reason is
+    counted as 'failed'."""
+    from cbmm.figures import FIGURES
+
+    rankings = {}
+    for dataset, status in (("A", "converged"), ("B", "max_iter"), ("C", "converged")):
+        rankings[dataset] = tmp_path / f"{dataset}.csv"
+        pd.DataFrame({"model": ["m1", "m2"], "status": status}).to_csv(rankings[dataset])
+    caption = FIGURES["rankflow"].caption_for([rankings, None])
+    assert caption.endswith("Statuses of the 3 fits shown: 2 converged, 1 max_iter; a fit that "
+                            "did not converge is not an optimum, and its estimates are not an "
+                            "answer (docs/trust.md).")
+    runtime = pd.DataFrame({"status": ["converged"] * 4 + ["failed: timed out after 5 s",
+                                                           "failed: R error"]})
+    assert "Statuses of the 6 fits shown: 4 converged, 2 failed;" in FIGURES[
+        "runtime"].caption_for([runtime])
+    runtime["status"] = "converged"
+    assert FIGURES["runtime"].caption_for([runtime]).endswith(
+        "All 6 fits shown converged (stationary points of their objectives).")
+    assert FIGURES["efficiency"].caption_for([None, None]) == FIGURES["efficiency"].caption()
 
 
 # -------------------------------------------------------------------------- rankflow

@@ -219,12 +219,16 @@ def test_report_holds_every_figure_and_table_with_its_captions(test_run):
     html = (workdir / "report.html").read_text()
     shown = [p for p in expected_outputs(config) if not p.endswith(".pdf")]  # figures as PNG
     assert [p for p in shown if p.removeprefix("results/") not in html] == []
-    # each figure's caption is its caption function's text, written by the render job
+    # each figure's caption is its caption function's text, then its fits' statuses (one
+    # per row of the simulation table), written by the render job
     sensitivity = FIGURES["sensitivity_mcar"].caption(
         {"n_replicates": config["simulation"]["replicates"]},
         definitions=config["figures"]["metric_definitions"])
-    assert (workdir / "results/figures/sensitivity_mcar.caption.rst").read_text().strip() \
-        == sensitivity
+    statuses = pd.read_csv(workdir / "results/tables/sim_mcar.csv")["status"]
+    written = (workdir / "results/figures/sensitivity_mcar.caption.rst").read_text().strip()
+    assert written.startswith(sensitivity + " ")
+    assert (f"All {len(statuses)} fits shown converged" in written) == (
+        statuses == "converged").all()
     words = sensitivity.split()
     for text in (" ".join(words[:8]), " ".join(words[-6:])):
         assert json.dumps(text)[1:-1] in html  # the report embeds it as a JSON string
@@ -443,6 +447,9 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
         assert (tests["n_items"] <= adaptive["max_items"]).all()
         audit = pd.read_csv(workdir / f"results/tables/item_audit/{dataset}.csv")
         assert list(audit["item"].astype(str)) == list(source.columns)
+        caption = (workdir / f"results/figures/item_audit_{dataset}.caption.rst").read_text()
+        assert audit["status"].nunique() == 1 and ((
+            "The fit shown converged" in caption) == (audit["status"].iloc[0] == "converged"))
 
 
 def test_interpretability_uses_the_converged_fit_beside_the_paper_rule(test_run):

@@ -1,5 +1,5 @@
 """The item audit of one dataset (rule item_audit): cbmm.item_audit of a fit of all its
-models (cbmm.fit's defaults) on their own answers."""
+models (cbmm.fit's defaults) on their own answers, with that fit's status."""
 
 import warnings
 
@@ -17,4 +17,5 @@ with warnings.catch_warnings():
 log.info("fit of %d x %d: %s", *table.shape, result.status)
 audit = cbmm.item_audit(result, table)
 log.info("flags: %s", {flag: int(audit[flag].sum()) for flag in FLAGS})
+audit["status"] = result.status  # the fit's: its caption says whether it is an answer
 write_csv(audit.reset_index(), snakemake.output[0], float_format="%.10g")

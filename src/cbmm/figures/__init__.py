@@ -28,6 +28,7 @@ from .rankflow import plot_rankflow
 from .runtime import plot_runtime
 from ..tables import TABLE_FILES
 from .sensitivity import STUDIES, plot_sensitivity
+from .status import PER_FILE, PER_ROW, fit_statuses, status_sentence
 from .style import method_color, method_label, save_figure
 
 __all__ = [
@@ -51,11 +52,23 @@ class FigureSpec:
         ``rankings/{dataset}.csv`` stands for one file per suite).
     caption : callable
         ``caption(config_summary=None) -> str``.
+    statuses : tuple of (int, str), optional
+        Where the fits behind the figure are: ``(k, per)`` for the ``k``-th table argument
+        of ``plot``, with one fit per file or per row (:data:`~cbmm.figures.status.PER_FILE`,
+        :data:`~cbmm.figures.status.PER_ROW`); empty for a figure of no fit.
     """
 
     plot: Callable
     inputs: tuple
     caption: Callable
+    statuses: tuple = ()
+
+    def caption_for(self, args, **caption_args) -> str:
+        """The caption of the figure drawn from the table arguments ``args``: its caption,
+        then what its fits' statuses say (:func:`~cbmm.figures.status.status_sentence`)."""
+        statuses = [s for k, per in self.statuses for s in fit_statuses(args[k], per)]
+        return " ".join(filter(None, (self.caption(**caption_args),
+                                      status_sentence(statuses))))
 
 
 def _sensitivity_figure(study: str) -> FigureSpec:
@@ -63,24 +76,28 @@ def _sensitivity_figure(study: str) -> FigureSpec:
     and caption functions as ``design=``, or by its name among the paper's :data:`STUDIES`)."""
     return FigureSpec(partial(plot_sensitivity, study=study),
                       (TABLE_FILES["simulation"].format(study=study),),
-                      partial(sensitivity.caption, study))
+                      partial(sensitivity.caption, study), ((0, PER_ROW),))
 
 
 #: Every figure, keyed by its file stem under ``results/figures/``.
 FIGURES = {
-    "runtime": FigureSpec(plot_runtime, (TABLE_FILES["runtime"],), runtime.caption),
+    "runtime": FigureSpec(plot_runtime, (TABLE_FILES["runtime"],), runtime.caption,
+                          ((0, PER_ROW),)),
     "math500_ability": FigureSpec(plot_math500_ability, (TABLE_FILES["math500_abilities"],),
-                                  math500_ability.caption),
+                                  math500_ability.caption, ((0, PER_FILE),)),
     "item_difficulty": FigureSpec(plot_item_difficulty, (TABLE_FILES["math500_items"],),
-                                  item_difficulty.caption),
+                                  item_difficulty.caption, ((0, PER_FILE),)),
     "discrimination": FigureSpec(plot_discrimination, (TABLE_FILES["discrimination"],),
-                                 discrimination.caption),
+                                 discrimination.caption, ((0, PER_ROW),)),
     "rankflow": FigureSpec(plot_rankflow, (TABLE_FILES["rankings"], TABLE_FILES["discrimination"]),
-                           rankflow.caption),
-    "abilities": FigureSpec(plot_abilities, (TABLE_FILES["abilities"],), abilities.caption),
+                           rankflow.caption, ((0, PER_FILE),)),
+    "abilities": FigureSpec(plot_abilities, (TABLE_FILES["abilities"],), abilities.caption,
+                            ((0, PER_FILE),)),
+    # the efficiency study's numbers are errors measured on held-out models, not estimates
     "efficiency": FigureSpec(plot_efficiency, (TABLE_FILES["efficiency"], TABLE_FILES["adaptive"]),
                              efficiency.caption),
-    "item_audit": FigureSpec(plot_item_audit, (TABLE_FILES["item_audit"],), item_audit.caption),
+    "item_audit": FigureSpec(plot_item_audit, (TABLE_FILES["item_audit"],), item_audit.caption,
+                             ((0, PER_FILE),)),
     **{f"sensitivity_{study}": _sensitivity_figure(study) for study in STUDIES},
 }
 

@@ -73,19 +73,13 @@ def plot_abilities(table, top: int = 30, dataset: str | None = None, out_paths=(
     return fig
 
 
-def caption(config_summary: dict | None = None, table=None) -> str:
-    """Figure caption; ``config_summary`` may give ``top``, ``n_boot`` and ``level``, and
-    ``table`` (the figure's table) the fit's status."""
+def caption(config_summary: dict | None = None) -> str:
+    """Figure caption; ``config_summary`` may give ``top``, ``n_boot`` and ``level``."""
     summary = config_summary or {}
     level = summary.get("level", 0.95)
-    text = (f"Abilities of the {summary.get('top', 30)} ablest models, with {level:.0%} "
+    return (f"Abilities of the {summary.get('top', 30)} ablest models, with {level:.0%} "
             "intervals: Wald intervals from the observed information of the fit (dark) and "
             "percentile intervals of a bootstrap over items"
             + (f" ({summary['n_boot']} replicates)" if "n_boot" in summary else "")
             + " (light); right, each model's rank with its bootstrap interval. The fit is "
             "the library's default (spectral start, three starts, the normal prior).")
-    if table is not None:
-        status = str(read_result_table(table, ("status",))["status"].iloc[0])
-        text += (" Fit status: converged (a stationary point)." if status == "converged" else
-                 f" Fit status: {status}: the estimates are not an optimum (docs/trust.md).")
-    return text

@@ -85,8 +85,7 @@ def uncertainty_figures(plan: Plan) -> list[Figure]:
     return [Figure(f"abilities_{dataset}", "Uncertainty", dataset, {
         "figure": "abilities", "args": [paths.ABILITIES_TABLE.format(dataset=dataset)],
         "kwargs": {"top": settings["top"], "dataset": dataset},
-        "caption_args": {"config_summary": summary,
-                         "table": paths.ABILITIES_TABLE.format(dataset=dataset)},
+        "caption_args": {"config_summary": summary},
     }) for dataset in plan.uncertainty_datasets()]
 
 

@@ -343,6 +343,25 @@ def test_manopt_options_are_validated(problem):
         paper_fit(problem[0], "manopt", step_size=0.0)
 
 
+@_needs("manopt")
+def test_manopt_loads_pymanopt_without_the_autodiff_frameworks_it_does_not_use():
+    """pymanopt imports torch when installed; the baseline's own gradient needs none, so a
+    job fitting manopt starts like one in an env without torch.  torch stays importable."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch not installed: nothing to keep out")
+    code = ("import sys, cbmm\nfrom cbmm.registry import get_method\nm = get_method('manopt')\n"
+            "m.load_software(m.check_options({}))\n"
+            "print('pymanopt' in sys.modules, 'torch' in sys.modules)\n"
+            "import torch\nprint(torch.tensor([1.0]).sum().item())")
+    probe = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
+                           text=True, timeout=300)
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == ["True", "False", "1.0"]
+
+
 # ---------------------------------------------------------------------------
 # py-irt
 # ---------------------------------------------------------------------------
@@ -415,6 +434,8 @@ def test_mirt_recovers_truth_on_the_sigma_scale():
 
 @_needs("mirt")
 def test_mirt_error_becomes_a_failed_result_with_its_message():
+    import pandas as pd
+
     y, *_ = simulate(100, 10, seed=1)
     y[:, 3] = 1.0
     with pytest.warns(cbmm.DegenerateDataWarning):
@@ -423,6 +444,25 @@ def test_mirt_error_becomes_a_failed_result_with_its_message():
     assert result.status.startswith("failed: mirt: ")
     assert "only one response category" in result.status
     assert np.isnan(result.theta).all() and np.isnan(result.a).all() and np.isnan(result.loss)
+    # the message names the user's item, not the name R was given
+    labelled = pd.DataFrame(y, columns=[str(j + 100) for j in range(10)])
+    with pytest.warns(cbmm.DegenerateDataWarning):
+        result = paper_fit(labelled, "mirt")
+    assert "item '103' (column 4)" in result.status and "item4" not in result.status
+
+
+def test_mirt_messages_name_the_users_items():
+    import pandas as pd
+
+    from cbmm.methods.mirt import user_item_names
+
+    labels = pd.Index([str(k) for k in range(100)])
+    text = "items have only one response category: item97, item1; see item100"
+    assert user_item_names(text, labels) == (
+        "items have only one response category: item '96' (column 97), item '0' (column 1); "
+        "see item '99' (column 100)")
+    assert user_item_names("item101 and itemized", labels) == "item101 and itemized"
+    assert user_item_names(text, None) == text
 
 
 def test_mirt_seed_mapping_covers_every_integer_seed():

@@ -23,7 +23,6 @@ from cbmm_workflow.plan import (
     CONVERGED,
     PAPER,
     Plan,
-    absent_frameworks,
     registered_envs,
 )
 

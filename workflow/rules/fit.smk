@@ -36,7 +36,6 @@ rule fit_simulation:
         method_modules=PLAN.method_modules,
         # a change of a user's method module reruns the fit jobs (their fits' keys change)
         method_code=METHOD_CODE,
-        absent_frameworks=lambda wc: absent_frameworks(wc.env),
     script:
         "../scripts/fit_simulation.py"
 
@@ -66,6 +65,5 @@ rule fit_real:
         progress_every=config["fit"]["progress_every"],
         method_modules=PLAN.method_modules,
         method_code=METHOD_CODE,
-        absent_frameworks=lambda wc: absent_frameworks(wc.env),
     script:
         "../scripts/fit_real.py"

@@ -24,7 +24,7 @@ log = start_log(snakemake.log[0], job="fit_real")
 use_job_threads(snakemake.threads)
 p, matrix = snakemake.params, snakemake.input.matrix
 import_method_modules(p.method_modules)
-load_method_software(p.units, p.absent_frameworks)
+load_method_software(p.units)
 log_start_up(log)
 with open(matrix, "rb") as stream:
     data_digest = hashlib.file_digest(stream, "sha256").hexdigest()

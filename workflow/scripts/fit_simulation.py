@@ -28,7 +28,7 @@ log = start_log(snakemake.log[0], job="fit_simulation")
 use_job_threads(snakemake.threads)
 p = snakemake.params
 import_method_modules(p.method_modules)
-load_method_software(p.units, p.absent_frameworks)
+load_method_software(p.units)
 log_start_up(log)
 
 

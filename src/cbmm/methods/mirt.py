@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 
 import numpy as np
@@ -42,7 +43,8 @@ from ..registry import MethodUnavailableError, register_method
 from ..result import SolverOutput
 from ._software import DROP_HINT, require_python_modules
 
-__all__ = ["R_INSTALL", "R_SEED_MODULUS", "availability", "r_seed", "seed_r", "solve"]
+__all__ = ["R_INSTALL", "R_SEED_MODULUS", "availability", "r_seed", "seed_r", "solve",
+           "user_item_names"]
 
 #: Command that installs the R package.
 R_INSTALL = "R -e 'install.packages(\"mirt\")'"
@@ -86,6 +88,22 @@ function(Y, a1_start, d_start, tol, ncycles) {
 """
 
 _FIT_FUNCTION = None
+
+#: How the R function names the columns it gives mirt (``item1`` .. ``itemJ``).
+_R_ITEM = re.compile(r"\bitem(\d+)\b")
+
+
+def user_item_names(text: str, labels) -> str:
+    """``text`` from R with its item names (``item97``, the 97th column) replaced by the
+    user's labels (``item '96' (column 97)``); unchanged without labels."""
+    if labels is None:
+        return text
+
+    def name(match):
+        k = int(match.group(1))
+        return f"item {str(labels[k - 1])!r} (column {k})" if 1 <= k <= len(labels) \
+            else match.group(0)
+    return _R_ITEM.sub(name, text)
 
 
 def _start_r():
@@ -211,9 +229,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     setup = time.perf_counter()
     y = responses.y
     n, j = y.shape
-    responses = np.where(y == 0, np.nan, (y > 0).astype(np.float64))
     with localconverter(default_converter + numpy2ri.converter) as cv:
-        r_responses = cv.py2rpy(responses)
+        r_responses = cv.py2rpy(np.where(y == 0, np.nan, (y > 0).astype(np.float64)))
         r_a1 = cv.py2rpy(np.asarray(a0, dtype=float) / sigma)
         r_d = cv.py2rpy(np.asarray(b0, dtype=float) / sigma)
     r_responses = ro.r("function(Y) { Y[is.nan(Y)] <- NA; Y }")(r_responses)
@@ -229,8 +246,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
     result = dict(zip(out.names, out, strict=True))
     info = {"setup_s": setup_s, "r_seed": seeded, "r_warnings": list(result["warnings"]),
             "r_output": "".join(console), "TOL": tol, "NCYCLES": max_iter}
+    info["r_warnings"] = [user_item_names(w, responses.col_labels) for w in info["r_warnings"]]
     if "error" in result:
-        message = " ".join(str(result["error"][0]).split())
+        message = user_item_names(" ".join(str(result["error"][0]).split()), responses.col_labels)
         return SolverOutput.failed(f"mirt: {message}", n, j, runtime_s=wall, info=info)
     info["marginal_loglik"] = float(result["loglik"][0])
     return SolverOutput(

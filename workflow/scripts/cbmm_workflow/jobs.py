@@ -126,29 +126,19 @@ def method_code(method: str, specs) -> str | None:
     return code_digest(specs, [own] if own else [])
 
 
-def load_method_software(units, absent=()) -> None:
+def load_method_software(units) -> None:
     """Load the software of the units' methods now, as cbmm.fit would at the first fit
-    of each method and options (:meth:`cbmm.registry.Method.load_software`).
-
-    The modules named in ``absent`` (frameworks the job's conda env lacks:
-    :func:`cbmm_workflow.plan.absent_frameworks`) cannot be imported meanwhile, so a
-    library that imports them only when installed skips them here as it would in that
-    env.  A method whose software is missing is left to cbmm.fit, which records each of
-    its fits as ``failed`` with the install command.
+    of each method and options (:meth:`cbmm.registry.Method.load_software`).  A method
+    whose software is missing is left to cbmm.fit, which records each of its fits as
+    ``failed`` with the install command.
     """
     settings = {(unit["method"], json.dumps(unit["options"], sort_keys=True)) for unit in units}
-    hidden = [name for name in absent if name not in sys.modules]
-    sys.modules.update(dict.fromkeys(hidden))  # None: importing them raises ImportError
-    try:
-        for name, options in sorted(settings):
-            method = get_method(name)
-            try:
-                method.load_software(method.check_options(json.loads(options)))
-            except (MethodUnavailableError, ImportError, ValueError):
-                pass
-    finally:
-        for name in hidden:
-            del sys.modules[name]
+    for name, options in sorted(settings):
+        method = get_method(name)
+        try:
+            method.load_software(method.check_options(json.loads(options)))
+        except (MethodUnavailableError, ImportError, ValueError):
+            pass
 
 
 def json_safe(value):

@@ -14,24 +14,17 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 import zlib
 from typing import NamedTuple
 
 import cbmm
 import numpy as np
-import yaml
 from cbmm.registry import get_method, method_order
 
 from . import paths
 from .config import math500_settings, method_modules, used_methods
 
 PAPER, CONVERGED = "paper", "converged"
-
-#: Frameworks that a method's library imports whenever they are installed, though the
-#: method does not use them: pymanopt loads torch as an autodiff back-end (1.3 CPU-s)
-#: while cBMM's Manopt passes analytic NumPy gradients.  {import name: package names}
-OPTIONAL_FRAMEWORKS = {"torch": {"torch", "pytorch"}}
 
 
 def pack(units, costs, target) -> list[list]:
@@ -63,19 +56,6 @@ def simulation_seed(base_seed: int, study: str, level, replicate: int) -> int:
 def registered_envs() -> list[str]:
     """The conda envs of the registered methods (user methods included)."""
     return sorted({get_method(m).env for m in cbmm.available_methods()})
-
-
-@functools.cache
-def absent_frameworks(env: str) -> list[str]:
-    """The :data:`OPTIONAL_FRAMEWORKS` that env file ``envs/<env>.yaml`` does not list.  A
-    batch job hides them while it loads its methods' software, as they would be absent
-    in that env under --sdm conda, so that one shared environment (.venv) costs the same
-    start-up."""
-    listed = set()
-    for dependency in yaml.safe_load(paths.env_file(env).read_text())["dependencies"]:
-        for spec in dependency["pip"] if isinstance(dependency, dict) else [dependency]:
-            listed.add(re.split(r"[\s=<>!\[]", spec.strip(), maxsplit=1)[0].lower())
-    return [name for name, packages in OPTIONAL_FRAMEWORKS.items() if not packages & listed]
 
 
 class RealFit(NamedTuple):

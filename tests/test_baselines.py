@@ -343,25 +343,6 @@ def test_manopt_options_are_validated(problem):
         paper_fit(problem[0], "manopt", step_size=0.0)
 
 
-@_needs("manopt")
-def test_manopt_loads_pymanopt_without_the_autodiff_frameworks_it_does_not_use():
-    """pymanopt imports torch when installed; the baseline's own gradient needs none, so a
-    job fitting manopt starts like one in an env without torch.  torch stays importable."""
-    import importlib.util
-    import subprocess
-
-    if importlib.util.find_spec("torch") is None:
-        pytest.skip("torch not installed: nothing to keep out")
-    code = ("import sys, cbmm\nfrom cbmm.registry import get_method\nm = get_method('manopt')\n"
-            "m.load_software(m.check_options({}))\n"
-            "print('pymanopt' in sys.modules, 'torch' in sys.modules)\n"
-            "import torch\nprint(torch.tensor([1.0]).sum().item())")
-    probe = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True,
-                           text=True, timeout=300)
-    assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.split() == ["True", "False", "1.0"]
-
-
 # ---------------------------------------------------------------------------
 # py-irt
 # ---------------------------------------------------------------------------

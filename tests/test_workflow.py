@@ -294,9 +294,9 @@ def test_every_job_logs_its_start_up(test_run):
 
 
 def test_a_batch_job_loads_manopt_without_the_torch_its_env_lacks():
-    """pymanopt imports torch whenever it is installed (1.3 s); a job of envs/core.yaml,
-    which has no torch, hides it while loading its methods, then torch is importable
-    again and Manopt fits."""
+    """pymanopt imports torch whenever it is installed; the Manopt baseline passes its own
+    gradient and loads pymanopt without it, so a batch job starts as it would in
+    envs/core.yaml, which has no torch; torch stays importable and Manopt fits."""
     pytest.importorskip("torch")
     pytest.importorskip("pymanopt")
     code = "\n".join([
@@ -305,7 +305,7 @@ def test_a_batch_job_loads_manopt_without_the_torch_its_env_lacks():
         "from cbmm_workflow.jobs import load_method_software",
         "units = [{'method': 'cbmm', 'options': {'accelerate': 'auto'}},",
         "         {'method': 'manopt', 'options': {}}]",
-        "load_method_software(units, ['torch'])",
+        "load_method_software(units)",
         "assert 'pymanopt' in sys.modules and 'torch' not in sys.modules",
         "assert 'scipy.optimize' in sys.modules  # the preload of accelerate='auto'",
         "y = cbmm.simulate.simulate(30, 20, seed=1).responses",

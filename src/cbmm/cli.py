@@ -63,28 +63,44 @@ def _method_options(method, pairs) -> dict:
     return method.check_options(options)
 
 
-def _fit_command(args) -> int:
-    import cbmm
-
+def _checked_method(args) -> dict:
+    """The options of ``--method`` from ``--option`` pairs, once its software is found."""
     from .registry import get_method
 
     method = get_method(args.method)
     options = _method_options(method, args.option)
-    if not args.isolate and args.timeout not in ("auto", None):
-        raise CliError("--timeout needs the worker process; drop it or --no-isolate")
     method.availability()
-    _check_output_folder(args.out, cbmm.FitResult.OUTPUT_FILES, "--out", args.force)
-    table = _read_responses(args)
-    responses = cbmm.as_responses(table, coding=args.coding, layout=args.layout,
-                                  source=str(args.responses))
-    result = cbmm.fit(responses, method=args.method, **fit_settings(args),
-                      timeout_s=args.timeout if args.isolate else None,
-                      isolate=args.isolate, verbose=args.verbose, **options)
+    return options
+
+
+def _responses(args):
+    """``--responses`` read and validated (:func:`cbmm.as_responses`)."""
+    from .responses import as_responses
+
+    return as_responses(_read_responses(args), coding=args.coding, layout=args.layout,
+                        source=str(args.responses))
+
+
+def _save_folder(result, args) -> None:
+    """``result.save`` into ``--out`` (checked before the computation)."""
     try:
         result.save(args.out, replace=args.force)
-    except FileExistsError as exc:  # another run wrote there since the check above
+    except FileExistsError as exc:  # another run wrote there since the check
         raise CliError(f"--out {args.out}: {exc.strerror}, written by another run meanwhile; "
                        "pass --force to replace it") from None
+
+
+def _fit_command(args) -> int:
+    import cbmm
+
+    if not args.isolate and args.timeout not in ("auto", None):
+        raise CliError("--timeout needs the worker process; drop it or --no-isolate")
+    options = _checked_method(args)
+    _check_output_folder(args.out, cbmm.FitResult.OUTPUT_FILES, "--out", args.force)
+    result = cbmm.fit(_responses(args), method=args.method, **fit_settings(args),
+                      timeout_s=args.timeout if args.isolate else None,
+                      isolate=args.isolate, verbose=args.verbose, **options)
+    _save_folder(result, args)
     print(f"{result.method}: {result.status} after {result.n_iter} iterations, "
           f"loss {result.loss:.6g}, {result.runtime_s:.3f} s -> {args.out}")
     return EXIT_FAILED if result.failed else 0
@@ -94,25 +110,15 @@ def _bootstrap_command(args) -> int:
     import cbmm
 
     from .bootstrap import BootstrapResult
-    from .registry import get_method
 
-    method = get_method(args.method)
-    options = _method_options(method, args.option)
-    method.availability()
+    options = _checked_method(args)
     _check_output_folder(args.out, BootstrapResult.OUTPUT_FILES, "--out", args.force)
-    table = _read_responses(args)
-    responses = cbmm.as_responses(table, coding=args.coding, layout=args.layout,
-                                  source=str(args.responses))
     settings = {k: v for k, v in fit_settings(args).items()
                 if k not in ("start", "n_starts", "se", "seed")}
-    result = cbmm.bootstrap(responses, n_boot=args.n_boot, resample=args.resample,
+    result = cbmm.bootstrap(_responses(args), n_boot=args.n_boot, resample=args.resample,
                             level=args.level, seed=args.seed, method=args.method,
                             **settings, **options)
-    try:
-        result.save(args.out, replace=args.force)
-    except FileExistsError as exc:  # another run wrote there since the check above
-        raise CliError(f"--out {args.out}: {exc.strerror}, written by another run meanwhile; "
-                       "pass --force to replace it") from None
+    _save_folder(result, args)
     print(f"{result.n_boot} replicates resampling {result.resample} ({result.n_failed} failed), a "
           f"{result.fit.status} {result.fit.method} fit, {result.runtime_s:.2f} s -> {args.out}")
     return 0
@@ -122,18 +128,12 @@ def _validate_command(args) -> int:
     import cbmm
 
     from .io import write_csv
-    from .registry import get_method
 
-    method = get_method(args.method)
-    options = _method_options(method, args.option)
-    method.availability()
+    options = _checked_method(args)
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--out", args.out))
-    table = _read_responses(args)
-    responses = cbmm.as_responses(table, coding=args.coding, layout=args.layout,
-                                  source=str(args.responses))
     settings = {k: v for k, v in fit_settings(args).items() if k != "seed"}
-    scores = cbmm.cross_validate(responses, args.method, folds=args.folds, seed=args.seed,
+    scores = cbmm.cross_validate(_responses(args), args.method, folds=args.folds, seed=args.seed,
                                  **settings, **options)
     write_csv(scores, args.out, float_format="%.17g")
     means = scores[["log_loss", "item_mean_log_loss", "auc", "item_mean_auc"]].mean()

@@ -19,12 +19,7 @@ from cbmm.registry import get_method
 from cbmm_workflow import paths, render
 from cbmm_workflow.jobs import code_digest
 from cbmm_workflow.store import mark_stale_batches, refit_marker
-from cbmm_workflow.plan import (
-    CONVERGED,
-    PAPER,
-    Plan,
-    registered_envs,
-)
+from cbmm_workflow.plan import CONVERGED, PAPER, Plan, registered_envs
 
 
 def checked_plan(config):

@@ -78,8 +78,7 @@ def _adaptive_command(args) -> int:
 
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
-    calibration = _calibration(args.items)
-    bank = ItemBank.of(calibration)
+    bank = ItemBank.of(_calibration(args.items))  # read, and its grid computed, once
     if args.max_items > len(bank):
         raise CliError(f"--max-items {args.max_items}: the calibration has {len(bank)} items")
     answers, labels = aligned_answers(_read_responses(args), bank, coding=args.coding,
@@ -89,7 +88,7 @@ def _adaptive_command(args) -> int:
     position = {label: j for j, label in enumerate(bank.labels)}
     rows = []
     for row, model in zip(answers, labels):
-        test = adaptive_test(lambda item, row=row: int(row[position[item]] > 0), calibration,
+        test = adaptive_test(lambda item, row=row: int(row[position[item]] > 0), bank,
                              pool=bank.labels[row != 0], se_target=args.se_target,
                              max_items=args.max_items, min_items=args.min_items,
                              candidates=args.candidates, exposure=exposure, seed=args.seed)

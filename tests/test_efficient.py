@@ -160,7 +160,7 @@ def test_anchors_of_identical_items_still_number_k():
     ({"k": 0}, "k must be an integer in \\[1, 200\\], got 0"),
     ({"k": 201}, "k must be an integer in \\[1, 200\\], got 201"),
     ({"k": 5, "strategy": "best"}, "strategy must be one of"),
-    ({"k": 5, "seed": -1}, "seed must be an integer >= 0"),
+    ({"k": 5, "seed": -1}, "seed must be a non-negative integer"),
 ])
 def test_select_items_names_a_bad_argument(simulated, kwargs, message):
     with pytest.raises(ValueError, match=message):

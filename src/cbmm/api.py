@@ -32,6 +32,7 @@ import warnings
 
 import numpy as np
 
+from ._checks import check_integer, check_positive
 from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
@@ -60,22 +61,6 @@ class DegenerateDataWarning(UserWarning):
 class ConvergenceWarning(UserWarning):
     """A fit is not an answer: stopped at ``max_iter``, short of a stationary point, or its
     starts disagree."""
-
-
-# ------------------------------------------------------------------ argument checks
-
-def _number(name, value, *, positive=True):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not math.isfinite(value) or (positive and value <= 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
-def _integer(name, value, *, minimum):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        what = "a non-negative integer" if minimum == 0 else f"an integer >= {minimum}"
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-    return int(value)
 
 
 #: fit's ``timeout_s``, declared once (the command line's ``--timeout`` and the
@@ -270,11 +255,11 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         starts disagree.
     """
     sigma = check_sigma(sigma)
-    tol = _number("tol", tol)
-    init_scale = _number("init_scale", init_scale)
-    max_iter = _integer("max_iter", max_iter, minimum=1)
-    seed = _integer("seed", seed, minimum=0)
-    verbose = _integer("verbose", verbose, minimum=0)
+    tol = check_positive("tol", tol)
+    init_scale = check_positive("init_scale", init_scale)
+    max_iter = check_integer("max_iter", max_iter, minimum=1)
+    seed = check_integer("seed", seed, minimum=0)
+    verbose = check_integer("verbose", verbose, minimum=0)
     for name, value in (("isolate", isolate), ("se", se)):
         if not isinstance(value, (bool, np.bool_)):
             raise ValueError(f"{name} must be True or False, got {value!r}")
@@ -288,7 +273,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     options = spec.check_options(method_options)
     if n_starts is None:
         n_starts = 3 if spec.minimises_loss else 1
-    n_starts = _integer("n_starts", n_starts, minimum=1)
+    n_starts = check_integer("n_starts", n_starts, minimum=1)
     for name, asked in (("se=True", se), (f"n_starts={n_starts}", n_starts > 1)):
         if asked and not spec.minimises_loss:
             raise ValueError(f"{name} needs a method that minimises loss (3) (cbmm, lbfgsb, "

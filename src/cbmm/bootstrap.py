@@ -160,22 +160,18 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     RuntimeError
         The replicates' worker died or ran out of time.
     """
-    import numbers
-
     import pandas as pd
 
+    from ._checks import check_integer, check_level
     from .api import check_timeout, fit, run_in_worker
     from .registry import get_method
     from .responses import as_responses
 
-    if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral) or n_boot < 2:
-        raise ValueError(f"n_boot must be an integer >= 2, got {n_boot!r}")
+    n_boot = check_integer("n_boot", n_boot, minimum=2)
     if resample not in RESAMPLE:
         raise ValueError(f"resample must be one of {list(RESAMPLE)}, got {resample!r}")
-    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    level = check_level(level)
+    seed = check_integer("seed", seed, minimum=0)
     if timeout_s == "auto":
         raise ValueError("bootstrap: timeout_s must be None (no limit) or a finite number of "
                          "seconds > 0, got 'auto'")

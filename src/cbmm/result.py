@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._checks import check_level
 from .io import file_record, write_with_manifest
 from .stopping import PAPER_TOL
 
@@ -292,8 +293,7 @@ class FitResult:
         import pandas as pd
         from scipy.stats import norm
 
-        if not (isinstance(level, (int, float)) and 0 < level < 1):
-            raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+        level = check_level(level)
         if not self.has_se:
             raise ValueError("this fit has no standard errors: fit with cbmm.fit(..., se=True)")
         z = float(norm.ppf(0.5 + level / 2))

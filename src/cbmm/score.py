@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._checks import check_integer, check_positive
 from .api import DegenerateDataWarning
 from .model import SIGMA_RANGE, check_sigma, expit
 from .responses import LONG_COLUMNS, Responses, as_responses
@@ -116,12 +117,8 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
 
     if prior not in PRIORS:
         raise ValueError(f"prior must be one of {list(PRIORS)}, got {prior!r}")
-    for name, value in (("tol", tol),):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    check_positive("tol", tol)
+    check_integer("max_iter", max_iter, minimum=1)
     table, calibrated_sigma, where = read_items(items)
     if sigma is None:
         sigma = 1.0 if calibrated_sigma is None else calibrated_sigma

@@ -21,12 +21,11 @@ so, e.g., the MCAR mask for a seed does not change the responses for that seed.
 from __future__ import annotations
 
 import json
-import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._checks import check_integer, check_positive
 from .io import atomic_path
 from .model import expit
 
@@ -129,10 +128,8 @@ def simulate(n_models: int = 1000, n_items: int = 1000, *, sigma: float = 1.0,
     Simulation
     """
     for name, value, low in (("n_models", n_models, 2), ("n_items", n_items, 1), ("seed", seed, 0)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    if not (isinstance(sigma, numbers.Real) and math.isfinite(sigma) and sigma > 0):
-        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
+        check_integer(name, value, minimum=low)
+    check_positive("sigma", sigma)
     if not 0 <= sparsity < 1:
         raise ValueError(f"sparsity must be in [0, 1), got {sparsity}")
     if missing not in MISSING_PATTERNS:

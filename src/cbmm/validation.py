@@ -10,7 +10,6 @@ registered method through the one ``fit`` interface.
 from __future__ import annotations
 
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -53,13 +52,12 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     """
     import pandas as pd
 
+    from ._checks import check_integer
     from .api import fit
     from .responses import as_responses
 
-    if isinstance(folds, bool) or not isinstance(folds, numbers.Integral) or folds < 2:
-        raise ValueError(f"folds must be an integer >= 2, got {folds!r}")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    folds = check_integer("folds", folds, minimum=2)
+    seed = check_integer("seed", seed, minimum=0)
     data = as_responses(responses, coding=fit_kwargs.pop("coding", None), storage="auto")
     rows, cols, values = _observed_cells(data)
     assignment = np.random.default_rng([seed, 0xcf]).permutation(rows.size) % folds

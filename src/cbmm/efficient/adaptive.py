@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from ..model import expit
-from .bank import _LOG_PRIOR, GRID, ItemBank, check_integer
-from .prediction import check_level, reconstruct
+from .._checks import check_integer, check_level, check_positive
+from .bank import _LOG_PRIOR, GRID, ItemBank
+from .prediction import reconstruct
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
@@ -167,9 +168,7 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     """
     if not callable(respond):
         raise ValueError(f"respond must be a function of an item label, got {respond!r}")
-    if isinstance(se_target, bool) or not isinstance(se_target, numbers.Real) \
-            or not (math.isfinite(se_target) and se_target > 0):
-        raise ValueError(f"se_target must be a finite number > 0, got {se_target!r}")
+    check_positive("se_target", se_target)
     if exposure is not None and not isinstance(exposure, ItemExposure):
         raise ValueError(f"exposure must be an ItemExposure or None, got {exposure!r}")
     level = check_level(level)

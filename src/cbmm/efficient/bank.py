@@ -18,7 +18,6 @@ probabilities, their variance) by one weighted sum.
 from __future__ import annotations
 
 import functools
-import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -31,7 +30,7 @@ from ..score import _aligned_responses, read_items
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "check_integer"]
+__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers"]
 
 #: Abilities at which posteriors are evaluated: the canonical scale (sd 1 over the
 #: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
@@ -42,17 +41,6 @@ _LOG_PRIOR = -0.5 * GRID ** 2
 #: Abilities of a population drawn as N(0, 1) quantiles, for a calibration given
 #: without its models' abilities (an ``items.csv``).
 _NORMAL_POPULATION = 200
-
-
-def check_integer(name: str, value, *, minimum: int, maximum: int | None = None) -> int:
-    """``value`` as an int, or a ValueError naming ``name`` and the allowed range."""
-    ok = not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= minimum
-    if ok and maximum is not None:
-        ok = value <= maximum
-    if not ok:
-        limit = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-        raise ValueError(f"{name} must be an integer {limit}, got {value!r}")
-    return int(value)
 
 
 @dataclass(frozen=True)

@@ -31,11 +31,10 @@ offset, it costs 0.0003-0.0005.
 
 from __future__ import annotations
 
-import math
-import numbers
 
 import numpy as np
 
+from .._checks import check_level
 from .bank import ItemBank, Posterior, aligned_answers
 
 __all__ = ["predict_accuracy", "reconstruct", "RESIDUAL_PRIOR_ITEMS"]
@@ -82,18 +81,11 @@ def predict_accuracy(responses, result, *, level: float = 0.95, coding: str | No
     """
     import pandas as pd
 
-    check_level(level)
+    level = check_level(level)
     bank = ItemBank.of(result)
     answers, labels = aligned_answers(responses, bank, coding=coding, layout=layout)
     columns = reconstruct(answers, bank, level)
     return pd.DataFrame(columns, index=pd.Index(labels, name="model"))
-
-
-def check_level(level) -> float:
-    if isinstance(level, bool) or not isinstance(level, numbers.Real) \
-            or not (math.isfinite(level) and 0 < level < 1):
-        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
-    return float(level)
 
 
 def reconstruct(answers: np.ndarray, bank: ItemBank, level: float = 0.95) -> dict:

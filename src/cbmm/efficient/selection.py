@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .bank import ItemBank, check_integer
+from .._checks import check_integer
+from .bank import ItemBank
 
 __all__ = ["select_items", "STRATEGIES"]
 

@@ -24,7 +24,8 @@ import warnings
 import numpy as np
 
 from .adaptive import ItemExposure, adaptive_test
-from .bank import ItemBank, Posterior, check_integer
+from .._checks import check_integer
+from .bank import ItemBank, Posterior
 from .prediction import reconstruct
 from .selection import select_items
 

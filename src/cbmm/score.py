@@ -42,7 +42,7 @@ from .result import FitResult, ResultFolderError, read_labelled_csv, read_result
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["score", "read_items", "PRIORS"]
+__all__ = ["score", "read_items", "aligned_responses", "PRIORS"]
 
 #: Allowed values of ``prior``.
 PRIORS = ("none", "normal")
@@ -128,9 +128,7 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         raise ValueError(f"sigma={sigma:g} contradicts the calibration's sigma="
                          f"{calibrated_sigma:g} ({where}); the scores would be on another scale")
 
-    if layout not in ("auto", "wide", "long"):
-        raise ValueError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
-    y, labels = _aligned_responses(responses, table, coding, layout)
+    y, labels = aligned_responses(responses, table, coding, layout)
     a, b = table["a"].to_numpy(float), table["b"].to_numpy(float)
     theta = np.empty(y.shape[0])
     se = np.empty(y.shape[0])
@@ -241,10 +239,13 @@ def _calibrated_sigma(value, where) -> float:
                          "was edited or damaged") from None
 
 
-def _aligned_responses(responses, table, coding, layout):
-    """The int8 +-1/0 matrix with one column per calibrated item, and the row labels."""
+def aligned_responses(responses, table, coding=None, layout="auto"):
+    """The int8 +-1/0 matrix with one column per calibrated item (the rows of ``table``),
+    and the row labels."""
     import pandas as pd
 
+    if layout not in ("auto", "wide", "long"):
+        raise ValueError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
     if isinstance(responses, pd.DataFrame) and (
             layout == "long" or layout == "auto" and set(LONG_COLUMNS) <= set(responses.columns)):
         responses = _long_to_wide(responses)

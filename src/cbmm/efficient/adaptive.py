@@ -22,9 +22,8 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from ..model import expit
 from .._checks import check_integer, check_level, check_positive
-from .bank import _LOG_PRIOR, GRID, ItemBank
+from .bank import _LOG_PRIOR, GRID, ItemBank, grid_moments
 from .prediction import reconstruct
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -227,14 +226,12 @@ def _pool(bank, pool) -> np.ndarray:
 
 def _moments(log_weights):
     weights = np.exp(log_weights - log_weights.max())
-    weights /= weights.sum()
-    mean = float(weights @ GRID)
-    return mean, math.sqrt(max(float(weights @ GRID ** 2) - mean * mean, 0.0))
+    mean, sd = grid_moments(weights / weights.sum())
+    return float(mean), float(sd)
 
 
 def _next_item(bank, theta, free, candidates, rng) -> int:
-    p = expit(theta * bank.slope + bank.intercept)
-    information = np.where(free, bank.slope ** 2 * p * (1.0 - p), -np.inf)
+    information = np.where(free, bank.information(theta), -np.inf)
     count = min(candidates, int(free.sum()))
     best = np.argpartition(-information, count - 1)[:count]
     return int(rng.choice(best))

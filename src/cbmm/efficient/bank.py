@@ -25,12 +25,12 @@ import numpy as np
 
 from ..model import expit
 from ..result import FitResult
-from ..score import _aligned_responses, read_items
+from ..score import aligned_responses, read_items
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers"]
+__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "grid_moments"]
 
 #: Abilities at which posteriors are evaluated: the canonical scale (sd 1 over the
 #: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
@@ -124,16 +124,10 @@ def aligned_answers(responses, bank: ItemBank, *, coding=None, layout="auto"):
     -1 wrong, 0 not answered), and the models' labels (as :func:`cbmm.score` aligns
     them: columns matched to the item labels as strings; an unknown column is an error
     naming it; a bank item the responses lack is not answered)."""
-    if layout not in ("auto", "wide", "long"):
-        raise ValueError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
-    table = _bank_table(bank)
-    return _aligned_responses(responses, table, coding, layout)
-
-
-def _bank_table(bank: ItemBank):
     import pandas as pd
 
-    return pd.DataFrame({"a": bank.a, "b": bank.b}, index=bank.labels)
+    table = pd.DataFrame({"a": bank.a, "b": bank.b}, index=bank.labels)
+    return aligned_responses(responses, table, coding, layout)
 
 
 class Posterior:
@@ -155,18 +149,24 @@ class Posterior:
     @property
     def mean(self) -> np.ndarray:
         """The posterior mean of each model's ability (EAP)."""
-        return self.weights @ GRID
+        return grid_moments(self.weights)[0]
 
     @property
     def sd(self) -> np.ndarray:
         """The posterior standard deviation of each model's ability."""
-        mean = self.mean
-        return np.sqrt(np.maximum(self.weights @ GRID ** 2 - mean ** 2, 0.0))
+        return grid_moments(self.weights)[1]
 
     def answered_sums(self, values: np.ndarray) -> np.ndarray:
         """``models x grid``: for each model and grid ability, the sum of ``values``
         (``J x grid``) over the items the model answered."""
         return np.asarray(self.answered @ values)
+
+
+def grid_moments(weights):
+    """Mean and standard deviation of the ability under posterior ``weights`` on
+    :data:`GRID` (the last axis; each row sums to 1)."""
+    mean = weights @ GRID
+    return mean, np.sqrt(np.maximum(weights @ GRID ** 2 - mean ** 2, 0.0))
 
 
 def _indicators(answers: np.ndarray):

@@ -415,8 +415,9 @@ def _solve_starts(spec, data, starts, settings, options, verbose, penalty) -> So
 
 
 def _objective(out, data, sigma, penalty) -> float:
-    """Loss (3) plus the penalty at a solver output (NaN if it failed)."""
-    if out.status.startswith("failed") or _malformed(out, *data.shape) \
+    """Loss (3) plus the penalty at an output of :func:`_solve` (well formed, or failed);
+    NaN if it failed or holds non-finite values."""
+    if out.status.startswith("failed") \
             or not all(np.isfinite(v).all() for v in (out.theta, out.a, out.b)):
         return math.nan
     theta, a, b = (np.asarray(v, dtype=float) for v in (out.theta, out.a, out.b))
@@ -573,11 +574,12 @@ def _with_set_aside(result, data, core, kept) -> FitResult:
     item_side = _side(data.take(rows, out_cols).accuracy(axis=0)) if out_cols.size else []
 
     def spread(values, index, size, fill, at, name, labels):
+        if values is None:  # no standard errors
+            return None
         full = np.full(size, np.nan)
-        if values is not None:
-            full[index] = np.asarray(values, dtype=float)
-            full[at] = fill
-        return _label(full, labels, name) if values is not None else None
+        full[index] = np.asarray(values, dtype=float)
+        full[at] = fill
+        return _label(full, labels, name)
 
     theta = spread(result.theta, rows, n, model_side, out_rows, "theta", data.row_labels)
     a = spread(result.a, cols, j, np.nan, out_cols, "a", data.col_labels)

@@ -96,16 +96,14 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
     values = table.to_numpy(dtype=float)
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
-        truth = values[held]
+        truth, coded = _held_answers(values, held)
         accuracy = np.nanmean(truth, axis=1)
         for k in (k for k in ks if k < truth.shape[1]):
             for strategy in strategies:
                 chosen = bank.labels.get_indexer(
                     select_items(result, k, strategy, seed=seed + split))
-                answers = np.zeros(truth.shape, dtype=np.int8)
-                observed = truth[:, chosen]
-                answers[:, chosen] = np.where(np.isnan(observed), 0,
-                                              np.where(observed > 0, 1, -1))
+                answers = np.zeros(coded.shape, dtype=np.int8)
+                answers[:, chosen] = coded[:, chosen]
                 predicted = reconstruct(answers, bank)
                 rows.append(pd.DataFrame({
                     "split": split, "k": k, "strategy": strategy,
@@ -113,7 +111,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
                     "predicted": predicted["accuracy"], "lower": predicted["lower"],
                     "upper": predicted["upper"]}))
                 if strategy == "random":
-                    mean = np.nanmean(observed, axis=1)
+                    mean = np.nanmean(truth[:, chosen], axis=1)
                     rows.append(pd.DataFrame({
                         "split": split, "k": k, "strategy": BASELINE,
                         "model": table.index[held], "accuracy": accuracy, "predicted": mean,
@@ -158,8 +156,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     values = table.to_numpy(dtype=float)
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
-        truth = values[held]
-        coded = np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
+        truth, coded = _held_answers(values, held)
         theta_full = Posterior(coded, bank).mean
         order = np.random.default_rng([seed, split]).permutation(len(held))
         for max_exposure in max_exposures:
@@ -181,6 +178,13 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                         "predicted": test.accuracy, "accuracy": float(np.nanmean(truth[i])),
                         "stop": test.stop, "items": " ".join(map(str, test.items))})
     return pd.DataFrame(rows)
+
+
+def _held_answers(values, held):
+    """The held-out models' rows of a 1 / 0 / NaN matrix, and the same coded +1 / -1 / 0
+    (int8), as the bank's functions read answers."""
+    truth = values[held]
+    return truth, np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
 
 
 def summarise_selection(rows):

@@ -3,6 +3,7 @@ truth is known, adaptive tests driven by simulated answers with fixed seeds, the
 planted mislabels."""
 
 import warnings
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -247,6 +248,21 @@ def test_the_same_seed_gives_the_same_test():
     assert first.items != cbmm.adaptive_test(answers.__getitem__, items, seed=8).items
 
 
+def test_one_generator_draws_anew_for_each_test_of_a_series():
+    # models that answer alike get the same test from one int seed, but not from one stream
+    items = true_bank()
+    answers = simulated_model(items, 0.4, seed=1)
+    alike = [cbmm.adaptive_test(answers.__getitem__, items, seed=3).items for _ in range(5)]
+    assert all(test == alike[0] for test in alike)
+    draws = np.random.default_rng(3)
+    series = [cbmm.adaptive_test(answers.__getitem__, items, seed=draws).items
+              for _ in range(5)]
+    assert len({test[0] for test in series}) > 1  # even the first item differs
+    again = np.random.default_rng(3)
+    assert series == [cbmm.adaptive_test(answers.__getitem__, items, seed=again).items
+                      for _ in range(5)]
+
+
 def test_exposure_control_caps_each_items_share_of_the_tests():
     items = true_bank()
     exposure = cbmm.ItemExposure(max_rate=0.1, planned_tests=30)
@@ -349,8 +365,14 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     summary = study.summarise_selection(rows)
     assert set(summary.columns) >= {"k", "strategy", "mae", "mae_sd", "rmse", "coverage"}
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
-    adaptive = study.adaptive_study(small, calibrated[:1], se_targets=[0.3],
+    adaptive = study.adaptive_study(small, calibrated, se_targets=[0.3],
                                     max_exposures=[None, 0.2], max_items=20)
-    assert len(adaptive) == 120 and (adaptive["n_items"] <= 20).all()
+    assert len(adaptive) == 240 and (adaptive["n_items"] <= 20).all()
+    assert adaptive.groupby(["max_exposure", "split"], dropna=False).size().eq(60).all()
     summary = study.summarise_adaptive(adaptive).set_index("max_exposure")
+    # exposure is shared by the tests of both splits: counted over all 120
+    for limit, tests in adaptive.groupby("max_exposure", dropna=False):
+        uses = Counter(item for given in tests["items"] for item in given.split())
+        assert summary.loc[limit, "exposure"] == max(uses.values()) / 120
     assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]
+    assert (summary["n_tests"] == 120).all()

@@ -83,6 +83,24 @@ def test_adaptive_answers_from_the_file_and_only_what_it_holds(calibrated, capsy
     assert given.max() <= 5  # at most half of the 10 tests
 
 
+def test_adaptive_tests_of_a_file_draw_anew_for_each_model(calibrated, capsys, tmp_path):
+    # ten models with the same answers: one seed, one stream, so not ten equal tests
+    folder, table = calibrated
+    answers = pd.concat([table.iloc[[300]]] * 10)
+    answers.index = [f"copy{i}" for i in range(10)]
+    answers.to_csv(tmp_path / "answers.csv")
+    outputs = []
+    for name in ("first.csv", "again.csv"):
+        status, _, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                            "--items", folder / "fit", "--max-items", 10, "--seed", 4,
+                            "--out", tmp_path / name)
+        assert status == 0
+        outputs.append((tmp_path / name).read_bytes())
+    assert outputs[0] == outputs[1]
+    tests = pd.read_csv(tmp_path / "first.csv", index_col="model")
+    assert tests["items"].str.split().str[0].nunique() > 1
+
+
 @pytest.mark.parametrize("args,message", [
     (["select", "--k", "61"], "k must be an integer in [1, 60], got 61"),
     (["select", "--k", "0"], "--k: expected an integer >= 1"),

@@ -34,9 +34,10 @@ __all__ = ["adaptive_test", "AdaptiveTest", "ItemExposure", "STOPS", "ADAPTIVE_D
 #: Why a test stopped.
 STOPS = ("se_target", "max_items", "no item left")
 #: Defaults of :func:`adaptive_test` (and ``cbmm adaptive``): on MATH-500's held-out models
-#: an SE target of 0.125 takes 33 items on average for an ability within 0.154 (mean
-#: absolute difference) of the one from all 500 answers (docs/efficiency.md).
-ADAPTIVE_DEFAULTS = {"se_target": 0.125, "max_items": 50, "min_items": 5, "candidates": 5}
+#: (140 tests, three seeds) an SE target of 0.1 takes 34 items on average for an ability
+#: within 0.145-0.152 (mean absolute difference) of the one from all 500 answers; on
+#: LaRT's MATH-500 28 items, 0.152-0.162 (docs/efficiency.md).
+ADAPTIVE_DEFAULTS = {"se_target": 0.1, "max_items": 50, "min_items": 5, "candidates": 5}
 
 
 @dataclass
@@ -125,7 +126,7 @@ def adaptive_test(respond: Callable, result, *, pool=None,
                   min_items: int = ADAPTIVE_DEFAULTS["min_items"],
                   candidates: int = ADAPTIVE_DEFAULTS["candidates"],
                   exposure: ItemExposure | None = None,
-                  level: float = 0.95, seed: int = 0) -> AdaptiveTest:
+                  level: float = 0.95, seed=0) -> AdaptiveTest:
     """Test one model adaptively: ask ``respond(item)`` for one item at a time.
 
     Parameters
@@ -153,8 +154,10 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         in it.
     level : float
         Coverage of the accuracy's interval.
-    seed : int
-        Seed of the randomesque draws.
+    seed : int or numpy.random.Generator
+        The randomesque draws: an int seeds them for this test alone (tests of models
+        that answer alike then give the same items); pass one Generator to a series of
+        tests so that each draws anew, as ``cbmm adaptive`` does for the models of a file.
 
     Returns
     -------
@@ -175,7 +178,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     max_items = check_integer("max_items", max_items, minimum=1, maximum=len(bank))
     min_items = check_integer("min_items", min_items, minimum=1)
     candidates = check_integer("candidates", candidates, minimum=1)
-    rng = np.random.default_rng(check_integer("seed", seed, minimum=0))
+    rng = seed if isinstance(seed, np.random.Generator) \
+        else np.random.default_rng(check_integer("seed", seed, minimum=0))
 
     free = _pool(bank, pool)
     if exposure is not None:

@@ -70,6 +70,7 @@ def _predict_command(args) -> int:
 
 
 def _adaptive_command(args) -> int:
+    import numpy as np
     import pandas as pd
 
     from ..io import write_csv
@@ -86,12 +87,13 @@ def _adaptive_command(args) -> int:
     exposure = None if args.max_exposure is None \
         else ItemExposure(args.max_exposure, len(labels))
     position = {label: j for j, label in enumerate(bank.labels)}
+    draws = np.random.default_rng(args.seed)  # one stream: each model's test draws anew
     rows = []
     for row, model in zip(answers, labels):
         test = adaptive_test(lambda item, row=row: int(row[position[item]] > 0), bank,
                              pool=bank.labels[row != 0], se_target=args.se_target,
                              max_items=args.max_items, min_items=args.min_items,
-                             candidates=args.candidates, exposure=exposure, seed=args.seed)
+                             candidates=args.candidates, exposure=exposure, seed=draws)
         rows.append({"model": model, "theta": test.theta, "se": test.se,
                      "n_items": len(test.items), "accuracy": test.accuracy,
                      "lower": test.lower, "upper": test.upper, "stop": test.stop,
@@ -180,7 +182,9 @@ def register(sub, add_input) -> None:
     adaptive.add_argument("--max-exposure", type=_number(0.0, 1.0, high_open=False),
                           help="share of the file's models that may be given one item "
                                "(default: no exposure control)")
-    adaptive.add_argument("--seed", type=_integer(0), default=0, help="seed (default 0)")
+    adaptive.add_argument("--seed", type=_integer(0), default=0,
+                          help="seed of the draws among the candidates, one stream for the "
+                               "file's models in order (default 0)")
     adaptive.set_defaults(handler=_adaptive_command)
 
     audit = sub.add_parser("audit", help="flag items that are not identified, uninformative, "

@@ -10,7 +10,8 @@ The models are split at random into calibration and held-out models (``splits`` 
   items, beside the baseline of the mean of k random items (``random_mean``, the same
   draw as the ``random`` strategy);
 * :func:`adaptive_study`: each held-out model takes an adaptive test with its own answers
-  (for each SE target), compared with its ability from all its answers (the same
+  (for each SE target and exposure setting; the tests of all splits in one stream, with
+  one exposure control), compared with its ability from all its answers (the same
   posterior mean, every item answered).
 
 :func:`summarise_selection` and :func:`summarise_adaptive` reduce the per-model rows to
@@ -124,6 +125,13 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                    seed: int = 0):
     """Adaptive tests of held-out models driven by their own answers.
 
+    For each exposure setting and SE target, the held-out models of every split take
+    their tests in one random order, as a stream of new models would: one random stream
+    draws among the candidates, and with exposure control one :class:`ItemExposure`
+    counts the uses of each item over all these tests (a split's few held-out models
+    alone cannot share a 10 % cap: 28 tests allow each of 500 items twice, 1,000 uses
+    for 28 tests of 41 items).
+
     Parameters
     ----------
     table : pandas.DataFrame
@@ -134,8 +142,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     se_targets : list of float
         SE targets of :func:`cbmm.adaptive_test`, one test per model and target.
     max_exposures : list of float or None
-        Exposure settings, one set of tests each: the held-out models of a split (in random
-        order) share an :class:`ItemExposure` with this rate; None: no exposure control.
+        Exposure settings, one set of tests each: the largest share of the tests that
+        may give one item (:class:`ItemExposure`); None: no exposure control.
     max_items, min_items, candidates
         As for :func:`cbmm.adaptive_test` (``max_items`` at most the number of items).
     seed : int
@@ -144,7 +152,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     Returns
     -------
     pandas.DataFrame
-        One row per split, exposure setting, SE target and held-out model: ``split,
+        One row per exposure setting, SE target and test, in the order given: ``split,
         max_exposure`` (NaN: none), ``se_target, model, n_items, theta, se, theta_full``
         (posterior mean from all the model's answers), ``theta_error`` (``theta -
         theta_full``), ``predicted`` (accuracy), ``accuracy`` (over all its answers),
@@ -152,31 +160,34 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     """
     import pandas as pd
 
-    rows = []
+    seed = check_integer("seed", seed, minimum=0)
     values = table.to_numpy(dtype=float)
-    for split, (held, result) in enumerate(calibrated):
+    splits = []
+    for held, result in calibrated:
         bank = ItemBank.of(result)
         truth, coded = _held_answers(values, held)
-        theta_full = Posterior(coded, bank).mean
-        order = np.random.default_rng([seed, split]).permutation(len(held))
-        for max_exposure in max_exposures:
-            for se_target in se_targets:
-                exposure = None if max_exposure is None else ItemExposure(max_exposure,
-                                                                          len(held))
-                for i in order:
-                    test = adaptive_test(
-                        lambda label, row=coded[i]: int(row[bank.labels.get_loc(label)] > 0),
-                        bank, pool=bank.labels[coded[i] != 0], se_target=se_target,
-                        max_items=min(max_items, len(bank)), min_items=min_items,
-                        candidates=candidates, exposure=exposure, seed=seed + split)
-                    rows.append({
-                        "split": split,
-                        "max_exposure": np.nan if max_exposure is None else max_exposure,
-                        "se_target": se_target, "model": table.index[held[i]],
-                        "n_items": len(test.items), "theta": test.theta, "se": test.se,
-                        "theta_full": theta_full[i], "theta_error": test.theta - theta_full[i],
-                        "predicted": test.accuracy, "accuracy": float(np.nanmean(truth[i])),
-                        "stop": test.stop, "items": " ".join(map(str, test.items))})
+        splits.append((held, bank, truth, coded, Posterior(coded, bank).mean))
+    tests = [(split, i) for split, (held, *_) in enumerate(splits) for i in range(len(held))]
+    order = np.random.default_rng([seed, 0]).permutation(len(tests))
+    rows = []
+    for setting, (max_exposure, se_target) in enumerate(
+            (e, t) for e in max_exposures for t in se_targets):
+        exposure = None if max_exposure is None else ItemExposure(max_exposure, len(tests))
+        draws = np.random.default_rng([seed, 1, setting])
+        for split, i in (tests[t] for t in order):
+            held, bank, truth, coded, theta_full = splits[split]
+            test = adaptive_test(
+                lambda label, row=coded[i], bank=bank: int(row[bank.labels.get_loc(label)] > 0),
+                bank, pool=bank.labels[coded[i] != 0], se_target=se_target,
+                max_items=min(max_items, len(bank)), min_items=min_items,
+                candidates=candidates, exposure=exposure, seed=draws)
+            rows.append({
+                "split": split, "max_exposure": np.nan if max_exposure is None else max_exposure,
+                "se_target": se_target, "model": table.index[held[i]],
+                "n_items": len(test.items), "theta": test.theta, "se": test.se,
+                "theta_full": theta_full[i], "theta_error": test.theta - theta_full[i],
+                "predicted": test.accuracy, "accuracy": float(np.nanmean(truth[i])),
+                "stop": test.stop, "items": " ".join(map(str, test.items))})
     return pd.DataFrame(rows)
 
 
@@ -209,22 +220,25 @@ def summarise_selection(rows):
 
 def summarise_adaptive(rows):
     """Per exposure setting and SE target: mean and largest ``n_items``, ``theta_mae``
-    (against the full-data ability), ``accuracy_mae`` and ``exposure`` (the largest share
-    of a split's tests that gave one item, mean over splits)."""
+    (against the full-data ability) and its standard error ``theta_mae_se`` (over the
+    tests), ``accuracy_mae``, ``exposure`` (the largest share of the tests that gave one
+    item) and ``n_tests``."""
     keys = ["max_exposure", "se_target"]
     frame = rows.assign(abs_theta=rows["theta_error"].abs(),
                         abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs())
-    out = frame.groupby(keys, dropna=False).agg(
+    grouped = frame.groupby(keys, dropna=False)
+    out = grouped.agg(
         n_items=("n_items", "mean"), max_items=("n_items", "max"),
-        theta_mae=("abs_theta", "mean"), accuracy_mae=("abs_accuracy", "mean"))
-    exposure = rows.groupby([*keys, "split"], dropna=False)["items"].apply(_largest_exposure)
-    out["exposure"] = exposure.groupby(level=keys, dropna=False).mean()
+        theta_mae=("abs_theta", "mean"), theta_mae_se=("abs_theta", "sem"),
+        accuracy_mae=("abs_accuracy", "mean"))
+    out["exposure"] = grouped["items"].apply(_largest_exposure)
+    out["n_tests"] = grouped.size()
     return out.reset_index()
 
 
 def _largest_exposure(items):
     counts = {}
-    for given in items:
+    for given in items.fillna(""):  # a test given no item (read back from a CSV: NaN)
         for label in given.split():
             counts[label] = counts.get(label, 0) + 1
-    return max(counts.values()) / len(items)
+    return max(counts.values(), default=0) / len(items)

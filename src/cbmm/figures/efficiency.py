@@ -113,8 +113,9 @@ def caption(config_summary: dict | None = None) -> str:
             "models' predicted full-benchmark accuracy (cbmm.predict_accuracy) from k items "
             "chosen by each strategy of cbmm.select_items on the calibration fit, mean and sd "
             "over the splits, beside the mean of k random items. Right: adaptive tests of "
-            "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting; "
-            "light dots one test, dark the mean per SE target): items given against the "
-            "absolute difference between the test's ability and the ability from all of the "
-            "model's answers (errors above 1 drawn at the top edge). Dotted line and star: "
+            "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting, "
+            "the held-out models of every split in one stream; light dots one test, dark the "
+            "mean per SE target): items given against the absolute difference between the "
+            "test's ability and the ability from all of the model's answers (errors above 1 "
+            "drawn at the top edge). Dotted line and star: "
             "tinyBenchmarks' and ATLAS's published figures on other benchmarks.")

@@ -69,6 +69,7 @@ def test_adaptive_answers_from_the_file_and_only_what_it_holds(calibrated, capsy
     folder, table = calibrated
     answers = table.iloc[300:310].copy()
     answers.iloc[0, 30:] = np.nan  # the first model answered only 30 items
+    answers.iloc[1, 3:] = np.nan  # and the second 3: too few for the SE target
     answers.to_csv(tmp_path / "answers.csv")
     status, out, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
                           "--items", folder / "fit", "--se-target", 0.3, "--max-items", 40,
@@ -81,6 +82,9 @@ def test_adaptive_answers_from_the_file_and_only_what_it_holds(calibrated, capsy
                                                                         adaptive.STOPS)
     given = pd.Series([i for row in tests["items"] for i in row.split()]).value_counts()
     assert given.max() <= 5  # at most half of the 10 tests
+    assert tests.loc["m301", "n_items"] == 3 and tests.loc["m301", "stop"] == "no item left"
+    short = int((tests["stop"] == "no item left").sum())
+    assert f"{short} test(s) ran out of items before the SE target" in out
 
 
 def test_adaptive_tests_of_a_file_draw_anew_for_each_model(calibrated, capsys, tmp_path):

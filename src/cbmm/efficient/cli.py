@@ -101,6 +101,12 @@ def _adaptive_command(args) -> int:
     write_csv(pd.DataFrame(rows), args.out, float_format="%.17g")
     used = sum(r["n_items"] for r in rows) / len(rows)
     print(f"tested {len(rows)} model(s) adaptively, {used:.1f} items on average -> {args.out}")
+    short = sum(r["stop"] == "no item left" for r in rows)
+    if short:
+        print(f"{short} test(s) ran out of items before the SE target (column stop: the "
+              "file's answers for the model" + (", or the items --max-exposure allows,"
+                                                if exposure is not None else "")
+              + " were all given)")
     return 0
 
 

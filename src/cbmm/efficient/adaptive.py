@@ -216,6 +216,15 @@ def adaptive_test(respond: Callable, result, *, pool=None,
                         stop=stop, trace=_trace_table(trace))
 
 
+
+def replayed_test(answers: np.ndarray, bank: ItemBank, **options) -> AdaptiveTest:
+    """:func:`adaptive_test` of a model whose answers are known: ``answers`` is its int8
+    row aligned with ``bank`` (+1 correct, -1 wrong, 0 not answered); only the items it
+    answered can be given.  ``options`` as for :func:`adaptive_test`."""
+    return adaptive_test(lambda label: int(answers[bank.labels.get_loc(label)] > 0), bank,
+                         pool=bank.labels[answers != 0], **options)
+
+
 def _pool(bank, pool) -> np.ndarray:
     if pool is None:
         return np.ones(len(bank), dtype=bool)

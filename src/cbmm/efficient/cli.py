@@ -74,7 +74,7 @@ def _adaptive_command(args) -> int:
     import pandas as pd
 
     from ..io import write_csv
-    from .adaptive import ItemExposure, adaptive_test
+    from .adaptive import ItemExposure, replayed_test
     from .bank import ItemBank, aligned_answers
 
     _check_output_file(args.out, "--out", args.force)
@@ -86,14 +86,12 @@ def _adaptive_command(args) -> int:
                                       layout=args.layout)
     exposure = None if args.max_exposure is None \
         else ItemExposure(args.max_exposure, len(labels))
-    position = {label: j for j, label in enumerate(bank.labels)}
     draws = np.random.default_rng(args.seed)  # one stream: each model's test draws anew
     rows = []
     for row, model in zip(answers, labels):
-        test = adaptive_test(lambda item, row=row: int(row[position[item]] > 0), bank,
-                             pool=bank.labels[row != 0], se_target=args.se_target,
-                             max_items=args.max_items, min_items=args.min_items,
-                             candidates=args.candidates, exposure=exposure, seed=draws)
+        test = replayed_test(row, bank, se_target=args.se_target, max_items=args.max_items,
+                             min_items=args.min_items, candidates=args.candidates,
+                             exposure=exposure, seed=draws)
         rows.append({"model": model, "theta": test.theta, "se": test.se,
                      "n_items": len(test.items), "accuracy": test.accuracy,
                      "lower": test.lower, "upper": test.upper, "stop": test.stop,

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from .adaptive import ItemExposure, adaptive_test
+from .adaptive import ItemExposure, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
 from .prediction import reconstruct
@@ -176,11 +176,9 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
             held, bank, truth, coded, theta_full = splits[split]
-            test = adaptive_test(
-                lambda label, row=coded[i], bank=bank: int(row[bank.labels.get_loc(label)] > 0),
-                bank, pool=bank.labels[coded[i] != 0], se_target=se_target,
-                max_items=min(max_items, len(bank)), min_items=min_items,
-                candidates=candidates, exposure=exposure, seed=draws)
+            test = replayed_test(coded[i], bank, se_target=se_target,
+                                 max_items=min(max_items, len(bank)), min_items=min_items,
+                                 candidates=candidates, exposure=exposure, seed=draws)
             rows.append({
                 "split": split, "max_exposure": np.nan if max_exposure is None else max_exposure,
                 "se_target": se_target, "model": table.index[held[i]],

@@ -6,11 +6,12 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
 * **selection**: MAE of the held-out models' predicted accuracy (``cbmm.predict_accuracy``)
   from k items of each strategy of ``cbmm.select_items``, beside the mean of k random
   items; target MAE <= 0.015 at k = 100 (tinyBenchmarks: 0.016 on MMLU);
-* **adaptive**: adaptive tests of the held-out models with their own answers, per SE
-  target, without and with exposure control (the tests of every split in one stream, one
-  exposure count); target (ATLAS): within 0.157 of the
-  full-data ability (mean absolute difference) with <= 41 items on average and item
-  exposure below 10 % (counted as at most 10 %: the cap of ``ItemExposure(0.1)``);
+* **adaptive**: adaptive tests of the held-out models with their own answers
+  (``cbmm.adaptive_test``'s defaults), per SE target, without and with exposure control
+  (the tests of every split in one stream, one exposure count), averaged over
+  ``--adaptive-seeds`` random streams; target (ATLAS): within 0.157 of the full-data
+  ability (mean absolute difference) with <= 41 items on average and item exposure below
+  10 % (the cap is ``ItemExposure(0.099)``: one of 0.1 allows exactly 10 %);
 * **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models.
 
 Then the planted-mislabel check: 5 % of the items of a matrix get reversed answers;
@@ -24,7 +25,7 @@ of ``standin_suites.py``): simulated, so the 2PL holds exactly.
 Usage::
 
     python benchmarks/bench_efficiency.py [--lart /tmp/realdata] [--shapes 2211x541,...]
-        [--splits 5] [--shape-splits 2]
+        [--splits 5] [--shape-splits 2] [--adaptive-seeds 3]
 """
 
 from __future__ import annotations
@@ -42,11 +43,14 @@ from standin_suites import parameters
 
 import cbmm
 from cbmm.efficient import FLAGS, STRATEGIES, study
+from cbmm.efficient.adaptive import ADAPTIVE_DEFAULTS
 from cbmm.simulate import simulate
 
 #: The issue's targets.
 MAE_TARGET, MAE_TARGET_K = 0.015, 100
 ATLAS_ITEMS, ATLAS_THETA_MAE, EXPOSURE_TARGET = 41, 0.157, 0.10
+#: The exposure cap of the adaptive tests: below EXPOSURE_TARGET, not at it.
+EXPOSURE_CAP = 0.099
 RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
 #: LaRT files read with --lart (rows models, columns items, 0/1) and their labels.
 LART_FILES = {"LaRT MATH-500 (158 x 500)": "lart_accuracy_math500.csv",
@@ -101,14 +105,19 @@ def selection_table(name, table, calibrated, args):
 
 def adaptive_table(name, table, calibrated, args, se_targets):
     started = time.perf_counter()
-    tests = study.adaptive_study(table, calibrated, se_targets=se_targets,
-                                 max_exposures=[None, 0.1],
-                                 max_items=min(args.max_items, table.shape[1]), seed=args.seed)
-    summary = study.summarise_adaptive(tests)
-    print(f"\n{name}: adaptive tests ({len(calibrated)} splits, "
-          f"{time.perf_counter() - started:.0f} s); "
-          "exposure: largest share of the tests (every split's, in one stream) given one "
-          "item; theta_mae_se: its standard error over the tests")
+    summaries = [study.summarise_adaptive(study.adaptive_study(
+        table, calibrated, se_targets=se_targets, max_exposures=[None, EXPOSURE_CAP],
+        max_items=min(args.max_items, table.shape[1]), seed=args.seed + draw))
+        for draw in range(args.adaptive_seeds)]
+    keys = ["max_exposure", "se_target"]
+    summary = pd.concat(summaries).groupby(keys, dropna=False, sort=False).agg(
+        {column: "max" if column in ("max_items", "exposure") else "mean"
+         for column in summaries[0].columns.drop(keys)}).reset_index()
+    print(f"\n{name}: adaptive tests ({len(calibrated)} splits, {args.adaptive_seeds} "
+          f"random streams, {time.perf_counter() - started:.0f} s); means over the streams "
+          "but exposure and max_items (the largest); exposure: largest share of the tests "
+          "(every split's, in one stream) given one item; theta_mae_se: its standard error "
+          "over the tests of one stream")
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     for limit, rows in summary.groupby("max_exposure", dropna=False):
         within = rows[rows["n_items"] <= ATLAS_ITEMS]
@@ -117,12 +126,12 @@ def adaptive_table(name, table, calibrated, args, se_targets):
             print(f"  {setting}: no SE target within {ATLAS_ITEMS} items on average")
             continue
         row = within.sort_values("theta_mae").iloc[0]
-        met = row["theta_mae"] <= ATLAS_THETA_MAE and row["exposure"] <= EXPOSURE_TARGET
+        met = row["theta_mae"] <= ATLAS_THETA_MAE and row["exposure"] < EXPOSURE_TARGET
         print(f"  {setting}: SE {row['se_target']:g}, {row['n_items']:.1f} items, theta MAE "
               f"{row['theta_mae']:.3f} (+- {row['theta_mae_se']:.3f}), "
               f"exposure {row['exposure']:.3f}: "
               f"{'meets' if met else 'misses'} ATLAS ({ATLAS_ITEMS} items, "
-              f"{ATLAS_THETA_MAE}, exposure <= {EXPOSURE_TARGET:.0%})")
+              f"{ATLAS_THETA_MAE}, exposure < {EXPOSURE_TARGET:.0%})")
 
 
 def audit_line(name, table):
@@ -170,7 +179,9 @@ def main() -> None:
                         help="splits of the simulated shapes (default 2: minutes each)")
     parser.add_argument("--se-targets", type=lambda s: [float(v) for v in s.split(",")],
                         default=[0.1, 0.125, 0.15, 0.2, 0.3])
-    parser.add_argument("--max-items", type=int, default=100)
+    parser.add_argument("--max-items", type=int, default=ADAPTIVE_DEFAULTS["max_items"])
+    parser.add_argument("--adaptive-seeds", type=int, default=3,
+                        help="random streams of adaptive tests per data set (default 3)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mislabel-seeds", type=int, default=3)
     args = parser.parse_args()

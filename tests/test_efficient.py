@@ -8,7 +8,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import integrate
+from scipy import integrate, stats
 from scipy.special import expit
 
 import cbmm
@@ -226,18 +226,60 @@ def test_adaptive_errors_match_the_reported_standard_errors():
     for model, theta in enumerate(np.random.default_rng(0).normal(size=80)):
         answers = simulated_model(items, theta, seed=model)
         test = cbmm.adaptive_test(answers.__getitem__, items, se_target=0.3, seed=model)
-        assert test.stop == "se_target" and test.se <= 0.3 and len(test.items) <= 50
+        assert (test.stop == "se_target" and test.se <= 0.3) \
+            or (test.stop == "max_items" and len(test.items) == 50)
         assert test.answers == [answers[item] for item in test.items]
         z.append((test.theta - theta) / test.se)
     assert abs(np.mean(z)) < 0.3 and 0.75 < np.std(z) < 1.25
 
 
-def test_the_first_item_is_the_most_informative_at_the_prior_mean():
+def posterior_information(items, answered):
+    """Each item's information a^2 p q averaged over the posterior of the ability given
+    ``answered`` ({item: 0/1}) under the N(0, 1) prior, by numerical integration."""
+    def likelihood(theta):
+        value = np.exp(-theta ** 2 / 2)
+        for item, answer in answered.items():
+            p = expit(items.at[item, "a"] * theta + items.at[item, "b"])
+            value *= p if answer else 1 - p
+        return value
+
+    def information(theta, a, b):
+        p = expit(a * theta + b)
+        return a ** 2 * p * (1 - p) * likelihood(theta)
+
+    mass = integrate.quad(likelihood, -10, 10, points=[0])[0]
+    return pd.Series([integrate.quad(information, -10, 10, args=(a, b), points=[0])[0] / mass
+                      for a, b in zip(items["a"], items["b"])], index=items.index)
+
+
+def test_without_the_progressive_start_the_first_item_is_the_most_informative_a_priori():
     items = true_bank()
-    information = items["a"] ** 2 * expit(items["b"]) * (1 - expit(items["b"]))
-    test = cbmm.adaptive_test(lambda item: 1, items, max_items=1, candidates=1)
-    assert test.items == [information.idxmax()] and test.stop == "max_items"
+    test = cbmm.adaptive_test(lambda item: 1, items, max_items=1, candidates=1, progressive=0)
+    assert test.items == [posterior_information(items, {}).idxmax()]
+    assert test.stop == "max_items"
     assert list(test.trace.columns) == ["item", "answer", "theta", "se"]
+
+
+def test_after_the_progressive_start_the_item_is_the_most_informative_a_posteriori():
+    items = true_bank(40)
+    answers = simulated_model(items, 0.7, seed=2)
+    test = cbmm.adaptive_test(answers.__getitem__, items, max_items=4, candidates=1,
+                              progressive=3, seed=4)
+    answered = {item: answers[item] for item in test.items[:3]}
+    information = posterior_information(items, answered).drop(test.items[:3])
+    assert test.items[3] == information.idxmax()
+
+
+def test_the_progressive_start_draws_the_first_item_uniformly_from_the_pool():
+    # the first item's score is a uniform draw alone: every item of the pool alike
+    items = true_bank()
+    pool = list(items.index[:10])
+    firsts = Counter(cbmm.adaptive_test(lambda item: 1, items, pool=pool, max_items=1,
+                                        candidates=1, seed=seed).items[0]
+                     for seed in range(2000))
+    assert set(firsts) == set(pool)
+    counts = np.array([firsts[item] for item in pool])
+    assert stats.chisquare(counts).pvalue > 1e-3
 
 
 def test_the_same_seed_gives_the_same_test():

@@ -103,6 +103,13 @@ def test_adaptive_tests_of_a_file_draw_anew_for_each_model(calibrated, capsys, t
     assert outputs[0] == outputs[1]
     tests = pd.read_csv(tmp_path / "first.csv", index_col="model")
     assert tests["items"].str.split().str[0].nunique() > 1
+    # without the progressive start's draws and with one candidate nothing is random
+    status, _, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                        "--items", folder / "fit", "--max-items", 10, "--seed", 4,
+                        "--progressive", 0, "--candidates", 1, "--out", tmp_path / "plain.csv")
+    assert status == 0
+    plain = pd.read_csv(tmp_path / "plain.csv", index_col="model")
+    assert plain["items"].nunique() == 1
 
 
 @pytest.mark.parametrize("args,message", [
@@ -111,6 +118,8 @@ def test_adaptive_tests_of_a_file_draw_anew_for_each_model(calibrated, capsys, t
     (["predict", "--responses", "nope.csv"], "--responses nope.csv: no such file"),
     (["adaptive", "--responses", "new.csv", "--max-items", "99"],
      "--max-items 99: the calibration has 60 items"),
+    (["adaptive", "--responses", "new.csv", "--progressive", "-1"],
+     "--progressive: expected an integer >= 0"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypatch, tmp_path,
                                                    args, message):

@@ -24,6 +24,7 @@ write_csv(summary, out.selection, float_format="%.10g")
 tests = study.adaptive_study(table, calibrated, se_targets=adaptive["se_targets"],
                              max_exposures=adaptive["max_exposures"],
                              max_items=adaptive["max_items"], min_items=adaptive["min_items"],
-                             candidates=adaptive["candidates"], seed=settings["seed"])
+                             candidates=adaptive["candidates"],
+                             progressive=adaptive["progressive"], seed=settings["seed"])
 log.info("adaptive tests:\n%s", study.summarise_adaptive(tests).round(4).to_string())
 write_csv(tests, out.adaptive, float_format="%.10g")

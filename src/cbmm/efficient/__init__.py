@@ -4,8 +4,9 @@
   anchors);
 * :func:`predict_accuracy`: full-benchmark accuracy of models that answered any subset of
   the items, with an interval;
-* :func:`adaptive_test`: one item at a time, maximum information with exposure control,
-  until the ability's standard error is small enough;
+* :func:`adaptive_test`: one item at a time, from random items to the most informative
+  ones (the progressive method), with exposure control, until the ability's standard
+  error is small enough;
 * :func:`item_audit`: items not identified, without information, discriminating the wrong
   way (likely mislabelled) or outside the models' abilities.
 

@@ -2,10 +2,20 @@
 
 One item at a time: the ability's posterior on :data:`~cbmm.efficient.bank.GRID`
 (N(0, 1) prior, the calibration's canonical scale) is updated with each answer; the
-next item is drawn at random among the ``candidates`` items of maximal Fisher
-information at the posterior mean (the *randomesque* rule: no item is given to every
-model of the same ability); the test stops once the posterior sd is at most
-``se_target`` (after ``min_items``), at ``max_items``, or when no item is left.
+next item is drawn at random among the ``candidates`` items of highest score (the
+*randomesque* rule: no item is given to every model of the same ability); the test
+stops once the posterior sd is at most ``se_target`` (after ``min_items``), at
+``max_items``, or when no item is left.
+
+An item's score is its Fisher information averaged over the ability's posterior
+(van der Linden 1998: early in a test, when the posterior is wide, the information at
+one point misleads), mixed with a random number by the *progressive* method (Revuelta
+and Ponsoda 1998): ``(1 - w) U + w I`` with ``U`` uniform on [0, the largest ``I``] and
+``w`` rising from 0 at the first item to 1 after ``progressive`` items.  The first
+items are then a random sample of the bank and the last the most informative: on real
+matrices a model's departure from the 2PL biases an ability measured on the most
+informative items alone, and random early items spread the bank's use, so an exposure
+cap binds later.
 
 Exposure control across tests: an :class:`ItemExposure` passed to several tests counts
 how often each item was given and withholds an item once it has been given in
@@ -31,13 +41,15 @@ if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load 
 
 __all__ = ["adaptive_test", "AdaptiveTest", "ItemExposure", "STOPS", "ADAPTIVE_DEFAULTS"]
 
+#: Grid weights below this share of the largest are left out of posterior averages of
+#: the information (their total is below 1e-9 of the whole).
+_NEGLIGIBLE_WEIGHT = 1e-12
 #: Why a test stopped.
 STOPS = ("se_target", "max_items", "no item left")
-#: Defaults of :func:`adaptive_test` (and ``cbmm adaptive``): on MATH-500's held-out models
-#: (140 tests, three seeds) an SE target of 0.1 takes 34 items on average for an ability
-#: within 0.145-0.152 (mean absolute difference) of the one from all 500 answers; on
-#: LaRT's MATH-500 28 items, 0.152-0.162 (docs/efficiency.md).
-ADAPTIVE_DEFAULTS = {"se_target": 0.1, "max_items": 50, "min_items": 5, "candidates": 5}
+#: Defaults of :func:`adaptive_test` (and ``cbmm adaptive``; docs/efficiency.md measures
+#: them on held-out models of MATH-500 and LaRT's MATH-500).
+ADAPTIVE_DEFAULTS = {"se_target": 0.1, "max_items": 50, "min_items": 5, "candidates": 5,
+                     "progressive": 40}
 
 
 @dataclass
@@ -125,6 +137,7 @@ def adaptive_test(respond: Callable, result, *, pool=None,
                   max_items: int = ADAPTIVE_DEFAULTS["max_items"],
                   min_items: int = ADAPTIVE_DEFAULTS["min_items"],
                   candidates: int = ADAPTIVE_DEFAULTS["candidates"],
+                  progressive: int = ADAPTIVE_DEFAULTS["progressive"],
                   exposure: ItemExposure | None = None,
                   level: float = 0.95, seed=0) -> AdaptiveTest:
     """Test one model adaptively: ask ``respond(item)`` for one item at a time.
@@ -147,17 +160,21 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     min_items : int
         Items at least before the ``se_target`` stop (>= 1).
     candidates : int
-        The next item is drawn at random among this many most informative ones (>= 1;
-        1: plain maximum information).
+        The next item is drawn at random among this many of the highest score (>= 1;
+        1: the highest).
+    progressive : int
+        Items over which the score moves from random to the posterior-averaged
+        information (>= 0; 0: information from the first item).
     exposure : ItemExposure, optional
         Exposure control across tests (see :class:`ItemExposure`); this test is counted
         in it.
     level : float
         Coverage of the accuracy's interval.
     seed : int or numpy.random.Generator
-        The randomesque draws: an int seeds them for this test alone (tests of models
-        that answer alike then give the same items); pass one Generator to a series of
-        tests so that each draws anew, as ``cbmm adaptive`` does for the models of a file.
+        The random draws (the progressive start's and among the candidates): an int
+        seeds them for this test alone (tests of models that answer alike then give the
+        same items); pass one Generator to a series of tests so that each draws anew, as
+        ``cbmm adaptive`` does for the models of a file.
 
     Returns
     -------
@@ -178,6 +195,7 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     max_items = check_integer("max_items", max_items, minimum=1, maximum=len(bank))
     min_items = check_integer("min_items", min_items, minimum=1)
     candidates = check_integer("candidates", candidates, minimum=1)
+    progressive = check_integer("progressive", progressive, minimum=0)
     rng = seed if isinstance(seed, np.random.Generator) \
         else np.random.default_rng(check_integer("seed", seed, minimum=0))
 
@@ -192,7 +210,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         if not free.any():
             stop = "no item left"
             break
-        j = _next_item(bank, theta, free, candidates, rng)
+        weight = 1.0 if len(given) >= progressive else len(given) / progressive
+        j = _next_item(bank, log_weights, free, candidates, weight, rng)
         answer = _answer(respond, bank.labels[j])
         free[j] = False
         given.append(j)
@@ -214,7 +233,6 @@ def adaptive_test(respond: Callable, result, *, pool=None,
                         accuracy=float(predicted["accuracy"][0]),
                         lower=float(predicted["lower"][0]), upper=float(predicted["upper"][0]),
                         stop=stop, trace=_trace_table(trace))
-
 
 
 def replayed_test(answers: np.ndarray, bank: ItemBank, **options) -> AdaptiveTest:
@@ -243,11 +261,28 @@ def _moments(log_weights):
     return float(mean), float(sd)
 
 
-def _next_item(bank, theta, free, candidates, rng) -> int:
-    information = np.where(free, bank.information(theta), -np.inf)
-    count = min(candidates, int(free.sum()))
-    best = np.argpartition(-information, count - 1)[:count]
-    return int(rng.choice(best))
+def _next_item(bank, log_weights, free, candidates, weight, rng) -> int:
+    """The next item: drawn among the ``candidates`` free items of highest score
+    ``(1 - weight) U + weight I`` (see the module's docstring)."""
+    free = np.flatnonzero(free)
+    score = _posterior_information(bank, log_weights)[free]
+    if weight < 1:
+        score = weight * score + (1 - weight) * rng.uniform(0.0, score.max(), free.size)
+    count = min(candidates, free.size)
+    best = np.argpartition(-score, count - 1)[:count]
+    return int(free[rng.choice(best)])
+
+
+def _posterior_information(bank, log_weights) -> np.ndarray:
+    """Each item's Fisher information averaged over the ability's posterior.  The
+    posterior is log-concave (logistic likelihoods times a normal prior), so its
+    mass lies in one run of grid points: summing over that run alone keeps the cost of a
+    step at a few columns of the bank's grid table late in a test."""
+    weights = np.exp(log_weights - log_weights.max())
+    support = np.flatnonzero(weights > _NEGLIGIBLE_WEIGHT)
+    run = slice(support[0], support[-1] + 1)
+    weights = weights[run] / weights.sum()
+    return bank.slope ** 2 * (bank.grid["pq"][:, run] @ weights)
 
 
 def _answer(respond, label) -> int:

@@ -91,6 +91,7 @@ def _adaptive_command(args) -> int:
     for row, model in zip(answers, labels):
         test = replayed_test(row, bank, se_target=args.se_target, max_items=args.max_items,
                              min_items=args.min_items, candidates=args.candidates,
+                             progressive=args.progressive,
                              exposure=exposure, seed=draws)
         rows.append({"model": model, "theta": test.theta, "se": test.se,
                      "n_items": len(test.items), "accuracy": test.accuracy,
@@ -181,8 +182,12 @@ def register(sub, add_input) -> None:
     adaptive.add_argument("--min-items", type=_integer(1), default=DEFAULT["min_items"],
                           help=f"items at least (default {DEFAULT['min_items']})")
     adaptive.add_argument("--candidates", type=_integer(1), default=DEFAULT["candidates"],
-                          help="the next item is drawn among this many most informative "
-                               f"(default {DEFAULT['candidates']})")
+                          help="the next item is drawn among this many of the highest "
+                               f"score (default {DEFAULT['candidates']})")
+    adaptive.add_argument("--progressive", type=_integer(0), default=DEFAULT["progressive"],
+                          help="items over which the score moves from random to the "
+                               "posterior-averaged information; 0: information from the "
+                               f"first item (default {DEFAULT['progressive']})")
     adaptive.add_argument("--max-exposure", type=_number(0.0, 1.0, high_open=False),
                           help="share of the file's models that may be given one item "
                                "(default: no exposure control)")

@@ -24,7 +24,7 @@ import warnings
 
 import numpy as np
 
-from .adaptive import ItemExposure, replayed_test
+from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
 from .prediction import reconstruct
@@ -121,8 +121,10 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
 
 
 def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
-                   max_items: int = 50, min_items: int = 5, candidates: int = 5,
-                   seed: int = 0):
+                   max_items: int = ADAPTIVE_DEFAULTS["max_items"],
+                   min_items: int = ADAPTIVE_DEFAULTS["min_items"],
+                   candidates: int = ADAPTIVE_DEFAULTS["candidates"],
+                   progressive: int = ADAPTIVE_DEFAULTS["progressive"], seed: int = 0):
     """Adaptive tests of held-out models driven by their own answers.
 
     For each exposure setting and SE target, the held-out models of every split take
@@ -144,10 +146,10 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     max_exposures : list of float or None
         Exposure settings, one set of tests each: the largest share of the tests that
         may give one item (:class:`ItemExposure`); None: no exposure control.
-    max_items, min_items, candidates
+    max_items, min_items, candidates, progressive
         As for :func:`cbmm.adaptive_test` (``max_items`` at most the number of items).
     seed : int
-        Seeds the order of the tests and their randomesque draws.
+        Seeds the order of the tests and their random draws.
 
     Returns
     -------
@@ -178,7 +180,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
             held, bank, truth, coded, theta_full = splits[split]
             test = replayed_test(coded[i], bank, se_target=se_target,
                                  max_items=min(max_items, len(bank)), min_items=min_items,
-                                 candidates=candidates, exposure=exposure, seed=draws)
+                                 candidates=candidates, progressive=progressive,
+                                 exposure=exposure, seed=draws)
             rows.append({
                 "split": split, "max_exposure": np.nan if max_exposure is None else max_exposure,
                 "se_target": se_target, "model": table.index[held[i]],

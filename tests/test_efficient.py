@@ -336,6 +336,7 @@ def test_a_pool_limits_the_items_and_an_empty_pool_stops_the_test():
     (lambda item: 1, {"se_target": 0}, "se_target must be a finite number > 0"),
     (lambda item: 1, {"max_items": 301}, "max_items must be an integer in \\[1, 300\\]"),
     (lambda item: 1, {"pool": ["nope"]}, "pool: 1 item\\(s\\) not among the calibrated"),
+    (lambda item: 1, {"progressive": -1}, "progressive must be a non-negative integer"),
     ("yes", {}, "respond must be a function"),
 ])
 def test_adaptive_test_names_bad_input(respond, kwargs, message):

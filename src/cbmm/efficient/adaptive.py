@@ -205,20 +205,20 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     log_weights = _LOG_PRIOR.copy()
     given, answers, trace = [], [], []
     stop = "max_items"
-    theta, se = _moments(log_weights)
+    weights, theta, se = _posterior(log_weights)
     while len(given) < max_items:
         if not free.any():
             stop = "no item left"
             break
         weight = 1.0 if len(given) >= progressive else len(given) / progressive
-        j = _next_item(bank, log_weights, free, candidates, weight, rng)
+        j = _next_item(bank, weights, free, candidates, weight, rng)
         answer = _answer(respond, bank.labels[j])
         free[j] = False
         given.append(j)
         answers.append(answer)
         x = GRID * bank.slope[j] + bank.intercept[j]
         log_weights = log_weights - np.logaddexp(0.0, -x if answer else x)
-        theta, se = _moments(log_weights)
+        weights, theta, se = _posterior(log_weights)
         trace.append((bank.labels[j], answer, theta, se))
         if len(given) >= min_items and se <= se_target:
             stop = "se_target"
@@ -255,17 +255,19 @@ def _pool(bank, pool) -> np.ndarray:
     return np.asarray(bank.labels.isin(labels))
 
 
-def _moments(log_weights):
+def _posterior(log_weights):
+    """The posterior's weights on the grid (summing to 1), mean and sd."""
     weights = np.exp(log_weights - log_weights.max())
-    mean, sd = grid_moments(weights / weights.sum())
-    return float(mean), float(sd)
+    weights /= weights.sum()
+    mean, sd = grid_moments(weights)
+    return weights, float(mean), float(sd)
 
 
-def _next_item(bank, log_weights, free, candidates, weight, rng) -> int:
+def _next_item(bank, posterior, free, candidates, weight, rng) -> int:
     """The next item: drawn among the ``candidates`` free items of highest score
     ``(1 - weight) U + weight I`` (see the module's docstring)."""
     free = np.flatnonzero(free)
-    score = _posterior_information(bank, log_weights)[free]
+    score = _posterior_information(bank, posterior)[free]
     if weight < 1:
         score = weight * score + (1 - weight) * rng.uniform(0.0, score.max(), free.size)
     count = min(candidates, free.size)
@@ -273,16 +275,15 @@ def _next_item(bank, log_weights, free, candidates, weight, rng) -> int:
     return int(free[rng.choice(best)])
 
 
-def _posterior_information(bank, log_weights) -> np.ndarray:
-    """Each item's Fisher information averaged over the ability's posterior.  The
-    posterior is log-concave (logistic likelihoods times a normal prior), so its
-    mass lies in one run of grid points: summing over that run alone keeps the cost of a
-    step at a few columns of the bank's grid table late in a test."""
-    weights = np.exp(log_weights - log_weights.max())
-    support = np.flatnonzero(weights > _NEGLIGIBLE_WEIGHT)
+def _posterior_information(bank, posterior) -> np.ndarray:
+    """Each item's Fisher information averaged over the ability's posterior (its weights
+    on the grid, summing to 1).  The posterior is log-concave (logistic likelihoods times
+    a normal prior), so its mass lies in one run of grid points: summing over that run
+    alone keeps the cost of a step at a few columns of the bank's grid table late in a
+    test."""
+    support = np.flatnonzero(posterior > _NEGLIGIBLE_WEIGHT * posterior.max())
     run = slice(support[0], support[-1] + 1)
-    weights = weights[run] / weights.sum()
-    return bank.slope ** 2 * (bank.grid["pq"][:, run] @ weights)
+    return bank.slope ** 2 * (bank.grid["pq"][:, run] @ posterior[run])
 
 
 def _answer(respond, label) -> int:

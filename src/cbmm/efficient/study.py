@@ -102,7 +102,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
         for k in (k for k in ks if k < truth.shape[1]):
             for strategy in strategies:
                 chosen = bank.labels.get_indexer(
-                    select_items(result, k, strategy, seed=seed + split))
+                    select_items(bank, k, strategy, seed=seed + split))
                 answers = np.zeros(coded.shape, dtype=np.int8)
                 answers[:, chosen] = coded[:, chosen]
                 predicted = reconstruct(answers, bank)

@@ -322,6 +322,37 @@ def test_exposure_control_caps_each_items_share_of_the_tests():
     assert max(unlimited.values()) / 30 > 0.5
 
 
+def test_exposure_share_counts_the_uses_left_per_planned_test():
+    exposure = cbmm.ItemExposure(max_rate=0.5, planned_tests=2)
+    bank = ["a", "b", "c", "d"]
+    assert exposure.share(bank) == 2  # one use each, 4 uses for 2 tests
+    exposure.record(["a", "b", "c"])
+    assert exposure.share(bank) == 1 and list(exposure.allowed(bank)) == [0, 0, 0, 1]
+    exposure.record(["d"])
+    # past the planned tests the limit grows with the tests run: floor(0.5 * 3) = 1 use
+    assert exposure.share(bank) == 1 and not exposure.allowed(bank).any()
+    assert cbmm.ItemExposure(max_rate=0.1).share(bank) == 4  # no plan: no share
+
+
+def test_a_planned_series_shares_a_binding_cap_equally():
+    # 20 items at 25 % of 40 tests: 200 uses, 5 per test. Tests that would take all 20
+    # items (an SE target out of reach) get 5 each, until the uses left lie on fewer
+    # than 5 items, not 20 each for the first 10 tests and none for the other 30.
+    items = true_bank(n_items=20)
+    exposure = cbmm.ItemExposure(max_rate=0.25, planned_tests=40)
+    lengths, allowed, stops = [], [], []
+    for model, theta in enumerate(np.linspace(-2, 2, 40)):
+        allowed.append(int(exposure.allowed(items.index).sum()))
+        test = cbmm.adaptive_test(simulated_model(items, theta, seed=model).__getitem__,
+                                  items, se_target=1e-3, max_items=20, exposure=exposure,
+                                  seed=model)
+        lengths.append(len(test.items))
+        stops.append(test.stop)
+    assert lengths == [min(5, free) for free in allowed] and min(lengths) > 0
+    assert stops == ["exposure share" if free >= 5 else "no item left" for free in allowed]
+    assert sum(lengths) >= 195 and exposure.rates().max() <= 0.25
+
+
 def test_a_pool_limits_the_items_and_an_empty_pool_stops_the_test():
     items = true_bank()
     pool = list(items.index[:7])

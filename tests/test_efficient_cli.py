@@ -112,6 +112,22 @@ def test_adaptive_tests_of_a_file_draw_anew_for_each_model(calibrated, capsys, t
     assert plain["items"].nunique() == 1
 
 
+def test_adaptive_tests_of_a_file_share_a_binding_exposure_cap(calibrated, capsys, tmp_path):
+    # 60 items, each in at most 1 of the 10 models' tests: 6 items per test, to the last
+    folder, table = calibrated
+    table.iloc[300:310].to_csv(tmp_path / "answers.csv")
+    status, out, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                          "--items", folder / "fit", "--se-target", 0.01,
+                          "--max-exposure", 0.1, "--out", tmp_path / "tests.csv")
+    tests = pd.read_csv(tmp_path / "tests.csv", index_col="model")
+    assert status == 0 and tests["n_items"].eq(6).all()
+    assert tests["stop"].eq("exposure share").all()
+    assert "10 test(s) stopped before the SE target at their share of the items " \
+           "--max-exposure 0.1 leaves for the file's 10 models" in out
+    given = [item for row in tests["items"] for item in row.split()]
+    assert sorted(given) == sorted(table.columns.astype(str))  # each item once
+
+
 @pytest.mark.parametrize("args,message", [
     (["select", "--k", "61"], "k must be an integer in [1, 60], got 61"),
     (["select", "--k", "0"], "--k: expected an integer >= 1"),

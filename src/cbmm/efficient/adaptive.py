@@ -5,7 +5,7 @@ One item at a time: the ability's posterior on :data:`~cbmm.efficient.bank.GRID`
 next item is drawn at random among the ``candidates`` items of highest score (the
 *randomesque* rule: no item is given to every model of the same ability); the test
 stops once the posterior sd is at most ``se_target`` (after ``min_items``), at
-``max_items``, or when no item is left.
+``max_items``, at its share of an exposure control's bank, or when no item is left.
 
 An item's score is its Fisher information averaged over the ability's posterior
 (van der Linden 1998: early in a test, when the posterior is wide, the information at
@@ -19,8 +19,9 @@ cap binds later.
 
 Exposure control across tests: an :class:`ItemExposure` passed to several tests counts
 how often each item was given and withholds an item once it has been given in
-``max_rate`` of the tests (planned, or run so far).  Without it, each test is
-independent.
+``max_rate`` of the tests (planned, or run so far), and a test of a planned series
+gives at most its share of the uses left to the tests still to come, so the tests run
+last are not left without items.  Without it, each test is independent.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ __all__ = ["adaptive_test", "AdaptiveTest", "ItemExposure", "STOPS", "ADAPTIVE_D
 #: the information (their total is below 1e-9 of the whole).
 _NEGLIGIBLE_WEIGHT = 1e-12
 #: Why a test stopped.
-STOPS = ("se_target", "max_items", "no item left")
+STOPS = ("se_target", "max_items", "exposure share", "no item left")
 #: Defaults of :func:`adaptive_test` (and ``cbmm adaptive``; docs/efficiency.md measures
 #: them on held-out models of MATH-500 and LaRT's MATH-500).
 ADAPTIVE_DEFAULTS = {"se_target": 0.1, "max_items": 50, "min_items": 5, "candidates": 5,
@@ -94,6 +95,11 @@ class ItemExposure:
     1 it holds after every test (and each item is given at most once in the first
     ``1 / max_rate`` tests).
 
+    The cap bounds the tests' mean length: J items allow about ``max_rate * J`` items
+    per test (on a 102-item bank, a 10 % cap leaves 10). So that tests that would need
+    more do not use the bank up for those run after them, a test of a planned series
+    gives at most its :meth:`share` (``stop`` = ``"exposure share"``).
+
     Parameters
     ----------
     max_rate : float
@@ -113,9 +119,23 @@ class ItemExposure:
 
     def allowed(self, labels) -> np.ndarray:
         """Which of ``labels`` the next test may give."""
-        horizon = max(self.planned_tests, self.tests + 1)
-        limit = max(1, math.floor(self.max_rate * horizon + 1e-9))
+        _, limit = self._horizon()
         return np.array([self.uses.get(label, 0) < limit for label in labels])
+
+    def share(self, labels) -> int:
+        """The most items the next test may give from the bank of ``labels``: the uses
+        left on them at the end of the planned tests, shared equally among the planned
+        tests not yet run, this one included (at least 1). Once every planned test has
+        run (always, with the default ``planned_tests=1``), every use left. A test that
+        gives at most its share leaves the next one at least as large a share."""
+        horizon, limit = self._horizon()
+        left = sum(max(limit - self.uses.get(label, 0), 0) for label in labels)
+        return max(1, left // (horizon - self.tests))
+
+    def _horizon(self):
+        """The tests the limit holds over, and the uses it allows each item."""
+        horizon = max(self.planned_tests, self.tests + 1)
+        return horizon, max(1, math.floor(self.max_rate * horizon + 1e-9))
 
     def record(self, items) -> None:
         """Count one finished test that gave ``items``."""
@@ -166,7 +186,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         Items over which the score moves from random to the posterior-averaged
         information (>= 0; 0: information from the first item).
     exposure : ItemExposure, optional
-        Exposure control across tests (see :class:`ItemExposure`); this test is counted
+        Exposure control across tests (see :class:`ItemExposure`): this test gives only
+        items it allows, at most its :meth:`~ItemExposure.share` of them, and is counted
         in it.
     level : float
         Coverage of the accuracy's interval.
@@ -200,13 +221,16 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         else np.random.default_rng(check_integer("seed", seed, minimum=0))
 
     free = _pool(bank, pool)
+    length, stop = max_items, "max_items"
     if exposure is not None:
         free &= exposure.allowed(bank.labels)
+        share = exposure.share(bank.labels)
+        if share < max_items:
+            length, stop = share, "exposure share"
     log_weights = _LOG_PRIOR.copy()
     given, answers, trace = [], [], []
-    stop = "max_items"
     weights, theta, se = _posterior(log_weights)
-    while len(given) < max_items:
+    while len(given) < length:
         if not free.any():
             stop = "no item left"
             break

@@ -106,6 +106,11 @@ def _adaptive_command(args) -> int:
               "file's answers for the model" + (", or the items --max-exposure allows,"
                                                 if exposure is not None else "")
               + " were all given)")
+    shared = sum(r["stop"] == "exposure share" for r in rows)
+    if shared:
+        print(f"{shared} test(s) stopped before the SE target at their share of the items "
+              f"--max-exposure {args.max_exposure:g} leaves for the file's "
+              f"{len(rows)} models (column stop)")
     return 0
 
 

@@ -8,8 +8,9 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
   items; target MAE <= 0.015 at k = 100 (tinyBenchmarks: 0.016 on MMLU);
 * **adaptive**: adaptive tests of the held-out models with their own answers
   (``cbmm.adaptive_test``'s defaults), per SE target, without and with exposure control
-  (the tests of every split in one stream, one exposure count), averaged over
-  ``--adaptive-seeds`` random streams; target (ATLAS): within 0.157 of the full-data
+  (the tests of every split in one stream, one exposure count), averaged over as many
+  random streams as run ``--adaptive-tests`` tests (2,000: 15 streams of MATH-500's 140
+  held-out models, 1 of a leaderboard's 4,000); target (ATLAS): within 0.157 of the full-data
   ability (mean absolute difference) with <= 41 items on average and item exposure below
   10 % (the cap is ``ItemExposure(0.099)``: one of 0.1 allows exactly 10 %);
 * **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models.
@@ -17,20 +18,23 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
 Then the planted-mislabel check: 5 % of the items of a matrix get reversed answers;
 recall and precision of the audit's ``negative_discrimination`` (target >= 0.9, >= 0.8).
 
-Data: the real MATH-500 matrix (``../shared``), the LaRT matrices with ``--lart DIR``
-(real), and simulated matrices of the Open LLM Leaderboard suites' shapes whose
+Data: the real MATH-500 matrix (``../shared``), any other real matrices given with
+``--real`` (CSV files, models x items, 1 / 0 / empty; docs/efficiency.md names those
+measured), and simulated matrices of the Open LLM Leaderboard suites' shapes whose
 parameters are those of a converged fit of MATH-500 resampled (the calibrated stand-ins
-of ``standin_suites.py``): simulated, so the 2PL holds exactly.
+of ``standin_suites.py``): simulated, so the 2PL holds exactly. The planted-mislabel
+check runs on MATH-500, on every ``--real`` matrix and on simulated ones.
 
 Usage::
 
-    python benchmarks/bench_efficiency.py [--lart /tmp/realdata] [--shapes 2211x541,...]
-        [--splits 5] [--shape-splits 2] [--adaptive-seeds 3]
+    python benchmarks/bench_efficiency.py [--real FILE.csv ...] [--shapes 2211x541,...]
+        [--splits 5] [--shape-splits 2] [--adaptive-tests 2000]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 import warnings
 from pathlib import Path
@@ -52,9 +56,6 @@ ATLAS_ITEMS, ATLAS_THETA_MAE, EXPOSURE_TARGET = 41, 0.157, 0.10
 #: The exposure cap of the adaptive tests: below EXPOSURE_TARGET, not at it.
 EXPOSURE_CAP = 0.099
 RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
-#: LaRT files read with --lart (rows models, columns items, 0/1) and their labels.
-LART_FILES = {"LaRT MATH-500 (158 x 500)": "lart_accuracy_math500.csv",
-              "LaRT accuracy_3 (128 x 100)": "lart_accuracy_3.csv"}
 
 
 def read_math500():
@@ -62,6 +63,15 @@ def read_math500():
         if path.is_file():
             return pd.read_csv(path, index_col=0)
     raise SystemExit(f"MATH_500.csv not found in {[str(p) for p in MATH500_CANDIDATES]}")
+
+
+def read_real(path):
+    """A ``--real`` matrix and its label: the file's name and shape."""
+    try:
+        table = pd.read_csv(path, index_col=0)
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"--real {path}: {error}") from None
+    return f"{Path(path).stem} ({table.shape[0]} x {table.shape[1]}, real)", table
 
 
 def standin(calibration, n_models, n_items, seed):
@@ -83,6 +93,9 @@ def fitted(table, splits, seed):
 
 
 def selection_table(name, table, calibrated, args):
+    if not any(k < table.shape[1] for k in args.k):
+        print(f"\n{name}: selection skipped, every k is at least its {table.shape[1]} items")
+        return
     started = time.perf_counter()
     rows = study.selection_study(table, calibrated, ks=args.k, strategies=list(STRATEGIES),
                                  seed=args.seed)
@@ -99,25 +112,29 @@ def selection_table(name, table, calibrated, args):
         best = mae.loc[MAE_TARGET_K, list(STRATEGIES)]
         verdict = "meets" if best.min() <= MAE_TARGET else \
             f"misses by {best.min() - MAE_TARGET:.4f}"
-        print(f"k = {MAE_TARGET_K}: best {best.idxmin()} {best.min():.4f}, default "
+        print(f"k = {MAE_TARGET_K} ({table.shape[1] - MAE_TARGET_K} of {table.shape[1]} items "
+              f"unanswered): best {best.idxmin()} {best.min():.4f}, default "
               f"{STRATEGIES[0]} {best[STRATEGIES[0]]:.4f}; target <= {MAE_TARGET}: {verdict}")
 
 
 def adaptive_table(name, table, calibrated, args, se_targets):
     started = time.perf_counter()
+    streams = max(1, math.ceil(args.adaptive_tests / sum(len(held) for held, _ in calibrated)))
     summaries = [study.summarise_adaptive(study.adaptive_study(
         table, calibrated, se_targets=se_targets, max_exposures=[None, EXPOSURE_CAP],
         max_items=min(args.max_items, table.shape[1]), seed=args.seed + draw))
-        for draw in range(args.adaptive_seeds)]
+        for draw in range(streams)]
     keys = ["max_exposure", "se_target"]
-    summary = pd.concat(summaries).groupby(keys, dropna=False, sort=False).agg(
+    grouped = pd.concat(summaries).groupby(keys, dropna=False, sort=False)
+    summary = grouped.agg(
         {column: "max" if column in ("max_items", "exposure") else "mean"
          for column in summaries[0].columns.drop(keys)}).reset_index()
-    print(f"\n{name}: adaptive tests ({len(calibrated)} splits, {args.adaptive_seeds} "
+    summary["stream_se"] = grouped["theta_mae"].sem().to_numpy()
+    print(f"\n{name}: adaptive tests ({len(calibrated)} splits, {streams} "
           f"random streams, {time.perf_counter() - started:.0f} s); means over the streams "
           "but exposure and max_items (the largest); exposure: largest share of the tests "
           "(every split's, in one stream) given one item; theta_mae_se: its standard error "
-          "over the tests of one stream")
+          "over the tests of one stream; stream_se: the mean theta_mae's over the streams")
     print(summary.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     for limit, rows in summary.groupby("max_exposure", dropna=False):
         within = rows[rows["n_items"] <= ATLAS_ITEMS]
@@ -128,7 +145,8 @@ def adaptive_table(name, table, calibrated, args, se_targets):
         row = within.sort_values("theta_mae").iloc[0]
         met = row["theta_mae"] <= ATLAS_THETA_MAE and row["exposure"] < EXPOSURE_TARGET
         print(f"  {setting}: SE {row['se_target']:g}, {row['n_items']:.1f} items, theta MAE "
-              f"{row['theta_mae']:.3f} (+- {row['theta_mae_se']:.3f}), "
+              f"{row['theta_mae']:.3f} (+- {row['theta_mae_se']:.3f} over tests, "
+              f"+- {row['stream_se']:.3f} over streams), "
               f"exposure {row['exposure']:.3f}: "
               f"{'meets' if met else 'misses'} ATLAS ({ATLAS_ITEMS} items, "
               f"{ATLAS_THETA_MAE}, exposure < {EXPOSURE_TARGET:.0%})")
@@ -143,32 +161,40 @@ def audit_line(name, table):
     return audit
 
 
-def planted(table, share, seed):
-    """``table`` with ``share`` of its items' answers reversed; the reversed labels."""
+def planted(table, share, seed, suspect=frozenset()):
+    """``table`` with ``share`` of its items' answers reversed, drawn among the items not
+    in ``suspect``; the reversed labels."""
     rng = np.random.default_rng(seed)
-    items = rng.choice(table.shape[1], int(round(share * table.shape[1])), replace=False)
+    candidates = np.flatnonzero(~table.columns.astype(str).isin(list(suspect)))
+    items = rng.choice(candidates, int(round(share * table.shape[1])), replace=False)
     reversed_table = table.astype(float)
     reversed_table.iloc[:, items] = 1.0 - reversed_table.iloc[:, items]
     return reversed_table, set(table.columns[items].astype(str))  # the audit's item labels
 
 
-def mislabel_rows(name, make, seeds):
+def mislabel_rows(name, make, seeds, suspect=frozenset()):
+    """Recall and precision of the audit's ``negative_discrimination`` for planted
+    reversals. ``suspect``: items of a real matrix the audit flags before any reversal
+    (keys that may be wrong already): none is reversed, and flagging one again counts
+    neither way."""
     rows = []
     for seed in seeds:
-        table, truth = planted(make(seed), 0.05, seed)
+        table, truth = planted(make(seed), 0.05, seed, suspect)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             audit = cbmm.item_audit(cbmm.fit(table), table)
-        flagged = set(audit.index[audit["negative_discrimination"]])
+        flagged = set(audit.index[audit["negative_discrimination"]]) - set(suspect)
         hits = len(flagged & truth)
-        rows.append({"data": name, "seed": seed, "planted": len(truth), "flagged": len(flagged),
+        rows.append({"data": name, "seed": seed, "suspect": len(suspect),
+                     "planted": len(truth), "flagged": len(flagged),
                      "recall": hits / len(truth), "precision": hits / max(len(flagged), 1)})
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lart", type=Path, help="folder with the LaRT matrices (real data)")
+    parser.add_argument("--real", type=Path, nargs="+", default=[], metavar="FILE",
+                        help="real matrices (CSV, models x items, 1 / 0 / empty)")
     parser.add_argument("--shapes", default=",".join(r.removeprefix("sim") for r in
                                                      LEADERBOARD_ROWS),
                         help="simulated leaderboard shapes NxJ, comma-separated ('' for none)")
@@ -180,28 +206,28 @@ def main() -> None:
     parser.add_argument("--se-targets", type=lambda s: [float(v) for v in s.split(",")],
                         default=[0.1, 0.125, 0.15, 0.2, 0.3])
     parser.add_argument("--max-items", type=int, default=ADAPTIVE_DEFAULTS["max_items"])
-    parser.add_argument("--adaptive-seeds", type=int, default=3,
-                        help="random streams of adaptive tests per data set (default 3)")
+    parser.add_argument("--adaptive-tests", type=int, default=2000,
+                        help="adaptive tests at least per data set and setting, in random "
+                             "streams of all its held-out models (default 2000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mislabel-seeds", type=int, default=3)
     args = parser.parse_args()
     print(machine())
 
     math500 = read_math500()
-    datasets = {"MATH-500 (140 x 500, real)": math500}
-    for label, file in LART_FILES.items():
-        if args.lart is not None and (args.lart / file).is_file():
-            datasets[label.replace(")", ", real)")] = pd.read_csv(args.lart / file, index_col=0)
+    datasets = {"MATH-500 (140 x 500, real)": math500, **dict(map(read_real, args.real))}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         calibration = cbmm.fit(math500, tol=1e-8, max_iter=20000, accelerate="auto")
     shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s]
 
+    suspects = {}
     for name, table in datasets.items():
         calibrated = fitted(table, args.splits, args.seed)
         selection_table(name, table, calibrated, args)
         adaptive_table(name, table, calibrated, args, args.se_targets)
-        audit_line(name, table)
+        audit = audit_line(name, table)
+        suspects[name] = frozenset(audit.index[audit["negative_discrimination"]])
     for k, (n, j) in enumerate(shapes):
         name = f"simulated {n} x {j} (calibrated stand-in)"
         table = standin(calibration, n, j, seed=100 + k)
@@ -210,10 +236,13 @@ def main() -> None:
         adaptive_table(name, table, calibrated, args, [0.1, 0.2])
 
     print(f"\nplanted mislabels: 5 % of the items reversed, {args.mislabel_seeds} seeds each; "
-          "on MATH-500 an item the audit flags that was not planted counts as a false "
-          "positive")
+          "on real data an item the audit flags that was not planted counts as a false "
+          "positive, but for the suspects (items it flags before the reversals, never "
+          "reversed)")
     seeds = range(args.mislabel_seeds)
-    rows = mislabel_rows("MATH-500 (real, 25 items reversed)", lambda s: math500, seeds)
+    rows = []
+    for name, table in datasets.items():
+        rows += mislabel_rows(name, lambda s, table=table: table, seeds, suspects[name])
     rows += mislabel_rows("paper generator 1000 x 500, 5 % a = 0", lambda s: pd.DataFrame(
         simulate(1000, 500, sparsity=0.05, seed=s).responses), seeds)
     for n, j in shapes[:2]:
@@ -221,7 +250,7 @@ def main() -> None:
                               lambda s, n=n, j=j: standin(calibration, n, j, seed=200 + s),
                               seeds)
     table = pd.DataFrame(rows).groupby("data", sort=False)[
-        ["planted", "flagged", "recall", "precision"]].mean()
+        ["suspect", "planted", "flagged", "recall", "precision"]].mean()
     print(table.to_string(float_format=lambda v: f"{v:.3f}"))
     met = (table["recall"] >= RECALL_TARGET) & (table["precision"] >= PRECISION_TARGET)
     print(f"targets recall >= {RECALL_TARGET}, precision >= {PRECISION_TARGET}: met on "

@@ -119,8 +119,7 @@ class ItemExposure:
 
     def allowed(self, labels) -> np.ndarray:
         """Which of ``labels`` the next test may give."""
-        _, limit = self._horizon()
-        return np.array([self.uses.get(label, 0) < limit for label in labels])
+        return self._allowance(labels)[0]
 
     def share(self, labels) -> int:
         """The most items the next test may give from the bank of ``labels``: the uses
@@ -128,14 +127,15 @@ class ItemExposure:
         tests not yet run, this one included (at least 1). Once every planned test has
         run (always, with the default ``planned_tests=1``), every use left. A test that
         gives at most its share leaves the next one at least as large a share."""
-        horizon, limit = self._horizon()
-        left = sum(max(limit - self.uses.get(label, 0), 0) for label in labels)
-        return max(1, left // (horizon - self.tests))
+        return self._allowance(labels)[1]
 
-    def _horizon(self):
-        """The tests the limit holds over, and the uses it allows each item."""
+    def _allowance(self, labels):
+        """:meth:`allowed` and :meth:`share` from one count of the labels' uses."""
         horizon = max(self.planned_tests, self.tests + 1)
-        return horizon, max(1, math.floor(self.max_rate * horizon + 1e-9))
+        limit = max(1, math.floor(self.max_rate * horizon + 1e-9))
+        used = np.array([self.uses.get(label, 0) for label in labels], dtype=np.int64)
+        left = int(np.maximum(limit - used, 0).sum())
+        return used < limit, max(1, left // (horizon - self.tests))
 
     def record(self, items) -> None:
         """Count one finished test that gave ``items``."""
@@ -223,8 +223,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     free = _pool(bank, pool)
     length, stop = max_items, "max_items"
     if exposure is not None:
-        free &= exposure.allowed(bank.labels)
-        share = exposure.share(bank.labels)
+        allowed, share = exposure._allowance(bank.labels)
+        free &= allowed
         if share < max_items:
             length, stop = share, "exposure share"
     log_weights = _LOG_PRIOR.copy()

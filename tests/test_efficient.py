@@ -14,7 +14,7 @@ from scipy.special import expit
 import cbmm
 from cbmm.efficient import study
 from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
-from cbmm.efficient.prediction import RESIDUAL_PRIOR_ITEMS
+from cbmm.efficient.prediction import RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES
 from cbmm.simulate import simulate
 
 
@@ -120,6 +120,70 @@ def test_item_information_is_a2_p_q_averaged_over_the_models():
     assert audit.loc["q1", "difficulty"] == pytest.approx(-2.0)
 
 
+def loo_ridge_by_refitting(features, target, new):
+    """Ridge regression with an unpenalised intercept, refitted without each row to choose
+    the penalty of least leave-one-out error: predictions at ``new`` and those errors."""
+    def ridge(x, y, penalty):
+        centre, mean = x.mean(axis=0), y.mean()
+        xc = x - centre
+        weights = np.linalg.solve(xc.T @ xc + penalty * np.eye(x.shape[1]), xc.T @ (y - mean))
+        return lambda z: mean + (z - centre) @ weights
+
+    best = None
+    for penalty in RIDGE_PENALTIES:
+        errors = np.array([target[i] - ridge(np.delete(features, i, 0), np.delete(target, i),
+                                             penalty)(features[i])
+                           for i in range(len(target))])
+        if best is None or errors @ errors < best[0]:
+            best = (errors @ errors, penalty, errors)
+    return ridge(features, target, best[1])(new), best[2]
+
+
+def test_a_reference_corrects_by_the_ridge_regression_leave_one_out_chooses():
+    rng = np.random.default_rng(3)
+    items = bank_table(rng.uniform(0.5, 2, 12), rng.normal(0, 1, 12))
+    truth = expit(rng.normal(size=(40, 1)) * items["a"].to_numpy() + items["b"].to_numpy())
+    reference = pd.DataFrame((rng.random((40, 12)) < truth).astype(float),
+                             columns=items.index)
+    reference.iloc[0, 7] = np.nan  # a reference model that skipped an item
+    new = pd.DataFrame([[1, 0, 1, 1, 0] + [np.nan] * 7, [0, 1, 1, 0, 0] + [np.nan] * 7,
+                        [1, 0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 0]],
+                       index=["five", "other five", "all"], columns=items.index, dtype=float)
+    predicted = cbmm.predict_accuracy(new, items, reference=reference)
+    # the reference's errors: prediction from all its answers minus that from the five
+    shown = items.index[:5]
+    missed = (cbmm.predict_accuracy(reference, items)["accuracy"]
+              - cbmm.predict_accuracy(reference[shown], items)["accuracy"]).to_numpy()
+    coded = np.sign(reference[shown].fillna(0.5).to_numpy() - 0.5)
+    correction, errors = loo_ridge_by_refitting(
+        coded, missed, np.sign(new.loc[["five", "other five"], shown].to_numpy() - 0.5))
+    alone = cbmm.predict_accuracy(new, items)
+    expected = alone["accuracy"].iloc[:2] + correction
+    np.testing.assert_allclose(predicted["accuracy"].iloc[:2], expected, rtol=0, atol=1e-12)
+    half = np.sort(np.abs(errors))[int(np.ceil(41 * 0.95)) - 1]  # the jackknife's quantile
+    correct = new.iloc[:2].sum(axis=1)  # within what the answers allow: 3 to 10 of 12
+    np.testing.assert_allclose(predicted["upper"].iloc[:2],
+                               np.minimum(expected + half, (correct + 7) / 12), atol=1e-12)
+    np.testing.assert_allclose(predicted["lower"].iloc[:2],
+                               np.maximum(expected - half, correct / 12), atol=1e-12)
+    assert predicted["upper"].iloc[1] - predicted["lower"].iloc[1] == pytest.approx(2 * half)
+    # a model that answered every item is its accuracy, reference or not
+    assert predicted.loc["all", "accuracy"] == predicted.loc["all", "upper"] == 7 / 12
+    pd.testing.assert_series_equal(predicted["theta"], alone["theta"])
+
+
+def test_a_reference_of_the_wrong_items_or_too_few_models_is_named(simulated):
+    _, table, result = simulated
+    held = table.iloc[800:805, :30]
+    with pytest.raises(ValueError, match="reference: 1 item column\\(s\\) not among the "
+                                         "calibrated items: \\['extra'\\]"):
+        cbmm.predict_accuracy(held, result, reference=table.iloc[:100].assign(extra=1.0))
+    with pytest.raises(ValueError, match="reference: 18 model\\(s\\) answered a calibrated "
+                                         "item; a 0.95 interval needs at least 19"):
+        cbmm.predict_accuracy(held, result, reference=table.iloc[:18])
+    assert len(cbmm.predict_accuracy(held, result, reference=table.iloc[:19])) == 5
+
+
 # -------------------------------------------------------------------- selection
 
 @pytest.mark.parametrize("strategy", cbmm.efficient.STRATEGIES)
@@ -191,6 +255,40 @@ def test_predicted_accuracy_of_held_out_models_beats_the_item_mean_and_covers(si
     # allows for a misfit these data do not have); errors of the size the intervals say
     assert 0.95 - 3 * np.sqrt(0.95 * 0.05 / 600) <= np.mean(covered) <= 0.99
     assert 0.75 < np.std(np.concatenate(z)) < 1.1
+
+
+def test_a_reference_learns_what_a_one_dimensional_model_misses():
+    # two skills (correlation 0.3), half of the items each: models that answered 20 items of
+    # the first skill only. The 2PL predicts the second half as if it were the same
+    # skill; the calibration models' answers show how far that misses
+    maes, covered = {"alone": [], "reference": []}, []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        skills = rng.multivariate_normal([0, 0], [[1, 0.3], [0.3, 1]], 1200)
+        a, b = rng.uniform(0.8, 2.0, 60), rng.normal(0, 1, 60)
+        answers = rng.random((1200, 60)) < expit(skills[:, np.arange(60) // 30] * a + b)
+        table = pd.DataFrame(answers.astype(float), columns=[f"q{j}" for j in range(60)])
+        result = quiet_fit(table.iloc[:800])
+        held, truth = table.iloc[800:, :20], table.iloc[800:].mean(axis=1)
+        for name, reference in (("alone", None), ("reference", table.iloc[:800])):
+            predicted = cbmm.predict_accuracy(held, result, reference=reference)
+            maes[name].append((predicted["accuracy"] - truth).abs().mean())
+        covered.append(((predicted["lower"] <= truth) & (truth <= predicted["upper"])).mean())
+    assert np.mean(maes["reference"]) < 0.95 * np.mean(maes["alone"])
+    # 1,200 intervals of nominal 95 %: within three binomial sd below, a little above
+    assert 0.95 - 3 * np.sqrt(0.95 * 0.05 / 1200) <= np.mean(covered) <= 0.98
+
+
+def test_a_reference_costs_nothing_where_the_2pl_holds(simulated):
+    _, table, result = simulated
+    held, truth = table.iloc[800:], table.iloc[800:].mean(axis=1)
+    errors = {"alone": [], "reference": []}
+    for seed in range(3):
+        chosen = cbmm.select_items(result, 40, seed=seed)
+        for name, reference in (("alone", None), ("reference", table.iloc[:800])):
+            predicted = cbmm.predict_accuracy(held[chosen], result, reference=reference)
+            errors[name].append((predicted["accuracy"] - truth).abs().mean())
+    assert np.mean(errors["reference"]) <= 1.02 * np.mean(errors["alone"])
 
 
 def test_predictions_align_items_by_label_in_long_tables(simulated):
@@ -439,6 +537,18 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     summary = study.summarise_selection(rows)
     assert set(summary.columns) >= {"k", "strategy", "mae", "mae_sd", "rmse", "coverage"}
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
+    # what predict_accuracy says with the split's calibration models as the reference
+    held, result = calibrated[1]
+    chosen = cbmm.select_items(result, 10, "random", seed=2)
+    calibration = small.drop(index=small.index[held])
+    for reference in (True, False):
+        rows = study.selection_study(small, calibrated, ks=[10], strategies=["random"], seed=1,
+                                     reference=reference).query("split == 1 and "
+                                                                "strategy == 'random'")
+        expected = cbmm.predict_accuracy(small.iloc[held][chosen], result,
+                                         reference=calibration if reference else None)
+        np.testing.assert_allclose(rows["predicted"], expected["accuracy"], atol=1e-12)
+        np.testing.assert_allclose(rows["upper"], expected["upper"], atol=1e-12)
     adaptive = study.adaptive_study(small, calibrated, se_targets=[0.3],
                                     max_exposures=[None, 0.2], max_items=20)
     assert len(adaptive) == 240 and (adaptive["n_items"] <= 20).all()

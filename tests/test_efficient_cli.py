@@ -56,6 +56,14 @@ def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tm
     written = pd.read_csv(tmp_path / "accuracy.csv", index_col="model")
     expected = cbmm.predict_accuracy(subset, cbmm.FitResult.load(folder / "fit"))
     pd.testing.assert_frame_equal(written, expected, check_names=False, rtol=1e-12)
+    status, out, _ = call(capsys, "predict", "--responses", tmp_path / "subset.csv", "--items",
+                          folder / "fit", "--reference", folder / "calibration.csv",
+                          "--out", tmp_path / "corrected.csv")
+    assert status == 0
+    written = pd.read_csv(tmp_path / "corrected.csv", index_col="model")
+    expected = cbmm.predict_accuracy(subset, cbmm.FitResult.load(folder / "fit"),
+                                     reference=table.iloc[:300])
+    pd.testing.assert_frame_equal(written, expected, check_names=False, rtol=1e-12)
     status, out, _ = call(capsys, "audit", "--responses", folder / "calibration.csv",
                           "--items", folder / "fit", "--out", tmp_path / "audit.csv",
                           "--figure", tmp_path / "audit.png")
@@ -132,6 +140,10 @@ def test_adaptive_tests_of_a_file_share_a_binding_exposure_cap(calibrated, capsy
     (["select", "--k", "61"], "k must be an integer in [1, 60], got 61"),
     (["select", "--k", "0"], "--k: expected an integer >= 1"),
     (["predict", "--responses", "nope.csv"], "--responses nope.csv: no such file"),
+    (["predict", "--responses", "new.csv", "--reference", "nope.csv"],
+     "--reference nope.csv: no such file"),
+    (["predict", "--responses", "new.csv", "--reference", "new.csv"],
+     "--responses and --reference name the same file"),
     (["adaptive", "--responses", "new.csv", "--max-items", "99"],
      "--max-items 99: the calibration has 60 items"),
     (["adaptive", "--responses", "new.csv", "--progressive", "-1"],

@@ -150,11 +150,13 @@ def _distinct(*flags_and_paths) -> None:
         seen[key] = flag
 
 
-def _read_responses(args):
-    """The response table of ``--responses`` (checked), as a labelled DataFrame."""
+def _read_responses(args, flag="--responses"):
+    """The response table of ``--responses``, or of another ``flag`` read the same way
+    (checked), as a labelled DataFrame."""
     from .data import read_table
 
-    _check_input_file(args.responses, "--responses")
-    return read_table(args.responses, layout=args.layout, label_column=args.label_column,
+    path = getattr(args, flag.removeprefix("--").replace("-", "_"))
+    _check_input_file(path, flag)
+    return read_table(path, layout=args.layout, label_column=args.label_column,
                       model_column=args.model_column, item_column=args.item_column,
                       correct_column=args.correct_column)

@@ -57,11 +57,13 @@ def _predict_command(args) -> int:
     from .prediction import predict_accuracy
 
     _check_output_file(args.out, "--out", args.force)
-    _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
+    _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
+              ("--reference", args.reference))
     calibration = _calibration(args.items)
     table = _read_responses(args)
-    predicted = predict_accuracy(table, calibration, level=args.level, coding=args.coding,
-                                 layout=args.layout)
+    reference = None if args.reference is None else _read_responses(args, "--reference")
+    predicted = predict_accuracy(table, calibration, reference=reference, level=args.level,
+                                 coding=args.coding, layout=args.layout)
     write_csv(predicted.reset_index(), args.out, float_format="%.17g")
     print(f"predicted the accuracy of {len(predicted)} model(s) from "
           f"{predicted['n_items'].min()}-{predicted['n_items'].max()} answered item(s) "
@@ -169,6 +171,10 @@ def register(sub, add_input) -> None:
     add_items(predict)
     predict.add_argument("--level", type=_number(0.0, 1.0), default=0.95,
                          help="coverage of the interval (default 0.95)")
+    predict.add_argument("--reference", type=_path,
+                         help="answers of the calibration models (or others of known "
+                              "accuracy, never those predicted), in --responses' format: "
+                              "correct the prediction by what it misses on them")
     predict.set_defaults(handler=_predict_command)
 
     adaptive = sub.add_parser("adaptive", help="adaptive tests answered from a file",

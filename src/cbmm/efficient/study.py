@@ -7,8 +7,9 @@ The models are split at random into calibration and held-out models (``splits`` 
 
 * :func:`selection_study`: for each ``k`` and strategy, the held-out models answer the
   k selected items and :func:`cbmm.predict_accuracy` predicts their accuracy over all
-  items, beside the baseline of the mean of k random items (``random_mean``, the same
-  draw as the ``random`` strategy);
+  items (with the split's calibration models as its ``reference``), beside the baseline
+  of the mean of k random items (``random_mean``, the same draw as the ``random``
+  strategy);
 * :func:`adaptive_study`: each held-out model takes an adaptive test with its own answers
   (for each SE target and exposure setting; the tests of all splits in one stream, with
   one exposure control), compared with its ability from all its answers (the same
@@ -27,7 +28,7 @@ import numpy as np
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
-from .prediction import reconstruct
+from .prediction import corrected_reconstruct, reconstruct
 from .selection import select_items
 
 __all__ = ["model_splits", "calibrations", "selection_study", "adaptive_study",
@@ -68,7 +69,8 @@ def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int =
     return out
 
 
-def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
+def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
+                    reference: bool = True):
     """Predicted accuracy of held-out models from k selected items.
 
     Parameters
@@ -83,6 +85,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
         Strategies of :func:`cbmm.select_items`.
     seed : int
         Seeds the selections (``seed + split``).
+    reference : bool
+        Predict with the split's calibration models' answers as the ``reference`` of
+        :func:`cbmm.predict_accuracy` (False: the 2PL alone).
 
     Returns
     -------
@@ -97,7 +102,8 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
     values = table.to_numpy(dtype=float)
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
-        truth, coded = _held_answers(values, held)
+        truth, coded = _coded_rows(values, held)
+        known = _coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1]
         accuracy = np.nanmean(truth, axis=1)
         for k in (k for k in ks if k < truth.shape[1]):
             for strategy in strategies:
@@ -105,7 +111,8 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0):
                     select_items(bank, k, strategy, seed=seed + split))
                 answers = np.zeros(coded.shape, dtype=np.int8)
                 answers[:, chosen] = coded[:, chosen]
-                predicted = reconstruct(answers, bank)
+                predicted = corrected_reconstruct(answers, known, bank) if reference \
+                    else reconstruct(answers, bank)
                 rows.append(pd.DataFrame({
                     "split": split, "k": k, "strategy": strategy,
                     "model": table.index[held], "accuracy": accuracy,
@@ -167,7 +174,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     splits = []
     for held, result in calibrated:
         bank = ItemBank.of(result)
-        truth, coded = _held_answers(values, held)
+        truth, coded = _coded_rows(values, held)
         splits.append((held, bank, truth, coded, Posterior(coded, bank).mean))
     tests = [(split, i) for split, (held, *_) in enumerate(splits) for i in range(len(held))]
     order = np.random.default_rng([seed, 0]).permutation(len(tests))
@@ -192,10 +199,10 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     return pd.DataFrame(rows)
 
 
-def _held_answers(values, held):
-    """The held-out models' rows of a 1 / 0 / NaN matrix, and the same coded +1 / -1 / 0
-    (int8), as the bank's functions read answers."""
-    truth = values[held]
+def _coded_rows(values, rows):
+    """The ``rows`` of a 1 / 0 / NaN matrix, and the same coded +1 / -1 / 0 (int8), as the
+    bank's functions read answers."""
+    truth = values[rows]
     return truth, np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
 
 

@@ -110,9 +110,10 @@ def caption(config_summary: dict | None = None) -> str:
               if splits and share else "random splits of the models into calibration and "
               "held-out models")
     return (f"Efficient evaluation ({design}). Left: mean absolute error of the held-out "
-            "models' predicted full-benchmark accuracy (cbmm.predict_accuracy) from k items "
-            "chosen by each strategy of cbmm.select_items on the calibration fit, mean and sd "
-            "over the splits, beside the mean of k random items. Right: adaptive tests of "
+            "models' predicted full-benchmark accuracy (cbmm.predict_accuracy, the split's "
+            "calibration models as its reference) from k items chosen by each strategy of "
+            "cbmm.select_items on the calibration fit, mean and sd over the splits, beside "
+            "the mean of k random items. Right: adaptive tests of "
             "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting, "
             "the held-out models of every split in one stream; light dots one test, dark the "
             "mean per SE target): items given against the absolute difference between the "

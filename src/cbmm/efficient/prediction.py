@@ -30,7 +30,7 @@ offset, it costs 0.0003-0.0005.
 
 With ``reference`` (the calibration models' answers), the rest of the misfit is learnt from
 them, as metabench and tinyBenchmarks learn from their calibration models
-(:func:`corrected_reconstruct`): for each set of answered items, a ridge regression of
+(:class:`Reference`): for each set of answered items, a ridge regression of
 what the 2PL prediction from those items misses (against the prediction from all of a
 reference model's answers) on the answers to those items, its penalty chosen by
 leave-one-out error; the interval is the jackknife's, plus and minus the quantile of the
@@ -49,7 +49,7 @@ import numpy as np
 from .._checks import check_level
 from .bank import ItemBank, Posterior, aligned_answers
 
-__all__ = ["predict_accuracy", "reconstruct", "corrected_reconstruct", "RESIDUAL_PRIOR_ITEMS",
+__all__ = ["predict_accuracy", "reconstruct", "Reference", "RESIDUAL_PRIOR_ITEMS",
            "RIDGE_PENALTIES"]
 
 #: The prior of a model's residual offset is worth this many answered items: its
@@ -115,7 +115,7 @@ def predict_accuracy(responses, result, *, reference=None, level: float = 0.95,
             known, _ = aligned_answers(reference, bank, coding=coding, layout=layout)
         except ValueError as exc:
             raise ValueError("reference: " + str(exc).removeprefix("responses: ")) from None
-        columns = corrected_reconstruct(answers, known, bank, level)
+        columns = Reference(known, bank).reconstruct(answers, level)
     return pd.DataFrame(columns, index=pd.Index(labels, name="model"))
 
 
@@ -157,58 +157,70 @@ def reconstruct(answers: np.ndarray, bank: ItemBank, level: float = 0.95) -> dic
             "n_items": answered, "theta": posterior.mean, "se": posterior.sd}
 
 
-def corrected_reconstruct(answers: np.ndarray, reference: np.ndarray, bank: ItemBank,
-                          level: float = 0.95) -> dict:
-    """:func:`reconstruct`, corrected by what it misses on the ``reference`` models.
+class Reference:
+    """Models of known accuracy that correct :func:`reconstruct` (the ``reference`` of
+    :func:`predict_accuracy`).
 
     Parameters
     ----------
-    answers, reference : ndarray of int8
-        Models x items, +1 / -1 / 0 not answered, aligned with ``bank``: the models to
-        predict and the models to learn from.
+    answers : ndarray of int8
+        Their answers, models x items, +1 / -1 / 0 not answered, aligned with ``bank``;
+        models that answered nothing are left out.
     bank : ItemBank
-    level : float
 
-    Returns
-    -------
-    dict
-        The columns of :func:`predict_accuracy`.  For each distinct set ``A`` of answered
-        items among ``answers``' rows: a reference model's error is its prediction from
-        all its answers minus its prediction from its answers to ``A``; a ridge
-        regression of that error on the answers to ``A`` (intercept unpenalised, penalty
-        of least leave-one-out error among :data:`RIDGE_PENALTIES`) corrects the
-        prediction, and the interval is the correction plus and minus the
-        ``ceil((n + 1) level)``-th smallest absolute leave-one-out error of the ``n``
-        reference models (the jackknife), clipped to the accuracies possible.
+    Their accuracy predicted from all their answers (``accuracy``), which every
+    correction learns from, is computed once.
     """
-    reference = reference[np.count_nonzero(reference, axis=1) > 0]
-    needed = int(np.ceil(level / (1 - level)))
-    if len(reference) < needed:
-        raise ValueError(f"reference: {len(reference)} model(s) answered a calibrated item; "
-                         f"a {level:g} interval needs at least {needed}")
-    out = reconstruct(answers, bank, level)
-    known = reconstruct(reference, bank)["accuracy"]
-    n_items = len(bank)
-    correct = np.count_nonzero(answers > 0, axis=1)
-    unanswered = n_items - out["n_items"]
-    rank = int(np.ceil((len(reference) + 1) * level)) - 1
-    patterns, which = np.unique(answers != 0, axis=0, return_inverse=True)
-    for index, pattern in enumerate(patterns):
-        if pattern.all():  # nothing left to predict
-            continue
-        rows = np.flatnonzero(which.ravel() == index)
-        shown = np.where(pattern, reference, 0).astype(np.int8)
-        missed = known - reconstruct(shown, bank)["accuracy"]
-        correction, errors = _ridge(reference[:, pattern].astype(float), missed,
-                                    answers[np.ix_(rows, pattern)].astype(float))
-        half = np.partition(np.abs(errors), rank)[rank]
-        # the bounds as whole counts over J, so that an accuracy at a bound equals it
-        low, high = correct[rows] / n_items, (correct[rows] + unanswered[rows]) / n_items
-        accuracy = np.clip(out["accuracy"][rows] + correction, low, high)
-        out["accuracy"][rows] = accuracy
-        out["lower"][rows] = np.maximum(accuracy - half, low)
-        out["upper"][rows] = np.minimum(accuracy + half, high)
-    return out
+
+    def __init__(self, answers: np.ndarray, bank: ItemBank):
+        self.bank = bank
+        self.answers = answers[np.count_nonzero(answers, axis=1) > 0]
+        self.accuracy = reconstruct(self.answers, bank)["accuracy"]
+
+    def reconstruct(self, answers: np.ndarray, level: float = 0.95) -> dict:
+        """:func:`reconstruct` of ``answers`` (int8, aligned with the bank), corrected by
+        what it misses on the reference models.
+
+        Returns
+        -------
+        dict
+            The columns of :func:`predict_accuracy`.  For each distinct set ``A`` of
+            answered items among ``answers``' rows: a reference model's error is its
+            prediction from all its answers minus its prediction from its answers to
+            ``A``; a ridge regression of that error on the answers to ``A`` (intercept
+            unpenalised, penalty of least leave-one-out error among
+            :data:`RIDGE_PENALTIES`) corrects the prediction, and the interval is the
+            correction plus and minus the ``ceil((n + 1) level)``-th smallest absolute
+            leave-one-out error of the ``n`` reference models (the jackknife), clipped
+            to the accuracies possible.
+        """
+        bank, reference = self.bank, self.answers
+        needed = int(np.ceil(level / (1 - level)))
+        if len(reference) < needed:
+            raise ValueError(f"reference: {len(reference)} model(s) answered a calibrated "
+                             f"item; a {level:g} interval needs at least {needed}")
+        out = reconstruct(answers, bank, level)
+        n_items = len(bank)
+        correct = np.count_nonzero(answers > 0, axis=1)
+        unanswered = n_items - out["n_items"]
+        rank = int(np.ceil((len(reference) + 1) * level)) - 1
+        patterns, which = np.unique(answers != 0, axis=0, return_inverse=True)
+        for index, pattern in enumerate(patterns):
+            if pattern.all():  # nothing left to predict
+                continue
+            rows = np.flatnonzero(which.ravel() == index)
+            shown = np.where(pattern, reference, 0).astype(np.int8)
+            missed = self.accuracy - reconstruct(shown, bank)["accuracy"]
+            correction, errors = _ridge(reference[:, pattern].astype(float), missed,
+                                        answers[np.ix_(rows, pattern)].astype(float))
+            half = np.partition(np.abs(errors), rank)[rank]
+            # the bounds as whole counts over J, so that an accuracy at a bound equals it
+            low, high = correct[rows] / n_items, (correct[rows] + unanswered[rows]) / n_items
+            accuracy = np.clip(out["accuracy"][rows] + correction, low, high)
+            out["accuracy"][rows] = accuracy
+            out["lower"][rows] = np.maximum(accuracy - half, low)
+            out["upper"][rows] = np.minimum(accuracy + half, high)
+        return out
 
 
 def _ridge(features: np.ndarray, target: np.ndarray, new: np.ndarray):

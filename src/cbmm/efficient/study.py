@@ -28,7 +28,7 @@ import numpy as np
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
-from .prediction import corrected_reconstruct, reconstruct
+from .prediction import Reference, reconstruct
 from .selection import select_items
 
 __all__ = ["model_splits", "calibrations", "selection_study", "adaptive_study",
@@ -103,7 +103,8 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
-        known = _coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1]
+        calibration = Reference(_coded_rows(
+            values, np.setdiff1d(np.arange(len(values)), held))[1], bank) if reference else None
         accuracy = np.nanmean(truth, axis=1)
         for k in (k for k in ks if k < truth.shape[1]):
             for strategy in strategies:
@@ -111,8 +112,8 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                     select_items(bank, k, strategy, seed=seed + split))
                 answers = np.zeros(coded.shape, dtype=np.int8)
                 answers[:, chosen] = coded[:, chosen]
-                predicted = corrected_reconstruct(answers, known, bank) if reference \
-                    else reconstruct(answers, bank)
+                predicted = reconstruct(answers, bank) if calibration is None \
+                    else calibration.reconstruct(answers)
                 rows.append(pd.DataFrame({
                     "split": split, "k": k, "strategy": strategy,
                     "model": table.index[held], "accuracy": accuracy,

@@ -30,6 +30,7 @@ Usage::
 
     python benchmarks/bench_efficiency.py [--real FILE.csv ...] [--shapes 2211x541,...]
         [--splits 5] [--shape-splits 2] [--adaptive-tests 2000]
+        [--parts selection,adaptive,audit,mislabels]
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ ATLAS_ITEMS, ATLAS_THETA_MAE, EXPOSURE_TARGET = 41, 0.157, 0.10
 #: The exposure cap of the adaptive tests: below EXPOSURE_TARGET, not at it.
 EXPOSURE_CAP = 0.099
 RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
+#: The parts of the benchmark (--parts); the audit's suspects are the mislabel check's.
+PARTS = ("selection", "adaptive", "audit", "mislabels")
 
 
 def read_math500():
@@ -218,7 +221,11 @@ def main() -> None:
                              "streams of all its held-out models (default 2000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mislabel-seeds", type=int, default=3)
+    parser.add_argument("--parts", type=lambda s: set(s.split(",")), default=set(PARTS),
+                        help=f"the parts to run, comma-separated (default {','.join(PARTS)})")
     args = parser.parse_args()
+    if not args.parts <= set(PARTS):
+        parser.error(f"--parts: unknown {sorted(args.parts - set(PARTS))}; known {PARTS}")
     print(machine())
 
     math500 = read_math500()
@@ -230,17 +237,25 @@ def main() -> None:
 
     suspects = {}
     for name, table in datasets.items():
-        calibrated = fitted(table, args.splits, args.seed)
-        selection_table(name, table, calibrated, args)
-        adaptive_table(name, table, calibrated, args, args.se_targets)
-        audit = audit_line(name, table)
-        suspects[name] = frozenset(audit.index[audit["negative_discrimination"]])
-    for k, (n, j) in enumerate(shapes):
+        if args.parts & {"selection", "adaptive"}:
+            calibrated = fitted(table, args.splits, args.seed)
+        if "selection" in args.parts:
+            selection_table(name, table, calibrated, args)
+        if "adaptive" in args.parts:
+            adaptive_table(name, table, calibrated, args, args.se_targets)
+        if args.parts & {"audit", "mislabels"}:
+            audit = audit_line(name, table)
+            suspects[name] = frozenset(audit.index[audit["negative_discrimination"]])
+    for k, (n, j) in enumerate(shapes if args.parts & {"selection", "adaptive"} else []):
         name = f"simulated {n} x {j} (calibrated stand-in)"
         table = standin(calibration, n, j, seed=100 + k)
         calibrated = fitted(table, args.shape_splits, args.seed)
-        selection_table(name, table, calibrated, args)
-        adaptive_table(name, table, calibrated, args, [0.1, 0.2])
+        if "selection" in args.parts:
+            selection_table(name, table, calibrated, args)
+        if "adaptive" in args.parts:
+            adaptive_table(name, table, calibrated, args, [0.1, 0.2])
+    if "mislabels" not in args.parts:
+        return
 
     print(f"\nplanted mislabels: 5 % of the items reversed, {args.mislabel_seeds} seeds each; "
           "on real data an item the audit flags that was not planted counts as a false "

@@ -14,7 +14,8 @@ from scipy.special import expit
 import cbmm
 from cbmm.efficient import study
 from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
-from cbmm.efficient.prediction import RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES
+from cbmm.efficient.prediction import RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS
+from cbmm.efficient.selection import PREDICTIVE_PENALTY
 from cbmm.simulate import simulate
 
 
@@ -182,6 +183,14 @@ def test_a_reference_of_the_wrong_items_or_too_few_models_is_named(simulated):
                                          "item; a 0.95 interval needs at least 19"):
         cbmm.predict_accuracy(held, result, reference=table.iloc[:18])
     assert len(cbmm.predict_accuracy(held, result, reference=table.iloc[:19])) == 5
+    # items chosen on 19 models: each fold's width comes from the other 15 or 16
+    assert len(cbmm.predict_accuracy(held, result, reference=table.iloc[:19],
+                                     selection="predictive")) == 5
+    with pytest.raises(ValueError, match="selection must be None or 'predictive', got 'x'"):
+        cbmm.predict_accuracy(held, result, reference=table.iloc[:19], selection="x")
+    with pytest.raises(ValueError, match="selection says how the items were chosen on the "
+                                         "reference's answers: give the reference"):
+        cbmm.predict_accuracy(held, result, selection="predictive")
 
 
 # -------------------------------------------------------------------- selection
@@ -189,11 +198,99 @@ def test_a_reference_of_the_wrong_items_or_too_few_models_is_named(simulated):
 @pytest.mark.parametrize("strategy", cbmm.efficient.STRATEGIES)
 def test_every_strategy_keeps_k_distinct_calibrated_items_reproducibly(simulated, strategy):
     _, table, result = simulated
-    chosen = cbmm.select_items(result, 25, strategy, seed=3)
+    answers = {"responses": table.iloc[:800]} if strategy == "predictive" else {}
+    chosen = cbmm.select_items(result, 25, strategy, seed=3, **answers)
     assert len(chosen) == 25 and chosen.is_unique and set(chosen) <= set(table.columns)
-    assert list(chosen) == list(cbmm.select_items(result, 25, strategy, seed=3))
-    everything = cbmm.select_items(result, 200, strategy)
+    assert list(chosen) == list(cbmm.select_items(result, 25, strategy, seed=3, **answers))
+    everything = cbmm.select_items(result, 200, strategy, **answers)
     assert sorted(everything) == sorted(table.columns)
+
+
+def test_predictive_selection_is_forward_selection_by_the_ridge_leave_one_out_error():
+    rng = np.random.default_rng(0)
+    values = (rng.random((30, 9)) < rng.uniform(0.2, 0.8, 9)).astype(float)
+    values[rng.random(values.shape) < 0.1] = np.nan  # accuracy over the items answered
+    table = pd.DataFrame(values, columns=[f"q{j}" for j in range(9)])
+    items = bank_table(np.ones(9), np.zeros(9))
+    coded, accuracy = np.nan_to_num(2 * values - 1), np.nanmean(values, axis=1)
+
+    def leave_one_out(chosen):  # the ridge's hat matrix, intercept unpenalised
+        x = coded[:, chosen] - coded[:, chosen].mean(axis=0)
+        hat = x @ np.linalg.solve(x.T @ x + PREDICTIVE_PENALTY * np.eye(len(chosen)), x.T)
+        hat += 1 / len(x)
+        errors = (accuracy - hat @ accuracy) / (1 - np.diag(hat))
+        return errors @ errors
+
+    expected = []
+    for _ in range(5):
+        expected.append(min(set(range(9)) - set(expected),
+                            key=lambda j: leave_one_out(expected + [j])))
+    chosen = cbmm.select_items(items, 5, "predictive", responses=table)
+    assert list(chosen) == [f"q{j}" for j in expected]
+    # nested: a smaller selection is the start of a larger one
+    assert list(cbmm.select_items(items, 2, "predictive", responses=table)) == list(chosen[:2])
+
+
+def test_predictive_items_see_a_second_skill_and_their_width_is_cross_validated():
+    # two skills (correlation 0.3): 40 items of the first, 20 of the second. Items chosen
+    # on the 1,000 calibration models' answers predict the accuracy of held-out models
+    # better than those chosen by the one-dimensional fit. Chosen to predict those models,
+    # they make their leave-one-out errors look small: the jackknife's intervals fall
+    # short, the cross-validated ones (selection="predictive") cover
+    maes, covered = {"predictive": [], "stratified": []}, {"predictive": [], None: []}
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        skills = rng.multivariate_normal([0, 0], [[1, 0.3], [0.3, 1]], 1500)
+        a, b = rng.uniform(0.8, 2.0, 60), rng.normal(0, 1, 60)
+        answers = rng.random((1500, 60)) < expit(skills[:, np.arange(60) // 40] * a + b)
+        table = pd.DataFrame(answers.astype(float), columns=[f"q{j}" for j in range(60)])
+        calibration, held = table.iloc[:1000], table.iloc[1000:]
+        result, truth = quiet_fit(calibration), held.mean(axis=1)
+        chosen = {}
+        for strategy in maes:
+            given = {"responses": calibration} if strategy == "predictive" else {}
+            chosen[strategy] = cbmm.select_items(result, 10, strategy, seed=seed, **given)
+            predicted = cbmm.predict_accuracy(held[chosen[strategy]], result,
+                                              reference=calibration)
+            maes[strategy].append((predicted["accuracy"] - truth).abs().mean())
+        for selection in covered:
+            predicted = cbmm.predict_accuracy(held[chosen["predictive"]], result,
+                                              reference=calibration,
+                                              selection=selection)
+            covered[selection].append(
+                ((predicted["lower"] <= truth) & (truth <= predicted["upper"])).mean())
+    assert np.mean(maes["predictive"]) < 0.9 * np.mean(maes["stratified"])
+    # 1,500 intervals of nominal 95 %: within three binomial sd, and the jackknife's fewer
+    band = 3 * np.sqrt(0.95 * 0.05 / 1500)
+    assert abs(np.mean(covered["predictive"]) - 0.95) <= band
+    assert np.mean(covered[None]) < np.mean(covered["predictive"])
+
+
+def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
+    _, table, result = simulated
+    calibration, held = table.iloc[:800], table.iloc[800:810]
+    chosen = cbmm.select_items(result, 12, "predictive", responses=calibration)
+    predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
+                                      selection="predictive")
+    # by hand: the fixed random cut into SELECTION_FOLDS folds, each predicted from 12
+    # items chosen on the others with the others as the reference
+    fold = np.random.default_rng(0).permutation(800) % SELECTION_FOLDS
+    errors = []
+    for f in range(SELECTION_FOLDS):
+        others, own = calibration[fold != f], calibration[fold == f]
+        items = cbmm.select_items(result, 12, "predictive", responses=others)
+        errors.append(cbmm.predict_accuracy(own[items], result, reference=others)["accuracy"]
+                      - own.mean(axis=1))
+    half = np.sort(np.abs(np.concatenate(errors)))[int(np.ceil(801 * 0.95)) - 1]
+    # the intervals not clipped to the accuracies the 12 answers allow
+    low = held[chosen].sum(axis=1) / 200
+    inside = (predicted["lower"] > low) & (predicted["upper"] < low + 188 / 200)
+    assert inside.sum() >= 5
+    width = (predicted["upper"] - predicted["lower"])[inside]
+    np.testing.assert_allclose(width, 2 * half, rtol=1e-10)
+    # the point prediction is the reference's, as without selection
+    np.testing.assert_allclose(predicted["accuracy"], cbmm.predict_accuracy(
+        held[chosen], result, reference=calibration)["accuracy"], rtol=1e-12)
 
 
 def test_stratified_draws_one_item_per_stratum_of_expected_share_correct(simulated):
@@ -226,6 +323,12 @@ def test_anchors_of_identical_items_still_number_k():
     ({"k": 201}, "k must be an integer in \\[1, 200\\], got 201"),
     ({"k": 5, "strategy": "best"}, "strategy must be one of"),
     ({"k": 5, "seed": -1}, "seed must be a non-negative integer"),
+    ({"k": 5, "strategy": "predictive"}, "responses \\(the calibration models' answers\\) "
+                                          "are needed by the predictive strategy"),
+    ({"k": 5, "responses": [[1.0] * 200]}, "and read by no other"),
+    ({"k": 5, "strategy": "predictive", "responses": [[1.0] * 200]},
+     "responses: 1 model\\(s\\) answered a calibrated item; the predictive strategy "
+     "needs at least 2"),
 ])
 def test_select_items_names_a_bad_argument(simulated, kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -549,6 +652,17 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
                                          reference=calibration if reference else None)
         np.testing.assert_allclose(rows["predicted"], expected["accuracy"], atol=1e-12)
         np.testing.assert_allclose(rows["upper"], expected["upper"], atol=1e-12)
+    # predictive: chosen on the split's calibration models, its width cross-validated over
+    # them; the selection of 10 is the start of that of 20
+    rows = study.selection_study(small, calibrated, ks=[10, 20], strategies=["predictive"],
+                                 seed=1).query("split == 1")
+    chosen = cbmm.select_items(result, 20, "predictive", responses=calibration)
+    for k in (10, 20):
+        expected = cbmm.predict_accuracy(small.iloc[held][chosen[:k]], result,
+                                         reference=calibration, selection="predictive")
+        for column in ("accuracy", "upper"):
+            np.testing.assert_allclose(rows.query(f"k == {k}")[column.replace(
+                "accuracy", "predicted")], expected[column], atol=1e-12)
     adaptive = study.adaptive_study(small, calibrated, se_targets=[0.3],
                                     max_exposures=[None, 0.2], max_items=20)
     assert len(adaptive) == 240 and (adaptive["n_items"] <= 20).all()

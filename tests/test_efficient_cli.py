@@ -44,6 +44,25 @@ def test_select_writes_the_items_select_items_chooses(calibrated, capsys, tmp_pa
     assert status == 0
     expected = cbmm.select_items(folder / "fit" / "items.csv", 5, "information")
     assert list(pd.read_csv(tmp_path / "five.csv")["item"]) == list(expected)
+    # predictive: chosen on the calibration models' answers
+    status, out, _ = call(capsys, "select", "--items", folder / "fit", "--k", 7, "--strategy",
+                          "predictive", "--responses", folder / "calibration.csv",
+                          "--out", tmp_path / "seven.csv")
+    assert status == 0 and "selected 7 item(s) (predictive)" in out
+    calibration = pd.read_csv(folder / "calibration.csv", index_col=0)
+    expected = cbmm.select_items(folder / "fit", 7, "predictive", responses=calibration)
+    assert list(pd.read_csv(tmp_path / "seven.csv")["item"]) == list(expected)
+    # and the accuracy of new models from those items, the width cross-validated
+    new = pd.read_csv(folder / "new.csv", index_col=0)[expected]
+    new.to_csv(tmp_path / "answers.csv")
+    status, _, _ = call(capsys, "predict", "--responses", tmp_path / "answers.csv", "--items",
+                        folder / "fit", "--reference", folder / "calibration.csv",
+                        "--selection", "predictive", "--out", tmp_path / "accuracy.csv")
+    written = pd.read_csv(tmp_path / "accuracy.csv", index_col="model")
+    predicted = cbmm.predict_accuracy(new, cbmm.FitResult.load(folder / "fit"),
+                                      reference=calibration, selection="predictive")
+    assert status == 0
+    pd.testing.assert_frame_equal(written, predicted, check_names=False, rtol=1e-12)
 
 
 def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tmp_path):
@@ -139,11 +158,18 @@ def test_adaptive_tests_of_a_file_share_a_binding_exposure_cap(calibrated, capsy
 @pytest.mark.parametrize("args,message", [
     (["select", "--k", "61"], "k must be an integer in [1, 60], got 61"),
     (["select", "--k", "0"], "--k: expected an integer >= 1"),
+    (["select", "--k", "5", "--strategy", "predictive"],
+     "--responses (the calibration models' answers) is needed by --strategy predictive"),
+    (["select", "--k", "5", "--responses", "new.csv"], "and read by no other strategy"),
+    (["select", "--k", "5", "--strategy", "predictive", "--responses", "nope.csv"],
+     "--responses nope.csv: no such file"),
     (["predict", "--responses", "nope.csv"], "--responses nope.csv: no such file"),
     (["predict", "--responses", "new.csv", "--reference", "nope.csv"],
      "--reference nope.csv: no such file"),
     (["predict", "--responses", "new.csv", "--reference", "new.csv"],
      "--responses and --reference name the same file"),
+    (["predict", "--responses", "new.csv", "--selection", "predictive"],
+     "--selection says how the items were chosen on --reference's answers"),
     (["adaptive", "--responses", "new.csv", "--max-items", "99"],
      "--max-items 99: the calibration has 60 items"),
     (["adaptive", "--responses", "new.csv", "--progressive", "-1"],

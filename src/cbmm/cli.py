@@ -251,8 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"cbmm {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def add_input(command):
-        command.add_argument("--responses", required=True, type=_path,
+    def add_input(command, required=True):
+        command.add_argument("--responses", required=required, type=_path,
                              help="CSV (first column = model labels, other columns = items; "
                                   "1 correct, 0 incorrect, empty missing) or Parquet file")
         command.add_argument("--coding", choices=["binary", "signed"],

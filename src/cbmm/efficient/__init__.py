@@ -1,7 +1,7 @@
 """Efficient evaluation with a calibrated item bank: the fewest items that keep the answer.
 
 * :func:`select_items`: which k items to keep (stratified, random, maximal information,
-  anchors);
+  anchors, or chosen on the calibration models' answers for what they predict);
 * :func:`predict_accuracy`: full-benchmark accuracy of models that answered any subset of
   the items, with an interval;
 * :func:`adaptive_test`: one item at a time, from random items to the most informative

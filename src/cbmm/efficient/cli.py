@@ -45,8 +45,14 @@ def _select_command(args) -> int:
     from .selection import select_items
 
     _check_output_file(args.out, "--out", args.force)
-    _distinct(("--items", args.items), ("--out", args.out))
-    chosen = select_items(_calibration(args.items), args.k, args.strategy, seed=args.seed)
+    if (args.responses is None) == (args.strategy == "predictive"):
+        raise CliError("--responses (the calibration models' answers) is needed by "
+                       "--strategy predictive and read by no other strategy")
+    _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
+    calibration = _calibration(args.items)
+    responses = None if args.responses is None else _read_responses(args)
+    chosen = select_items(calibration, args.k, args.strategy, seed=args.seed,
+                          responses=responses, coding=args.coding, layout=args.layout)
     write_csv(pd.DataFrame({"item": chosen}), args.out)
     print(f"selected {len(chosen)} item(s) ({args.strategy}) -> {args.out}")
     return 0
@@ -61,8 +67,12 @@ def _predict_command(args) -> int:
               ("--reference", args.reference))
     calibration = _calibration(args.items)
     table = _read_responses(args)
+    if args.selection is not None and args.reference is None:
+        raise CliError("--selection says how the items were chosen on --reference's "
+                       "answers: give --reference")
     reference = None if args.reference is None else _read_responses(args, "--reference")
-    predicted = predict_accuracy(table, calibration, reference=reference, level=args.level,
+    predicted = predict_accuracy(table, calibration, reference=reference,
+                                 selection=args.selection, level=args.level,
                                  coding=args.coding, layout=args.layout)
     write_csv(predicted.reset_index(), args.out, float_format="%.17g")
     print(f"predicted the accuracy of {len(predicted)} model(s) from "
@@ -153,7 +163,10 @@ def register(sub, add_input) -> None:
 
     select = sub.add_parser("select", help="the k items to keep of a calibrated benchmark",
                             description="Choose k calibrated items (see cbmm.select_items) "
-                                        "and write them, one per row, as a CSV column item.")
+                                        "and write them, one per row, as a CSV column item. "
+                                        "--strategy predictive chooses them on the "
+                                        "calibration models' answers, --responses.")
+    add_input(select, required=False)
     add_items(select)
     select.add_argument("--k", required=True, type=_integer(1), help="items to keep")
     select.add_argument("--strategy", choices=STRATEGIES, default=STRATEGIES[0],
@@ -175,6 +188,9 @@ def register(sub, add_input) -> None:
                          help="answers of the calibration models (or others of known "
                               "accuracy, never those predicted), in --responses' format: "
                               "correct the prediction by what it misses on them")
+    predict.add_argument("--selection", choices=["predictive"],
+                         help="the items were chosen on --reference's answers by `cbmm select "
+                              "--strategy predictive`: cross-validate the interval's width")
     predict.set_defaults(handler=_predict_command)
 
     adaptive = sub.add_parser("adaptive", help="adaptive tests answered from a file",

@@ -43,6 +43,7 @@ split-to-split sd.
 
 from __future__ import annotations
 
+import itertools
 
 import numpy as np
 
@@ -50,7 +51,7 @@ from .._checks import check_level
 from .bank import ItemBank, Posterior, aligned_answers
 
 __all__ = ["predict_accuracy", "reconstruct", "Reference", "RESIDUAL_PRIOR_ITEMS",
-           "RIDGE_PENALTIES"]
+           "RIDGE_PENALTIES", "SELECTION_FOLDS"]
 
 #: The prior of a model's residual offset is worth this many answered items: its
 #: variance is the mean Bernoulli variance over this number (the middle of the range
@@ -61,9 +62,13 @@ RESIDUAL_PRIOR_ITEMS = 50.0
 #: answered); the real matrices chose 30-30,000.
 RIDGE_PENALTIES = np.geomspace(0.1, 1e5, 19)
 
+#: Folds of the reference models over which the width of a prediction from items chosen
+#: on them (``selection="predictive"``) is cross-validated.
+SELECTION_FOLDS = 5
 
-def predict_accuracy(responses, result, *, reference=None, level: float = 0.95,
-                     coding: str | None = None, layout: str = "auto"):
+
+def predict_accuracy(responses, result, *, reference=None, selection: str | None = None,
+                     level: float = 0.95, coding: str | None = None, layout: str = "auto"):
     """Predicted accuracy over all calibrated items of models that answered some of them.
 
     Parameters
@@ -84,6 +89,14 @@ def predict_accuracy(responses, result, *, reference=None, level: float = 0.95,
         hundreds of reference models or more; at least ``level / (1 - level)`` (19 for a
         95 % interval) that answered some item.  One regression per distinct set of
         answered items.
+    selection : {None, "predictive"}
+        How the answered items were chosen from ``reference``: None, not from its models'
+        answers (the interval is the jackknife's); ``"predictive"``, by
+        :func:`cbmm.select_items`' predictive strategy on them.  Items chosen to predict
+        the reference models' accuracy make those models' own errors look small, so the
+        interval's width is then cross-validated: the reference models are cut into
+        :data:`SELECTION_FOLDS` folds, and the models of each are predicted from as many
+        items chosen anew on the others (by the same strategy).
     level : float
         Coverage of the interval, in (0, 1).
     coding, layout
@@ -106,6 +119,11 @@ def predict_accuracy(responses, result, *, reference=None, level: float = 0.95,
     import pandas as pd
 
     level = check_level(level)
+    if selection not in (None, "predictive"):
+        raise ValueError(f"selection must be None or 'predictive', got {selection!r}")
+    if selection is not None and reference is None:
+        raise ValueError("selection says how the items were chosen on the reference's "
+                         "answers: give the reference")
     bank = ItemBank.of(result)
     answers, labels = aligned_answers(responses, bank, coding=coding, layout=layout)
     if reference is None:
@@ -115,7 +133,7 @@ def predict_accuracy(responses, result, *, reference=None, level: float = 0.95,
             known, _ = aligned_answers(reference, bank, coding=coding, layout=layout)
         except ValueError as exc:
             raise ValueError("reference: " + str(exc).removeprefix("responses: ")) from None
-        columns = Reference(known, bank).reconstruct(answers, level)
+        columns = Reference(known, bank).reconstruct(answers, level, selection=selection)
     return pd.DataFrame(columns, index=pd.Index(labels, name="model"))
 
 
@@ -169,15 +187,20 @@ class Reference:
     bank : ItemBank
 
     Their accuracy predicted from all their answers (``accuracy``), which every
-    correction learns from, is computed once.
+    correction learns from, is computed once; so are the folds of
+    :meth:`selection_errors` and their predictive selections, each extended only as far
+    as the largest number of items asked for (each keeps two float arrays of its models x
+    items while the Reference lives).
     """
 
     def __init__(self, answers: np.ndarray, bank: ItemBank):
         self.bank = bank
         self.answers = answers[np.count_nonzero(answers, axis=1) > 0]
         self.accuracy = reconstruct(self.answers, bank)["accuracy"]
+        self._folds = None  # per fold: its models, the others' Reference and selection
 
-    def reconstruct(self, answers: np.ndarray, level: float = 0.95) -> dict:
+    def reconstruct(self, answers: np.ndarray, level: float = 0.95,
+                    selection: str | None = None) -> dict:
         """:func:`reconstruct` of ``answers`` (int8, aligned with the bank), corrected by
         what it misses on the reference models.
 
@@ -192,18 +215,34 @@ class Reference:
             :data:`RIDGE_PENALTIES`) corrects the prediction, and the interval is the
             correction plus and minus the ``ceil((n + 1) level)``-th smallest absolute
             leave-one-out error of the ``n`` reference models (the jackknife), clipped
-            to the accuracies possible.
+            to the accuracies possible.  With ``selection="predictive"`` (the items were
+            chosen on the reference models) the errors are :meth:`selection_errors`.
         """
-        bank, reference = self.bank, self.answers
+        reference = self.answers
         needed = int(np.ceil(level / (1 - level)))
         if len(reference) < needed:
             raise ValueError(f"reference: {len(reference)} model(s) answered a calibrated "
                              f"item; a {level:g} interval needs at least {needed}")
-        out = reconstruct(answers, bank, level)
+        out = reconstruct(answers, self.bank, level)
+        rank = int(np.ceil((len(reference) + 1) * level)) - 1
+        for rows, accuracy, errors, low, high in self._corrected(answers, out["accuracy"]):
+            if selection == "predictive":
+                errors = self.selection_errors(int(out["n_items"][rows[0]]))
+            half = np.partition(np.abs(errors), rank)[rank]
+            out["accuracy"][rows] = accuracy
+            out["lower"][rows] = np.maximum(accuracy - half, low)
+            out["upper"][rows] = np.minimum(accuracy + half, high)
+        return out
+
+    def _corrected(self, answers, predicted):
+        """Per distinct set of answered items that leaves some unanswered: the rows of
+        ``answers`` with that set, their ``predicted`` accuracy (of :func:`reconstruct`)
+        corrected, the reference models' leave-one-out errors, and the bounds the answers
+        allow."""
+        bank, reference = self.bank, self.answers
         n_items = len(bank)
         correct = np.count_nonzero(answers > 0, axis=1)
-        unanswered = n_items - out["n_items"]
-        rank = int(np.ceil((len(reference) + 1) * level)) - 1
+        unanswered = np.count_nonzero(answers == 0, axis=1)
         patterns, which = np.unique(answers != 0, axis=0, return_inverse=True)
         for index, pattern in enumerate(patterns):
             if pattern.all():  # nothing left to predict
@@ -213,14 +252,35 @@ class Reference:
             missed = self.accuracy - reconstruct(shown, bank)["accuracy"]
             correction, errors = _ridge(reference[:, pattern].astype(float), missed,
                                         answers[np.ix_(rows, pattern)].astype(float))
-            half = np.partition(np.abs(errors), rank)[rank]
             # the bounds as whole counts over J, so that an accuracy at a bound equals it
             low, high = correct[rows] / n_items, (correct[rows] + unanswered[rows]) / n_items
-            accuracy = np.clip(out["accuracy"][rows] + correction, low, high)
-            out["accuracy"][rows] = accuracy
-            out["lower"][rows] = np.maximum(accuracy - half, low)
-            out["upper"][rows] = np.minimum(accuracy + half, high)
-        return out
+            yield rows, np.clip(predicted[rows] + correction, low, high), errors, low, high
+
+    def selection_errors(self, k: int) -> np.ndarray:
+        """Cross-validated errors of predictions from ``k`` items chosen on the reference
+        models by the predictive strategy: for each of :data:`SELECTION_FOLDS` folds of
+        them (a fixed random cut), ``k`` items chosen on the other folds' answers, and the
+        fold's models predicted from their answers to those items, corrected by the other
+        folds; prediction minus ``accuracy``, one per reference model."""
+        from .selection import forward_selection
+
+        if self._folds is None:
+            fold = np.random.default_rng(0).permutation(len(self.answers)) % SELECTION_FOLDS
+            self._folds = []
+            for f in range(SELECTION_FOLDS):
+                others = self.answers[fold != f]
+                self._folds.append((np.flatnonzero(fold == f), Reference(others, self.bank),
+                                    forward_selection(others), []))
+        errors = np.empty(len(self.answers))
+        for rows, reference, order, chosen in self._folds:
+            chosen.extend(itertools.islice(order, k - len(chosen)))
+            shown = np.zeros((rows.size, len(self.bank)), dtype=np.int8)
+            shown[:, chosen[:k]] = self.answers[np.ix_(rows, chosen[:k])]
+            predicted = reconstruct(shown, self.bank)["accuracy"]
+            for within, accuracy, *_ in reference._corrected(shown, predicted):
+                predicted[within] = accuracy
+            errors[rows] = predicted - self.accuracy[rows]
+        return errors
 
 
 def _ridge(features: np.ndarray, target: np.ndarray, new: np.ndarray):

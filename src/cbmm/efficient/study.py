@@ -7,7 +7,9 @@ The models are split at random into calibration and held-out models (``splits`` 
 
 * :func:`selection_study`: for each ``k`` and strategy, the held-out models answer the
   k selected items and :func:`cbmm.predict_accuracy` predicts their accuracy over all
-  items (with the split's calibration models as its ``reference``), beside the baseline
+  items (with the split's calibration models as its ``reference``; for the ``predictive``
+  strategy, which selects on their answers, with its width cross-validated), beside the
+  baseline
   of the mean of k random items (``random_mean``, the same draw as the ``random``
   strategy);
 * :func:`adaptive_study`: each held-out model takes an adaptive test with its own answers
@@ -82,7 +84,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     ks : list of int
         Numbers of items; those not below the number of items are skipped.
     strategies : list of str
-        Strategies of :func:`cbmm.select_items`.
+        Strategies of :func:`cbmm.select_items`.  ``predictive`` selects on the split's
+        calibration models' answers, and its interval is cross-validated over them
+        (``predict_accuracy(..., selection="predictive")``).
     seed : int
         Seeds the selections (``seed + split``).
     reference : bool
@@ -100,20 +104,24 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
 
     rows = []
     values = table.to_numpy(dtype=float)
+    ks = [k for k in ks if k < table.shape[1]]
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
-        calibration = Reference(_coded_rows(
-            values, np.setdiff1d(np.arange(len(values)), held))[1], bank) if reference else None
+        calibration = np.setdiff1d(np.arange(len(values)), held)
+        known = Reference(_coded_rows(values, calibration)[1], bank) if reference else None
+        if "predictive" in strategies and ks:  # nested: its first k items are its k
+            predictive = bank.labels.get_indexer(select_items(
+                bank, max(ks), "predictive", responses=table.iloc[calibration]))
         accuracy = np.nanmean(truth, axis=1)
-        for k in (k for k in ks if k < truth.shape[1]):
+        for k in ks:
             for strategy in strategies:
-                chosen = bank.labels.get_indexer(
-                    select_items(bank, k, strategy, seed=seed + split))
+                chosen = predictive[:k] if strategy == "predictive" else \
+                    bank.labels.get_indexer(select_items(bank, k, strategy, seed=seed + split))
                 answers = np.zeros(coded.shape, dtype=np.int8)
                 answers[:, chosen] = coded[:, chosen]
-                predicted = reconstruct(answers, bank) if calibration is None \
-                    else calibration.reconstruct(answers)
+                predicted = reconstruct(answers, bank) if known is None else known.reconstruct(
+                    answers, selection="predictive" if strategy == "predictive" else None)
                 rows.append(pd.DataFrame({
                     "split": split, "k": k, "strategy": strategy,
                     "model": table.index[held], "accuracy": accuracy,

@@ -23,6 +23,7 @@ STRATEGY_STYLE = {
     "random": ("random", "#2166ac"),
     "information": ("maximal information", "#e08214"),
     "anchor": ("anchors (k-means)", "#1b7837"),
+    "predictive": ("predictive (calibration answers)", "#762a83"),
     "random_mean": ("mean of random items", "#777777"),
 }
 #: Ability errors above this are drawn at the top edge of the adaptive panel.
@@ -112,7 +113,9 @@ def caption(config_summary: dict | None = None) -> str:
     return (f"Efficient evaluation ({design}). Left: mean absolute error of the held-out "
             "models' predicted full-benchmark accuracy (cbmm.predict_accuracy, the split's "
             "calibration models as its reference) from k items chosen by each strategy of "
-            "cbmm.select_items on the calibration fit, mean and sd over the splits, beside "
+            "cbmm.select_items on the calibration fit (predictive: on half of the "
+            "calibration models' answers, the other half the reference), mean and sd over "
+            "the splits, beside "
             "the mean of k random items. Right: adaptive tests of "
             "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting, "
             "the held-out models of every split in one stream; light dots one test, dark the "

@@ -60,7 +60,7 @@ _ANCHOR_LEVELS = 50  # ability quantiles at which the anchor strategy compares i
 #: MAE 0.0148, 0.0148 and 0.0146: the choice matters little where the strategy is meant
 #: for, and a penalty worth 100 models restrains it where there are few.
 PREDICTIVE_PENALTY = 100.0
-_PREDICTIVE_CHUNK = 2048  # items scored at once (bounds the temporaries to models x this)
+_PREDICTIVE_BLOCK = 2 ** 17  # values scored at once (1 MB): the temporaries stay in cache
 
 
 def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
@@ -184,31 +184,39 @@ def forward_selection(answers):
     if len(x) < 2:
         raise ValueError(f"responses: {len(x)} model(s) answered a calibrated item; the "
                          "predictive strategy needs at least 2")
+    from scipy.linalg.blas import dger
+
     n, n_items = x.shape
     target = np.count_nonzero(x > 0, axis=1) / np.count_nonzero(x, axis=1)
     target -= target.mean()
-    x -= x.mean(axis=0)
-    residual = x.copy()  # (I - H) x of every item
+    x = np.asfortranarray(x - x.mean(axis=0))  # an item's answers contiguous
+    residual = x.copy(order="F")  # (I - H) x of every item
     error = target.copy()  # (I - H) t
     leverage = np.full(n, 1.0 / n)  # the intercept's
+    pivot = PREDICTIVE_PENALTY + np.einsum("ij,ij->j", x, x)  # lambda + x'(I - H) x
+    covariance = x.T @ target  # x'(I - H) t
     free = np.ones(n_items, dtype=bool)
+    width = max(8, _PREDICTIVE_BLOCK // n)  # items scored at once
     for _ in range(n_items):
-        pivot = PREDICTIVE_PENALTY + np.einsum("ij,ij->j", x, residual)
-        gain = (residual.T @ target) / pivot
-        score = np.full(n_items, np.inf)
-        candidates = np.flatnonzero(free)
-        for start in range(0, candidates.size, _PREDICTIVE_CHUNK):
-            items = candidates[start:start + _PREDICTIVE_CHUNK]
-            loo = (error[:, None] - residual[:, items] * gain[items]) / (
-                1.0 - leverage[:, None] - residual[:, items] ** 2 / pivot[items])
-            score[items] = np.einsum("ij,ij->j", loo, loo)
+        gain = covariance / pivot
+        score = np.empty(n_items)
+        for start in range(0, n_items, width):
+            block = slice(start, start + width)
+            part = residual[:, block]
+            loo = error[:, None] - part * gain[block]
+            loo /= (1.0 - leverage)[:, None] - part * part / pivot[block]
+            score[block] = np.einsum("ij,ij->j", loo, loo)
+        score[~free] = np.inf
         j = int(np.argmin(score))
         free[j] = False
         yield j
-        u = residual[:, j].copy()
+        u, size = residual[:, j].copy(), pivot[j]
+        shared = x.T @ u  # x'u = u'x: the rank-one update of every item's terms
         error -= u * gain[j]
-        leverage += u ** 2 / pivot[j]
-        residual -= np.outer(u, (u @ x) / pivot[j])
+        leverage += u * u / size
+        covariance -= shared * (covariance[j] / size)
+        pivot -= shared * shared / size
+        residual = dger(-1.0 / size, u, shared, a=residual, overwrite_a=True)
 
 
 _STRATEGY = {"stratified": _stratified, "random": _random, "information": _information,

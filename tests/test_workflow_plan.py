@@ -521,7 +521,7 @@ def test_a_bad_efficiency_study_stops_the_plan_naming_the_key(content, expected)
         test_plan(content)
     assert str(caught.value).splitlines() == ["invalid configuration:", f"- {expected}" + (
         " (known: MATH_500, suite_a, suite_b)" if "registry" in expected else
-        " (stratified, random, information, anchor)")]
+        " (stratified, random, information, anchor, predictive)")]
 
 
 # ---------------------------------------------------------------------- conda envs

@@ -30,6 +30,17 @@ def quiet_fit(table, **options):
         return cbmm.fit(table, **options)
 
 
+def two_skills(seed, n_models, first):
+    """Answers of ``n_models`` to 60 items, of two skills (correlation 0.3): the first
+    ``first`` items measure the first skill, the others the second."""
+    rng = np.random.default_rng(seed)
+    skills = rng.multivariate_normal([0, 0], [[1, 0.3], [0.3, 1]], n_models)
+    a, b = rng.uniform(0.8, 2.0, 60), rng.normal(0, 1, 60)
+    skill = (np.arange(60) >= first).astype(int)
+    answers = rng.random((n_models, 60)) < expit(skills[:, skill] * a + b)
+    return pd.DataFrame(answers.astype(float), columns=[f"q{j}" for j in range(60)])
+
+
 @pytest.fixture(scope="module")
 def simulated():
     """1000 models x 200 items of the paper's generator; the first 800 calibrate."""
@@ -239,11 +250,7 @@ def test_predictive_items_see_a_second_skill_and_their_width_is_cross_validated(
     # short, the cross-validated ones (selection="predictive") cover
     maes, covered = {"predictive": [], "stratified": []}, {"predictive": [], None: []}
     for seed in range(3):
-        rng = np.random.default_rng(seed)
-        skills = rng.multivariate_normal([0, 0], [[1, 0.3], [0.3, 1]], 1500)
-        a, b = rng.uniform(0.8, 2.0, 60), rng.normal(0, 1, 60)
-        answers = rng.random((1500, 60)) < expit(skills[:, np.arange(60) // 40] * a + b)
-        table = pd.DataFrame(answers.astype(float), columns=[f"q{j}" for j in range(60)])
+        table = two_skills(seed, 1500, first=40)
         calibration, held = table.iloc[:1000], table.iloc[1000:]
         result, truth = quiet_fit(calibration), held.mean(axis=1)
         chosen = {}
@@ -366,11 +373,7 @@ def test_a_reference_learns_what_a_one_dimensional_model_misses():
     # skill; the calibration models' answers show how far that misses
     maes, covered = {"alone": [], "reference": []}, []
     for seed in range(3):
-        rng = np.random.default_rng(seed)
-        skills = rng.multivariate_normal([0, 0], [[1, 0.3], [0.3, 1]], 1200)
-        a, b = rng.uniform(0.8, 2.0, 60), rng.normal(0, 1, 60)
-        answers = rng.random((1200, 60)) < expit(skills[:, np.arange(60) // 30] * a + b)
-        table = pd.DataFrame(answers.astype(float), columns=[f"q{j}" for j in range(60)])
+        table = two_skills(seed, 1200, first=30)
         result = quiet_fit(table.iloc[:800])
         held, truth = table.iloc[800:, :20], table.iloc[800:].mean(axis=1)
         for name, reference in (("alone", None), ("reference", table.iloc[:800])):

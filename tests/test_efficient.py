@@ -14,6 +14,7 @@ from scipy.special import expit
 import cbmm
 from cbmm.efficient import study
 from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
+from cbmm.efficient.bank import ItemBank
 from cbmm.efficient.prediction import RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS
 from cbmm.efficient.selection import PREDICTIVE_PENALTY
 from cbmm.simulate import simulate
@@ -475,9 +476,10 @@ def test_after_the_progressive_start_the_item_is_the_most_informative_a_posterio
 
 
 def test_the_progressive_start_draws_the_first_item_uniformly_from_the_pool():
-    # the first item's score is a uniform draw alone: every item of the pool alike
-    items = true_bank()
-    pool = list(items.index[:10])
+    # the first item's score is a uniform draw alone: every item of the pool alike (one
+    # bank for the 2,000 tests: its grid computed once)
+    items = ItemBank.of(true_bank())
+    pool = list(items.labels[:10])
     firsts = Counter(cbmm.adaptive_test(lambda item: 1, items, pool=pool, max_items=1,
                                         candidates=1, seed=seed).items[0]
                      for seed in range(2000))

@@ -14,7 +14,18 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
   held-out models, 1 of a leaderboard's 4,000); target (ATLAS): within 0.157 of the full-data
   ability (mean absolute difference) with <= 41 items on average and item exposure below
   10 % (the cap is ``ItemExposure(0.099)``: one of 0.1 allows exactly 10 %);
-* **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models.
+* **tinybenchmarks**: tinyBenchmarks' estimators (Polo et al. 2024, as its tutorials run
+  them) on the same splits and calibration fits, for the comparison the target makes:
+  k anchor items (k-means on the calibration models' correctness, or on the items'
+  fitted slope and intercept), their cluster-weighted mean (``anchor``), p-IRT
+  (observed answers plus the 2PL probabilities of the rest at the maximum-likelihood
+  ability) and gp-IRT (``lambda`` anchor + ``1 - lambda`` p-IRT, ``lambda`` chosen on a
+  fifth of the calibration models held out from a refit on the others);
+* **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models;
+* **penalties**, for each real data set: the ``predictive`` strategy's error at
+  k = 100 per ridge penalty, cross-validated on each split's calibration models
+  (``Reference.selection_errors``, the selection inside) and on the held-out models, and
+  the held-out error at the penalty the cross-validation picks.
 
 Then the planted-mislabel check: 5 % of the items of a matrix get reversed answers;
 recall and precision of the audit's ``negative_discrimination`` (target >= 0.9, >= 0.8).
@@ -30,12 +41,14 @@ Usage::
 
     python benchmarks/bench_efficiency.py [--real FILE.csv ...] [--shapes 2211x541,...]
         [--splits 5] [--shape-splits 2] [--adaptive-tests 2000]
-        [--parts selection,adaptive,audit,mislabels]
+        [--parts selection,penalties,tinybenchmarks,adaptive,audit,mislabels]
+        [--penalties 20,50,...]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import time
 import warnings
@@ -50,6 +63,9 @@ from standin_suites import parameters
 import cbmm
 from cbmm.efficient import FLAGS, STRATEGIES, study
 from cbmm.efficient.adaptive import ADAPTIVE_DEFAULTS
+from cbmm.efficient.bank import ItemBank
+from cbmm.efficient.prediction import Reference
+from cbmm.efficient.selection import forward_selection
 from cbmm.simulate import simulate
 
 #: The issue's targets.
@@ -59,7 +75,9 @@ ATLAS_ITEMS, ATLAS_THETA_MAE, EXPOSURE_TARGET = 41, 0.157, 0.10
 EXPOSURE_CAP = 0.099
 RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
 #: The parts of the benchmark (--parts); the audit's suspects are the mislabel check's.
-PARTS = ("selection", "adaptive", "audit", "mislabels")
+PARTS = ("selection", "penalties", "tinybenchmarks", "adaptive", "audit", "mislabels")
+#: Abilities (canonical scale) among which p-IRT's maximum-likelihood ability is found.
+MLE_GRID = np.linspace(-6, 6, 1201)
 
 
 def read_math500():
@@ -97,9 +115,10 @@ def fitted(table, splits, seed):
 
 
 def selection_table(name, table, calibrated, args):
+    """Prints the selection study's tables; returns its MAE per k and strategy."""
     if not any(k < table.shape[1] for k in args.k):
         print(f"\n{name}: selection skipped, every k is at least its {table.shape[1]} items")
-        return
+        return None
     started = time.perf_counter()
     summaries = {reference: study.summarise_selection(study.selection_study(
         table, calibrated, ks=args.k, strategies=list(STRATEGIES), seed=args.seed,
@@ -125,6 +144,121 @@ def selection_table(name, table, calibrated, args):
         print(f"k = {MAE_TARGET_K} ({table.shape[1] - MAE_TARGET_K} of {table.shape[1]} items "
               f"unanswered): best {best.idxmin()} {best.min():.4f}, default "
               f"{STRATEGIES[0]} {best[STRATEGIES[0]]:.4f}; target <= {MAE_TARGET}: {verdict}")
+    return mae
+
+
+def anchor_points(values, bank, k, clustering, seed):
+    """tinyBenchmarks' k anchor items and their weights: k-means of the items by their
+    correctness over the models of ``values`` (1 / 0 / NaN, a missing answer counted as
+    the item's mean) or by their fitted slope and intercept; the item nearest each
+    centre, weighted by its cluster's share of the items."""
+    from sklearn.cluster import KMeans
+
+    if clustering == "correctness":
+        features = np.where(np.isnan(values), np.nanmean(values, axis=0), values).T
+    else:
+        features = np.column_stack([bank.slope, bank.intercept])
+    kmeans = KMeans(n_clusters=k, n_init="auto", random_state=seed).fit(features)
+    distance = ((features[None] - kmeans.cluster_centers_[:, None]) ** 2).sum(axis=2)
+    return distance.argmin(axis=1), np.bincount(kmeans.labels_, minlength=k) / len(bank)
+
+
+def tinybenchmarks_estimates(values, bank, anchors, weights):
+    """``anchor`` and ``p-IRT`` estimates of the accuracy of the models of ``values``
+    (1 / 0 / NaN, all items) from their answers to the anchors."""
+    seen = values[:, anchors]
+    answered = ~np.isnan(seen)
+    anchor = np.nansum(seen * weights, axis=1) / (answered * weights).sum(axis=1)
+    logit = np.multiply.outer(MLE_GRID, bank.slope) + bank.intercept  # grid x items
+    log_p, log_q = -np.logaddexp(0, -logit), -np.logaddexp(0, logit)
+    correct = np.nan_to_num(seen)
+    likelihood = correct @ log_p[:, anchors].T + (answered - correct) @ log_q[:, anchors].T
+    p = bank.probabilities(MLE_GRID[likelihood.argmax(axis=1)])
+    unseen = np.ones(len(bank), dtype=bool)
+    unseen[anchors] = False
+    p_irt = (correct.sum(axis=1) + p[:, unseen].sum(axis=1)) / (answered.sum(axis=1)
+                                                                + unseen.sum())
+    return anchor, p_irt
+
+
+def tinybenchmarks_table(name, table, calibrated, ours, args):
+    """MAE of tinyBenchmarks' estimators on the held-out models of each split, beside the
+    best of ours (``ours``: :func:`selection_table`'s MAE)."""
+    ks = [k for k in args.k if k < table.shape[1]]
+    if not ks:
+        return
+    started = time.perf_counter()
+    values = table.to_numpy(dtype=float)
+    lambdas = np.linspace(0, 1, 101)
+    rows = []
+    for split, (held, result) in enumerate(calibrated):
+        bank = ItemBank.of(result)
+        calibration = np.setdiff1d(np.arange(len(table)), held)
+        # gp-IRT's lambda: chosen on a fifth of the calibration models, the rest refitted
+        rng = np.random.default_rng([args.seed, split, 0x7b])
+        validation = rng.permutation(calibration)
+        validation, training = validation[:len(validation) // 5], validation[len(validation) // 5:]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            refit = ItemBank.of(cbmm.fit(table.iloc[training]))
+        truth = np.nanmean(values, axis=1)
+        for k in ks:
+            for clustering in ("correctness", "irt"):
+                anchors, weights = anchor_points(values[training], refit, k, clustering,
+                                                 args.seed + split)
+                anchor, p_irt = tinybenchmarks_estimates(values[validation], refit, anchors,
+                                                         weights)
+                errors = np.abs(np.outer(lambdas, anchor) + np.outer(1 - lambdas, p_irt)
+                                - truth[validation]).mean(axis=1)
+                chosen = lambdas[errors.argmin()]
+                anchors, weights = anchor_points(values[calibration], bank, k, clustering,
+                                                 args.seed + split)
+                anchor, p_irt = tinybenchmarks_estimates(values[held], bank, anchors, weights)
+                for estimator, predicted in (("anchor", anchor), ("p-IRT", p_irt), (
+                        "gp-IRT", chosen * anchor + (1 - chosen) * p_irt)):
+                    rows.append({"split": split, "k": k,
+                                 "estimator": f"{estimator} ({clustering})",
+                                 "mae": np.abs(predicted - truth[held]).mean()})
+    mae = pd.DataFrame(rows).groupby(["k", "estimator"], sort=False)["mae"].mean().unstack()
+    if ours is not None:
+        mae["ours: stratified"] = ours["stratified"]
+        mae["ours: best"] = ours[list(STRATEGIES)].min(axis=1)
+    print(f"\n{name}: tinyBenchmarks' estimators, MAE of predicted accuracy on the same "
+          f"splits ({time.perf_counter() - started:.0f} s)")
+    print(mae.to_string(float_format=lambda v: f"{v:.4f}"))
+
+
+def penalty_table(name, table, calibrated, penalties):
+    """The predictive strategy's MAE at k = MAE_TARGET_K per ridge penalty: cross-validated
+    on each split's calibration models and on its held-out models."""
+    k = MAE_TARGET_K
+    if k >= table.shape[1]:
+        return
+    started = time.perf_counter()
+    values = table.to_numpy(dtype=float)
+    coded = np.where(np.isnan(values), 0, np.where(values > 0, 1, -1)).astype(np.int8)
+    rows = []
+    for split, (held, result) in enumerate(calibrated):
+        bank = ItemBank.of(result)
+        calibration = coded[np.setdiff1d(np.arange(len(table)), held)]
+        for penalty in penalties:
+            known = Reference(calibration, bank, penalty=penalty)
+            chosen = list(itertools.islice(forward_selection(calibration, penalty), k))
+            answers = np.zeros((len(held), len(bank)), dtype=np.int8)
+            answers[:, chosen] = coded[np.ix_(held, chosen)]
+            predicted = known.reconstruct(answers, selection="predictive")["accuracy"]
+            rows.append({"split": split, "penalty": penalty,
+                         "cross-validated": np.abs(known.selection_errors(k)).mean(),
+                         "held out": np.abs(predicted - np.nanmean(values[held], axis=1)).mean()})
+    rows = pd.DataFrame(rows)
+    picked = rows.loc[rows.groupby("split")["cross-validated"].idxmin()]
+    print(f"\n{name}: predictive at k = {k}, MAE per ridge penalty ({len(calibrated)} splits, "
+          f"{time.perf_counter() - started:.0f} s)")
+    print(rows.groupby("penalty")[["cross-validated", "held out"]].mean().T.to_string(
+        float_format=lambda v: f"{v:.4f}"))
+    print(f"the penalties the cross-validation picks ("
+          f"{', '.join(f'{v:g}' for v in picked['penalty'])}): held-out MAE "
+          f"{picked['held out'].mean():.4f}")
 
 
 def adaptive_table(name, table, calibrated, args, se_targets):
@@ -221,6 +355,10 @@ def main() -> None:
                              "streams of all its held-out models (default 2000)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mislabel-seeds", type=int, default=3)
+    parser.add_argument("--penalties", type=lambda s: [float(v) for v in s.split(",")],
+                        default=[20, 50, 70, 100, 150, 200, 300],
+                        help="ridge penalties of the predictive strategy that the penalties "
+                             "part compares on each real data set")
     parser.add_argument("--parts", type=lambda s: set(s.split(",")), default=set(PARTS),
                         help=f"the parts to run, comma-separated (default {','.join(PARTS)})")
     args = parser.parse_args()
@@ -237,10 +375,14 @@ def main() -> None:
 
     suspects = {}
     for name, table in datasets.items():
-        if args.parts & {"selection", "adaptive"}:
+        if args.parts & {"selection", "penalties", "tinybenchmarks", "adaptive"}:
             calibrated = fitted(table, args.splits, args.seed)
-        if "selection" in args.parts:
-            selection_table(name, table, calibrated, args)
+        ours = selection_table(name, table, calibrated, args) \
+            if "selection" in args.parts else None
+        if "tinybenchmarks" in args.parts:
+            tinybenchmarks_table(name, table, calibrated, ours, args)
+        if "penalties" in args.parts:
+            penalty_table(name, table, calibrated, args.penalties)
         if "adaptive" in args.parts:
             adaptive_table(name, table, calibrated, args, args.se_targets)
         if args.parts & {"audit", "mislabels"}:

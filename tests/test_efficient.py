@@ -2,6 +2,7 @@
 truth is known, adaptive tests driven by simulated answers with fixed seeds, the audit on
 planted mislabels."""
 
+import itertools
 import warnings
 from collections import Counter
 
@@ -16,7 +17,7 @@ from cbmm.efficient import study
 from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
 from cbmm.efficient.bank import ItemBank
 from cbmm.efficient.prediction import RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS
-from cbmm.efficient.selection import PREDICTIVE_PENALTY
+from cbmm.efficient.selection import PREDICTIVE_PENALTY, forward_selection
 from cbmm.simulate import simulate
 
 
@@ -226,21 +227,27 @@ def test_predictive_selection_is_forward_selection_by_the_ridge_leave_one_out_er
     items = bank_table(np.ones(9), np.zeros(9))
     coded, accuracy = np.nan_to_num(2 * values - 1), np.nanmean(values, axis=1)
 
-    def leave_one_out(chosen):  # the ridge's hat matrix, intercept unpenalised
+    def leave_one_out(chosen, penalty):  # the ridge's hat matrix, intercept unpenalised
         x = coded[:, chosen] - coded[:, chosen].mean(axis=0)
-        hat = x @ np.linalg.solve(x.T @ x + PREDICTIVE_PENALTY * np.eye(len(chosen)), x.T)
+        hat = x @ np.linalg.solve(x.T @ x + penalty * np.eye(len(chosen)), x.T)
         hat += 1 / len(x)
         errors = (accuracy - hat @ accuracy) / (1 - np.diag(hat))
         return errors @ errors
 
-    expected = []
-    for _ in range(5):
-        expected.append(min(set(range(9)) - set(expected),
-                            key=lambda j: leave_one_out(expected + [j])))
+    def brute_force(penalty, k=5):
+        expected = []
+        for _ in range(k):
+            expected.append(min(set(range(9)) - set(expected),
+                                key=lambda j: leave_one_out(expected + [j], penalty)))
+        return expected
+
     chosen = cbmm.select_items(items, 5, "predictive", responses=table)
-    assert list(chosen) == [f"q{j}" for j in expected]
+    assert list(chosen) == [f"q{j}" for j in brute_force(PREDICTIVE_PENALTY)]
     # nested: a smaller selection is the start of a larger one
     assert list(cbmm.select_items(items, 2, "predictive", responses=table)) == list(chosen[:2])
+    # another penalty, as the benchmark compares them
+    order = forward_selection(coded.astype(np.int8), penalty=0.5)
+    assert list(itertools.islice(order, 5)) == brute_force(0.5)
 
 
 def test_predictive_items_see_a_second_skill_and_their_width_is_cross_validated():

@@ -49,6 +49,7 @@ import numpy as np
 
 from .._checks import check_level
 from .bank import ItemBank, Posterior, aligned_answers
+from .selection import PREDICTIVE_PENALTY, forward_selection
 
 __all__ = ["predict_accuracy", "reconstruct", "Reference", "RESIDUAL_PRIOR_ITEMS",
            "RIDGE_PENALTIES", "SELECTION_FOLDS"]
@@ -185,6 +186,10 @@ class Reference:
         Their answers, models x items, +1 / -1 / 0 not answered, aligned with ``bank``;
         models that answered nothing are left out.
     bank : ItemBank
+    penalty : float
+        The penalty of the predictive selections of :meth:`selection_errors` (that of
+        :func:`cbmm.select_items`, :data:`~cbmm.efficient.selection.PREDICTIVE_PENALTY`,
+        unless a benchmark compares others).
 
     Their accuracy predicted from all their answers (``accuracy``), which every
     correction learns from, is computed once; so are the folds of
@@ -193,8 +198,9 @@ class Reference:
     items while the Reference lives).
     """
 
-    def __init__(self, answers: np.ndarray, bank: ItemBank):
-        self.bank = bank
+    def __init__(self, answers: np.ndarray, bank: ItemBank,
+                 penalty: float = PREDICTIVE_PENALTY):
+        self.bank, self.penalty = bank, penalty
         self.answers = answers[np.count_nonzero(answers, axis=1) > 0]
         self.accuracy = reconstruct(self.answers, bank)["accuracy"]
         self._folds = None  # per fold: its models, the others' Reference and selection
@@ -262,15 +268,13 @@ class Reference:
         them (a fixed random cut), ``k`` items chosen on the other folds' answers, and the
         fold's models predicted from their answers to those items, corrected by the other
         folds; prediction minus ``accuracy``, one per reference model."""
-        from .selection import forward_selection
-
         if self._folds is None:
             fold = np.random.default_rng(0).permutation(len(self.answers)) % SELECTION_FOLDS
             self._folds = []
             for f in range(SELECTION_FOLDS):
                 others = self.answers[fold != f]
                 self._folds.append((np.flatnonzero(fold == f), Reference(others, self.bank),
-                                    forward_selection(others), []))
+                                    forward_selection(others, self.penalty), []))
         errors = np.empty(len(self.answers))
         for rows, reference, order, chosen in self._folds:
             chosen.extend(itertools.islice(order, k - len(chosen)))

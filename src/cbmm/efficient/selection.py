@@ -33,8 +33,9 @@ own departure from the 2PL on those is not seen.  On data simulated from the 2PL
 misfit) ``information`` wins at every k, by 0.003-0.005 at 100 items.  ``predictive``
 wants thousands of calibration models: on five real Open LLM Leaderboard matrices
 (4,000-5,500 models) it is the best at every k (GSM8K at 100 items: 0.0147 against
-0.0165-0.0177 for the others); on MATH-500's 112 calibration models its error swings
-with chance (0.017-0.031 across penalties, against 0.021 for ``stratified``).  The items
+0.0165-0.0177 for the others); on MATH-500's 112 calibration models it depends on its
+penalty (0.017-0.031, against 0.021 for ``stratified``; 0.017-0.021 over the penalties
+that cross-validation on those models finds good, 70-200).  The items
 it chooses make the calibration models' own errors look small: predict with
 ``cbmm.predict_accuracy(..., reference=<those models>, selection="predictive")``, whose
 interval width is cross-validated with the selection inside (coverage 0.94-0.96 there;
@@ -155,13 +156,16 @@ def _anchor(bank, k, rng):
     return np.array(chosen)
 
 
-def forward_selection(answers):
+def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
     """Items in the order the ``predictive`` strategy chooses them, one at a time.
 
     Parameters
     ----------
     answers : ndarray of int8
         Calibration models x items, +1 / -1 / 0 not answered.
+    penalty : float
+        The ridge penalty ``lambda`` (the strategy's is :data:`PREDICTIVE_PENALTY`;
+        ``benchmarks/bench_efficiency.py --penalties`` compares others).
 
     Yields
     ------
@@ -193,7 +197,7 @@ def forward_selection(answers):
     residual = x.copy(order="F")  # (I - H) x of every item
     error = target.copy()  # (I - H) t
     leverage = np.full(n, 1.0 / n)  # the intercept's
-    pivot = PREDICTIVE_PENALTY + np.einsum("ij,ij->j", x, x)  # lambda + x'(I - H) x
+    pivot = penalty + np.einsum("ij,ij->j", x, x)  # lambda + x'(I - H) x
     covariance = x.T @ target  # x'(I - H) t
     free = np.ones(n_items, dtype=bool)
     width = max(8, _PREDICTIVE_BLOCK // n)  # items scored at once

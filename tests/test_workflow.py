@@ -140,6 +140,7 @@ def test_a_killed_run_resumes_after_unlock_without_redoing_finished_fits(test_ru
                 for p in folder.iterdir()} == files, f"{folder} was fitted again"
 
 
+@pytest.mark.slow  # 30 s of runs killed and resumed
 def test_an_interrupted_batch_resumes_from_its_finished_fits(tmp_path):
     """A batch of four one-second fits killed after two: the rerun fits only the rest."""
     config = overlay(tmp_path, "slow", {
@@ -785,6 +786,7 @@ def fit_files(workdir, pattern):
             for unit in Path(workdir).glob(f"{pattern}/unit.json")}
 
 
+@pytest.mark.slow  # a minute of workflow runs
 def test_stored_fits_are_refitted_when_their_method_code_changes_or_they_are_damaged(
         tmp_path):
     """The workflow reuses a stored fit only while it is the fit its settings and code give:

@@ -16,7 +16,8 @@ import cbmm
 from cbmm.efficient import study
 from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
 from cbmm.efficient.bank import ItemBank
-from cbmm.efficient.prediction import RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS
+from cbmm.efficient.prediction import (RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS,
+                                       Reference)
 from cbmm.efficient.selection import PREDICTIVE_PENALTY, forward_selection
 from cbmm.simulate import simulate
 
@@ -306,6 +307,30 @@ def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
     # the point prediction is the reference's, as without selection
     np.testing.assert_allclose(predicted["accuracy"], cbmm.predict_accuracy(
         held[chosen], result, reference=calibration)["accuracy"], rtol=1e-12)
+
+
+def test_widths_for_several_numbers_of_predictive_items_match_one_number_at_a_time(
+        simulated):
+    _, table, result = simulated
+    calibration, held = table.iloc[:800], table.iloc[800:806]
+    chosen = cbmm.select_items(result, 12, "predictive", responses=calibration)
+    mixed = held[chosen].copy()
+    mixed.iloc[:3, 6:] = np.nan  # three models answered the first 6 items only
+    together = cbmm.predict_accuracy(mixed, result, reference=calibration,
+                                     selection="predictive")
+    for rows, k in ((slice(0, 3), 6), (slice(3, 6), 12)):
+        alone = cbmm.predict_accuracy(held[chosen[:k]].iloc[rows], result,
+                                      reference=calibration, selection="predictive")
+        pd.testing.assert_frame_equal(together.iloc[rows], alone, rtol=1e-10)
+    # asked for fewer items first, the folds choose again for more: as a fresh start does
+    bank = ItemBank.of(result)
+    values = calibration.to_numpy()
+    coded = np.where(np.isnan(values), 0, np.where(values > 0, 1, -1)).astype(np.int8)
+    grown = Reference(coded, bank)
+    np.testing.assert_array_equal(grown.selection_errors(6),
+                                  Reference(coded, bank).selection_errors(6))
+    np.testing.assert_array_equal(grown.selection_errors(12),
+                                  Reference(coded, bank).selection_errors(12))
 
 
 def test_stratified_draws_one_item_per_stratum_of_expected_share_correct(simulated):

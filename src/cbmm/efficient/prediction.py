@@ -193,9 +193,7 @@ class Reference:
 
     Their accuracy predicted from all their answers (``accuracy``), which every
     correction learns from, is computed once; so are the folds of
-    :meth:`selection_errors` and their predictive selections, each extended only as far
-    as the largest number of items asked for (each keeps two float arrays of its models x
-    items while the Reference lives).
+    :meth:`selection_errors` and the items chosen on them (:meth:`choose_fold_items`).
     """
 
     def __init__(self, answers: np.ndarray, bank: ItemBank,
@@ -203,7 +201,7 @@ class Reference:
         self.bank, self.penalty = bank, penalty
         self.answers = answers[np.count_nonzero(answers, axis=1) > 0]
         self.accuracy = reconstruct(self.answers, bank)["accuracy"]
-        self._folds = None  # per fold: its models, the others' Reference and selection
+        self._folds = None  # per fold: its models, the others' Reference, the items chosen
 
     def reconstruct(self, answers: np.ndarray, level: float = 0.95,
                     selection: str | None = None) -> dict:
@@ -231,6 +229,9 @@ class Reference:
                              f"item; a {level:g} interval needs at least {needed}")
         out = reconstruct(answers, self.bank, level)
         rank = int(np.ceil((len(reference) + 1) * level)) - 1
+        partly = out["n_items"][out["n_items"] < len(self.bank)]
+        if selection == "predictive" and partly.size:  # every set's items in one selection
+            self.choose_fold_items(int(partly.max()))
         for rows, accuracy, errors, low, high in self._corrected(answers, out["accuracy"]):
             if selection == "predictive":
                 errors = self.selection_errors(int(out["n_items"][rows[0]]))
@@ -268,16 +269,9 @@ class Reference:
         them (a fixed random cut), ``k`` items chosen on the other folds' answers, and the
         fold's models predicted from their answers to those items, corrected by the other
         folds; prediction minus ``accuracy``, one per reference model."""
-        if self._folds is None:
-            fold = np.random.default_rng(0).permutation(len(self.answers)) % SELECTION_FOLDS
-            self._folds = []
-            for f in range(SELECTION_FOLDS):
-                others = self.answers[fold != f]
-                self._folds.append((np.flatnonzero(fold == f), Reference(others, self.bank),
-                                    forward_selection(others, self.penalty), []))
+        self.choose_fold_items(k)
         errors = np.empty(len(self.answers))
-        for rows, reference, order, chosen in self._folds:
-            chosen.extend(itertools.islice(order, k - len(chosen)))
+        for rows, reference, chosen in self._folds:
             shown = np.zeros((rows.size, len(self.bank)), dtype=np.int8)
             shown[:, chosen[:k]] = self.answers[np.ix_(rows, chosen[:k])]
             predicted = reconstruct(shown, self.bank)["accuracy"]
@@ -285,6 +279,26 @@ class Reference:
                 predicted[within] = accuracy
             errors[rows] = predicted - self.accuracy[rows]
         return errors
+
+    def choose_fold_items(self, k: int) -> None:
+        """Chooses at least the first ``k`` predictive items of each fold of
+        :meth:`selection_errors` (on the other folds' answers), unless chosen already.
+
+        The selections are nested, so a fold keeps the items it chose; not the selection's
+        state (two float arrays of the other folds' models x items), which would hold
+        about 1.4 GB for five folds of 1,768 x 12,032.  A later call for more items
+        chooses them all again: ask for the most first, as :meth:`reconstruct` does for
+        the sets of answered items it is given.
+        """
+        if self._folds is None:
+            fold = np.random.default_rng(0).permutation(len(self.answers)) % SELECTION_FOLDS
+            self._folds = [(np.flatnonzero(fold == f), Reference(self.answers[fold != f],
+                                                                 self.bank), [])
+                           for f in range(SELECTION_FOLDS)]
+        for _, reference, chosen in self._folds:
+            if len(chosen) < k:
+                chosen[:] = itertools.islice(forward_selection(reference.answers, self.penalty),
+                                             k)
 
 
 def _ridge(features: np.ndarray, target: np.ndarray, new: np.ndarray):

@@ -113,6 +113,8 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         if "predictive" in strategies and ks:  # nested: its first k items are its k
             predictive = bank.labels.get_indexer(select_items(
                 bank, max(ks), "predictive", responses=table.iloc[calibration]))
+            if known is not None:  # so are the folds' of its width: chosen once for all k
+                known.choose_fold_items(max(ks))
         accuracy = np.nanmean(truth, axis=1)
         for k in ks:
             for strategy in strategies:

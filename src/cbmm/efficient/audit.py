@@ -95,7 +95,7 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
         share = n_correct / n_models
         difficulty = np.where(bank.slope >= NEGLIGIBLE_SLOPE, -bank.b / bank.a, np.nan)
     probability = bank.probabilities(abilities)
-    information = (bank.slope ** 2 * probability * (1.0 - probability)).mean(axis=0)
+    information = bank.information(abilities).mean(axis=0)
 
     not_identified = (n_correct == 0) | (n_correct == n_models)
     negligible = bank.slope < NEGLIGIBLE_SLOPE

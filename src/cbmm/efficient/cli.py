@@ -26,16 +26,16 @@ __all__ = ["register"]
 
 def _calibration(path: Path):
     """The calibration of ``--items``: a ``cbmm fit`` output folder (its FitResult, with the
-    calibration models' abilities), or an ``items.csv``."""
+    calibration models' abilities), or an ``items.csv``, as the bank the commands read."""
     from ..result import FitResult
     from ..score import read_items
+    from .bank import ItemBank
 
     if path.is_dir() and all((path / name).is_file() for name in FitResult.OUTPUT_FILES):
         read_items(path)  # bad item parameters are named before anything else is read
-        return FitResult.load(path)
+        return ItemBank.of(FitResult.load(path))
     _check_input_file(path / "items.csv" if path.is_dir() else path, "--items")
-    read_items(path)
-    return path
+    return ItemBank.of(path)
 
 
 def _select_command(args) -> int:
@@ -87,11 +87,11 @@ def _adaptive_command(args) -> int:
 
     from ..io import write_csv
     from .adaptive import ItemExposure, replayed_test
-    from .bank import ItemBank, aligned_answers
+    from .bank import aligned_answers
 
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
-    bank = ItemBank.of(_calibration(args.items))  # read, and its grid computed, once
+    bank = _calibration(args.items)  # its grid computed once for all the tests
     if args.max_items > len(bank):
         raise CliError(f"--max-items {args.max_items}: the calibration has {len(bank)} items")
     answers, labels = aligned_answers(_read_responses(args), bank, coding=args.coding,

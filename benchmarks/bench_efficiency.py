@@ -192,6 +192,7 @@ def tinybenchmarks_table(name, table, calibrated, ours, args):
     started = time.perf_counter()
     values = table.to_numpy(dtype=float)
     lambdas = np.linspace(0, 1, 101)
+    truth = np.nanmean(values, axis=1)
     rows = []
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
@@ -203,7 +204,6 @@ def tinybenchmarks_table(name, table, calibrated, ours, args):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             refit = ItemBank.of(cbmm.fit(table.iloc[training]))
-        truth = np.nanmean(values, axis=1)
         for k in ks:
             for clustering in ("correctness", "irt"):
                 anchors, weights = anchor_points(values[training], refit, k, clustering,

@@ -24,10 +24,11 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
   ability) and gp-IRT (``lambda`` anchor + ``1 - lambda`` p-IRT, ``lambda`` chosen on a
   fifth of the calibration models held out from a refit on the others);
 * **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models;
-* **penalties**, for each real data set: the ``predictive`` strategy's error at
-  k = 100 per ridge penalty, cross-validated on each split's calibration models
-  (``Reference.selection_errors``, the selection inside) and on the held-out models, and
-  the held-out error at the penalty the cross-validation picks.
+* **penalties** (only when named in ``--parts``), for each real data set: the
+  ``predictive`` strategy's error at k = 100 per ridge penalty, cross-validated on each
+  split's calibration models (``Reference.selection_errors``, the selection inside) and
+  on the held-out models, and the held-out error at the penalty the cross-validation
+  picks.
 
 Then the planted-mislabel check: 5 % of the items of a matrix get reversed answers;
 recall and precision of the audit's ``negative_discrimination`` (target >= 0.9, >= 0.8).
@@ -78,6 +79,9 @@ EXPOSURE_CAP = 0.099
 RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
 #: The parts of the benchmark (--parts); the audit's suspects are the mislabel check's.
 PARTS = ("selection", "penalties", "tinybenchmarks", "adaptive", "audit", "mislabels")
+#: Those run by default: the penalties' curve is a diagnostic (10 minutes on one
+#: leaderboard matrix), asked for by name.
+DEFAULT_PARTS = tuple(part for part in PARTS if part != "penalties")
 #: Abilities (canonical scale) among which p-IRT's maximum-likelihood ability is found.
 MLE_GRID = np.linspace(-6, 6, 1201)
 
@@ -376,8 +380,10 @@ def main() -> None:
                         default=[20, 50, 70, 100, 150, 200, 300],
                         help="ridge penalties of the predictive strategy that the penalties "
                              "part compares on each real data set")
-    parser.add_argument("--parts", type=lambda s: set(s.split(",")), default=set(PARTS),
-                        help=f"the parts to run, comma-separated (default {','.join(PARTS)})")
+    parser.add_argument("--parts", type=lambda s: set(s.split(",")),
+                        default=set(DEFAULT_PARTS),
+                        help=f"the parts to run, comma-separated, of {','.join(PARTS)} "
+                             f"(default all but penalties)")
     args = parser.parse_args()
     if not args.parts <= set(PARTS):
         parser.error(f"--parts: unknown {sorted(args.parts - set(PARTS))}; known {PARTS}")

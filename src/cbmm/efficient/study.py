@@ -23,6 +23,7 @@ the tables the report shows.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -31,7 +32,7 @@ from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
 from .prediction import Reference, reconstruct
-from .selection import select_items
+from .selection import forward_selection, select_items
 
 __all__ = ["model_splits", "calibrations", "selection_study", "adaptive_study",
            "summarise_selection", "summarise_adaptive", "BASELINE"]
@@ -108,11 +109,10 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
-        calibration = np.setdiff1d(np.arange(len(values)), held)
-        known = Reference(_coded_rows(values, calibration)[1], bank) if reference else None
+        calibration = _coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1]
+        known = Reference(calibration, bank) if reference else None
         if "predictive" in strategies and ks:  # nested: its first k items are its k
-            predictive = bank.labels.get_indexer(select_items(
-                bank, max(ks), "predictive", responses=table.iloc[calibration]))
+            predictive = list(itertools.islice(forward_selection(calibration), max(ks)))
             if known is not None:  # so are the folds' of its width: chosen once for all k
                 known.choose_fold_items(max(ks))
         accuracy = np.nanmean(truth, axis=1)

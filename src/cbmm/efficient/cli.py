@@ -65,11 +65,11 @@ def _predict_command(args) -> int:
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--reference", args.reference))
-    calibration = _calibration(args.items)
-    table = _read_responses(args)
     if args.selection is not None and args.reference is None:
         raise CliError("--selection says how the items were chosen on --reference's "
                        "answers: give --reference")
+    calibration = _calibration(args.items)
+    table = _read_responses(args)
     reference = None if args.reference is None else _read_responses(args, "--reference")
     predicted = predict_accuracy(table, calibration, reference=reference,
                                  selection=args.selection, level=args.level,

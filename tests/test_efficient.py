@@ -600,12 +600,47 @@ def test_a_pool_limits_the_items_and_an_empty_pool_stops_the_test():
     assert test.upper <= 1 - 7 / len(items) + 1e-12
 
 
+def test_content_balancing_keeps_every_area_within_one_item_of_its_share():
+    # areas of 50 %, 30 % and 20 % of the bank; the most informative items all in the
+    # smallest, where an unbalanced test goes
+    items = true_bank(n_items=300)
+    area = np.array(["big", "mid", "small"])[np.arange(300) % 10 // 5 + (np.arange(300) % 10 >= 8)]
+    items.loc[area == "small", "a"] = 4.0
+    share = {name: np.mean(area == name) for name in ("big", "mid", "small")}
+    assert share == {"big": 0.5, "mid": 0.3, "small": 0.2}
+    content = pd.Series(area, index=items.index)
+    for model, theta in enumerate([-1.0, 0.0, 0.5]):
+        answers = simulated_model(items, theta, seed=model)
+        test = cbmm.adaptive_test(answers.__getitem__, items, se_target=1e-3, max_items=40,
+                                  progressive=0, content=content.to_dict(), seed=model)
+        given = content[test.items].to_numpy()
+        for n in range(1, 41):  # the upper quota: below share * n + 1 after n items
+            counts = Counter(given[:n])
+            assert all(counts[name] < share[name] * n + 1 for name in share)
+        assert Counter(given) == {"big": 20, "mid": 12, "small": 8}
+        plain = cbmm.adaptive_test(answers.__getitem__, items, se_target=1e-3, max_items=40,
+                                   progressive=0, seed=model)
+        assert (content[plain.items] == "small").mean() > 0.5
+
+
+def test_content_balancing_moves_on_when_an_area_runs_out():
+    items = true_bank(n_items=30)
+    content = {label: "rare" if j < 3 else "common" for j, label in enumerate(items.index)}
+    pool = list(items.index[:3]) + list(items.index[10:20])  # 3 rare, 10 common
+    test = cbmm.adaptive_test(lambda item: 1, items, pool=pool, content=content,
+                              se_target=1e-3, max_items=13)
+    assert sorted(test.items) == sorted(pool) and test.stop == "max_items"
+
+
 @pytest.mark.parametrize("respond,kwargs,message", [
     (lambda item: 2, {}, "respond\\('q\\d+'\\) returned 2; expected 1 \\(correct\\) or 0"),
     (lambda item: 1, {"se_target": 0}, "se_target must be a finite number > 0"),
     (lambda item: 1, {"max_items": 301}, "max_items must be an integer in \\[1, 300\\]"),
     (lambda item: 1, {"pool": ["nope"]}, "pool: 1 item\\(s\\) not among the calibrated"),
     (lambda item: 1, {"progressive": -1}, "progressive must be a non-negative integer"),
+    (lambda item: 1, {"content": {"q0": "x"}},
+     "content: 299 calibrated item\\(s\\) without a content area: \\['q1', 'q2'"),
+    (lambda item: 1, {"content": 5}, "content must map item labels to content areas"),
     ("yes", {}, "respond must be a function"),
 ])
 def test_adaptive_test_names_bad_input(respond, kwargs, message):

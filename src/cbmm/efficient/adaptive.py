@@ -17,6 +17,16 @@ matrices a model's departure from the 2PL biases an ability measured on the most
 informative items alone, and random early items spread the bank's use, so an exposure
 cap binds later.
 
+Content balancing (Kingsbury and Zara 1989): with ``content`` (each item's content area,
+e.g. a benchmark's subjects), each next item comes from the area furthest below its share
+of the bank, ``share * (items given + 1) - items given from it`` the largest among the
+areas with items left, so that after ``n`` items no area has ``share * n + 1`` or more.
+A test of the most informative items drifts to the areas that measure a model best; a
+balanced one covers the benchmark's areas in its own proportions.  Whether its ability
+is then closer to that from all the model's answers depends on the data
+(docs/efficiency.md): on MATH-500 by subject under a 10 % exposure cap, 0.158 -> 0.139
+(35 -> 40 items), on LaRT's matrix of the same items 0.159 -> 0.161.
+
 Exposure control across tests: an :class:`ItemExposure` passed to several tests counts
 how often each item was given and withholds an item once it has been given in
 ``max_rate`` of the tests (planned, or run so far), and a test of a planned series
@@ -158,7 +168,7 @@ def adaptive_test(respond: Callable, result, *, pool=None,
                   min_items: int = ADAPTIVE_DEFAULTS["min_items"],
                   candidates: int = ADAPTIVE_DEFAULTS["candidates"],
                   progressive: int = ADAPTIVE_DEFAULTS["progressive"],
-                  exposure: ItemExposure | None = None,
+                  exposure: ItemExposure | None = None, content=None,
                   level: float = 0.95, seed=0) -> AdaptiveTest:
     """Test one model adaptively: ask ``respond(item)`` for one item at a time.
 
@@ -189,6 +199,10 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         Exposure control across tests (see :class:`ItemExposure`): this test gives only
         items it allows, at most its :meth:`~ItemExposure.share` of them, and is counted
         in it.
+    content : mapping or pandas.Series, optional
+        Each calibrated item's content area (label -> area; labels as strings, as the
+        bank's; labels of other items are ignored): balance the test over the areas in
+        their shares of the bank (see the module's notes).  Default: no balancing.
     level : float
         Coverage of the accuracy's interval.
     seed : int or numpy.random.Generator
@@ -221,6 +235,10 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         else np.random.default_rng(check_integer("seed", seed, minimum=0))
 
     free = _pool(bank, pool)
+    areas = None if content is None else _areas(bank, content)
+    if areas is not None:
+        shares = np.bincount(areas) / len(bank)
+        counts = np.zeros(shares.size)
     length, stop = max_items, "max_items"
     if exposure is not None:
         allowed, share = exposure._allowance(bank.labels)
@@ -235,7 +253,14 @@ def adaptive_test(respond: Callable, result, *, pool=None,
             stop = "no item left"
             break
         weight = 1.0 if len(given) >= progressive else len(given) / progressive
-        j = _next_item(bank, weights, free, candidates, weight, rng)
+        eligible = free
+        if areas is not None:  # the area furthest below its share, of those with items left
+            deficit = shares * (len(given) + 1) - counts
+            deficit[np.bincount(areas[free], minlength=shares.size) == 0] = -np.inf
+            eligible = free & (areas == np.argmax(deficit))
+        j = _next_item(bank, weights, eligible, candidates, weight, rng)
+        if areas is not None:
+            counts[areas[j]] += 1
         answer = _answer(respond, bank.labels[j])
         free[j] = False
         given.append(j)
@@ -277,6 +302,31 @@ def _pool(bank, pool) -> np.ndarray:
         raise ValueError(f"pool: {len(unknown)} item(s) not among the calibrated items: "
                          f"{unknown[:5]}")
     return np.asarray(bank.labels.isin(labels))
+
+
+def _areas(bank, content) -> np.ndarray:
+    """Each bank item's content area as an integer code (areas sorted), from ``content``
+    (label -> area)."""
+    from collections.abc import Mapping
+
+    import pandas as pd
+
+    if not isinstance(content, (Mapping, pd.Series)):
+        raise ValueError("content must map item labels to content areas (a dict or a "
+                         f"pandas Series), got {type(content).__name__}")
+    table = pd.Series(content, dtype=object)
+    table.index = table.index.map(str)
+    if table.index.has_duplicates:
+        twice = table.index[table.index.duplicated()].unique()
+        raise ValueError(f"content: {len(twice)} item(s) listed more than once: "
+                         f"{list(twice[:5])}")
+    areas = table.reindex(bank.labels)
+    missing = bank.labels[areas.isna().to_numpy()]
+    if missing.size:
+        raise ValueError(f"content: {missing.size} calibrated item(s) without a content "
+                         f"area: {list(missing[:5])}")
+    codes, _ = pd.factorize(areas, sort=True)
+    return codes
 
 
 def _posterior(log_weights):

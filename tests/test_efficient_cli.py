@@ -155,6 +155,36 @@ def test_adaptive_tests_of_a_file_share_a_binding_exposure_cap(calibrated, capsy
     assert sorted(given) == sorted(table.columns.astype(str))  # each item once
 
 
+def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated, capsys,
+                                                                         tmp_path):
+    folder, table = calibrated
+    table.iloc[300:320].to_csv(tmp_path / "answers.csv")
+    areas = pd.DataFrame({"item": table.columns, "level": range(60),
+                          "subject": ["algebra"] * 15 + ["geometry"] * 45})
+    areas.to_csv(tmp_path / "content.csv", index=False)
+    status, _, err = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                          "--items", folder / "fit", "--content", tmp_path / "content.csv",
+                          "--out", tmp_path / "tests.csv")
+    assert status == 2 and "name the column of content areas with --content-column " \
+                           "(one of ['level', 'subject'])" in err
+    status, _, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                        "--items", folder / "fit", "--content", tmp_path / "content.csv",
+                        "--content-column", "subject", "--se-target", 0.25,
+                        "--out", tmp_path / "tests.csv")
+    assert status == 0
+    subject = areas.set_index("item")["subject"]
+    for given in pd.read_csv(tmp_path / "tests.csv")["items"].str.split():
+        algebra = int((subject[given] == "algebra").sum())
+        assert len(given) / 4 - 1 < algebra < len(given) / 4 + 1  # a quarter of the items
+    areas.iloc[:50].to_csv(tmp_path / "part.csv", index=False)
+    status, _, err = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                          "--items", folder / "fit", "--content", tmp_path / "part.csv",
+                          "--content-column", "subject", "--out", tmp_path / "part_tests.csv")
+    assert status == 2 and f"--content {tmp_path / 'part.csv'}: 10 calibrated item(s) " \
+                           "without a content area: ['q50', 'q51'" in err
+    assert not (tmp_path / "part_tests.csv").exists()
+
+
 @pytest.mark.parametrize("args,message", [
     (["select", "--k", "61"], "k must be an integer in [1, 60], got 61"),
     (["select", "--k", "0"], "--k: expected an integer >= 1"),
@@ -174,6 +204,10 @@ def test_adaptive_tests_of_a_file_share_a_binding_exposure_cap(calibrated, capsy
      "--max-items 99: the calibration has 60 items"),
     (["adaptive", "--responses", "new.csv", "--progressive", "-1"],
      "--progressive: expected an integer >= 0"),
+    (["adaptive", "--responses", "new.csv", "--content-column", "subject"],
+     "--content-column names a column of --content: give --content"),
+    (["adaptive", "--responses", "new.csv", "--content", "calibration.csv"],
+     "--content calibration.csv: expected a column item and a column of content areas"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypatch, tmp_path,
                                                    args, message):

@@ -81,19 +81,60 @@ def _predict_command(args) -> int:
     return 0
 
 
+def _content(path: Path, column: str | None):
+    """``--content``: a CSV with a column ``item`` and the items' content areas in
+    ``column`` (or in its only other column), as a Series item -> area."""
+    import pandas as pd
+
+    _check_input_file(path, "--content")
+    try:
+        table = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise CliError(f"--content {path}: not a readable CSV ({exc})") from None
+    others = [name for name in table.columns if name != "item"]
+    if "item" not in table.columns or not others:
+        found = list(table.columns[:5]) + (["..."] if len(table.columns) > 5 else [])
+        raise CliError(f"--content {path}: expected a column item and a column of content "
+                       f"areas; found {found}")
+    if column is None:
+        if len(others) > 1:
+            raise CliError(f"--content {path}: name the column of content areas with "
+                           f"--content-column (one of {others})")
+        column = others[0]
+    elif column not in others:
+        raise CliError(f"--content-column {column}: not a column of {path} (it has "
+                       f"{others})")
+    empty = table.index[table[column].str.strip() == ""]
+    if empty.size:
+        raise CliError(f"--content {path}, row {empty[0] + 2}: item {table['item'][empty[0]]} "
+                       f"has no {column}")
+    return table.set_index("item")[column]
+
+
 def _adaptive_command(args) -> int:
     import numpy as np
     import pandas as pd
 
     from ..io import write_csv
-    from .adaptive import ItemExposure, replayed_test
+    from .adaptive import ItemExposure, _areas, replayed_test
     from .bank import aligned_answers
 
     _check_output_file(args.out, "--out", args.force)
-    _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
+    _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
+              ("--content", args.content))
+    if args.content_column is not None and args.content is None:
+        raise CliError("--content-column names a column of --content: give --content")
     bank = _calibration(args.items)  # its grid computed once for all the tests
     if args.max_items > len(bank):
         raise CliError(f"--max-items {args.max_items}: the calibration has {len(bank)} items")
+    content = None
+    if args.content is not None:
+        content = _content(args.content, args.content_column)
+        try:
+            _areas(bank, content)  # every calibrated item has an area, before any test
+        except ValueError as exc:
+            raise CliError(f"--content {args.content}: "
+                           f"{str(exc).removeprefix('content: ')}") from None
     answers, labels = aligned_answers(_read_responses(args), bank, coding=args.coding,
                                       layout=args.layout)
     exposure = None if args.max_exposure is None \
@@ -103,8 +144,8 @@ def _adaptive_command(args) -> int:
     for row, model in zip(answers, labels):
         test = replayed_test(row, bank, se_target=args.se_target, max_items=args.max_items,
                              min_items=args.min_items, candidates=args.candidates,
-                             progressive=args.progressive,
-                             exposure=exposure, seed=draws)
+                             progressive=args.progressive, exposure=exposure,
+                             content=content, seed=draws)
         rows.append({"model": model, "theta": test.theta, "se": test.se,
                      "n_items": len(test.items), "accuracy": test.accuracy,
                      "lower": test.lower, "upper": test.upper, "stop": test.stop,
@@ -218,6 +259,13 @@ def register(sub, add_input) -> None:
     adaptive.add_argument("--max-exposure", type=_number(0.0, 1.0, high_open=False),
                           help="share of the file's models that may be given one item "
                                "(default: no exposure control)")
+    adaptive.add_argument("--content", type=_path,
+                          help="a CSV of the items' content areas (columns item and the "
+                               "area, e.g. subject): balance each test over the areas in "
+                               "their shares of the calibrated items")
+    adaptive.add_argument("--content-column",
+                          help="the column of --content that holds the areas (needed when "
+                               "it has more than one besides item)")
     adaptive.add_argument("--seed", type=_integer(0), default=0,
                           help="seed of the draws among the candidates, one stream for the "
                                "file's models in order (default 0)")

@@ -443,9 +443,19 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
         assert (selection["n_models"] == held).all() and selection["mae"].between(0, 1).all()
         tests = pd.read_csv(workdir / f"results/tables/adaptive/{dataset}.csv")
         adaptive = study["adaptive"]
+        # MATH-500's tests again, balanced over its items' subjects (the schema's default)
+        balances = ["none", "subject"] if dataset == "MATH_500" else ["none"]
+        assert sorted(tests["content"].unique()) == balances
         assert len(tests) == (study["splits"] * held * len(adaptive["se_targets"])
-                              * len(adaptive["max_exposures"]))
+                              * len(adaptive["max_exposures"]) * len(balances))
         assert (tests["n_items"] <= adaptive["max_items"]).all()
+        if dataset == "MATH_500":
+            subjects = pd.read_csv(workdir / "resources/metadata/math500_items.csv",
+                                   dtype={"item": str}).set_index("item")["subject"]
+            share = subjects.value_counts(normalize=True)
+            for given in tests.query("content == 'subject'")["items"].str.split():
+                counts = subjects[given].value_counts().reindex(share.index, fill_value=0)
+                assert (counts < share * len(given) + 1).all()  # no area above its quota
         audit = pd.read_csv(workdir / f"results/tables/item_audit/{dataset}.csv")
         assert list(audit["item"].astype(str)) == list(source.columns)
         caption = (workdir / f"results/figures/item_audit_{dataset}.caption.rst").read_text()

@@ -105,6 +105,9 @@ BAD_CONFIGS = {
         "datasets.mine.options.file: '/etc/passwd' is not a relative path"),
     "release URL that is not http(s)": ({"release": {"base_url": "ftp://example.org"}},
                                         "release.base_url: expected an http(s) URL"),
+    "content balance over no item column": (
+        {"real": {"efficiency": {"adaptive": {"content": "topic"}}}},
+        "real.efficiency.adaptive.content: 'topic'"),
     "unregistered dataset in a study": (
         {"real": {"stability": {"datasets": ["suite_a", "nowhere"]}}},
         "real.stability.datasets: dataset 'nowhere'"),
@@ -504,7 +507,10 @@ def test_the_efficiency_study_has_two_figures_per_dataset_drawn_from_its_tables(
         "figure": "efficiency",
         "args": ["results/tables/efficiency/suite_a.csv", "results/tables/adaptive/suite_a.csv"],
         "kwargs": {"title": "suite_a"},
-        "caption_args": {"config_summary": {"splits": 2, "test_share": 0.2}}}
+        "caption_args": {"config_summary": {"splits": 2, "test_share": 0.2, "content": None}}}
+    # MATH-500's tests are also balanced over its items' subjects (the schema's default)
+    assert figures["efficiency_MATH_500"].spec["caption_args"]["config_summary"][
+        "content"] == "subject"
     assert figures["item_audit_MATH_500"].spec["args"] == [
         "results/tables/item_audit/MATH_500.csv"]
     assert figures["item_audit_MATH_500"].spec["kwargs"] == {"title": "MATH-500"}

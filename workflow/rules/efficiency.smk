@@ -11,6 +11,10 @@ localrules:
 rule efficiency:
     input:
         matrix=paths.MATRIX,
+        # the item table, where the tests are also balanced over one of its columns
+        item_table=lambda wc: (
+            paths.MATH500_ITEMS if PLAN.content_balance(wc.dataset) else []
+        ),
     output:
         rows=paths.EFFICIENCY_ROWS,
         selection=report_table(
@@ -35,6 +39,7 @@ rule efficiency:
     params:
         settings=config["real"]["efficiency"],
         sigma=config["fit"]["sigma"],
+        content=lambda wc: PLAN.content_balance(wc.dataset),
     script:
         "../scripts/efficiency.py"
 

@@ -1,6 +1,9 @@
 """The efficient-evaluation study of one dataset (rule efficiency): the selection study
-(per-model rows and their summary) and the adaptive tests of held-out models, by
+(per-model rows and their summary) and the adaptive tests of held-out models (also
+balanced over a column of the item table, where the rule is given one), by
 cbmm.efficient.study."""
+
+import pandas as pd
 
 from cbmm.data import read_matrix
 from cbmm.efficient import study
@@ -21,10 +24,15 @@ summary = study.summarise_selection(rows)
 log.info("selection study of %s (%d x %d):\n%s", snakemake.wildcards.dataset, *table.shape,
          summary.pivot(index="k", columns="strategy", values="mae").round(4).to_string())
 write_csv(summary, out.selection, float_format="%.10g")
+contents = [None]
+if p.content is not None:  # the item table's labels are the matrix's columns
+    items = pd.read_csv(inp.item_table, dtype={"item": str}).set_index("item")
+    contents.append(items[p.content])
 tests = study.adaptive_study(table, calibrated, se_targets=adaptive["se_targets"],
                              max_exposures=adaptive["max_exposures"],
                              max_items=adaptive["max_items"], min_items=adaptive["min_items"],
                              candidates=adaptive["candidates"],
-                             progressive=adaptive["progressive"], seed=settings["seed"])
+                             progressive=adaptive["progressive"], contents=contents,
+                             seed=settings["seed"])
 log.info("adaptive tests:\n%s", study.summarise_adaptive(tests).round(4).to_string())
 write_csv(tests, out.adaptive, float_format="%.10g")

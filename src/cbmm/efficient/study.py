@@ -142,10 +142,11 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                    max_items: int = ADAPTIVE_DEFAULTS["max_items"],
                    min_items: int = ADAPTIVE_DEFAULTS["min_items"],
                    candidates: int = ADAPTIVE_DEFAULTS["candidates"],
-                   progressive: int = ADAPTIVE_DEFAULTS["progressive"], seed: int = 0):
+                   progressive: int = ADAPTIVE_DEFAULTS["progressive"], contents=(None,),
+                   seed: int = 0):
     """Adaptive tests of held-out models driven by their own answers.
 
-    For each exposure setting and SE target, the held-out models of every split take
+    For each content balance, exposure setting and SE target, the held-out models of every split take
     their tests in one random order, as a stream of new models would: one random stream
     draws among the candidates, and with exposure control one :class:`ItemExposure`
     counts the uses of each item over all these tests and gives each test its share of
@@ -166,14 +167,19 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         may give one item (:class:`ItemExposure`); None: no exposure control.
     max_items, min_items, candidates, progressive
         As for :func:`cbmm.adaptive_test` (``max_items`` at most the number of items).
+    contents : list of pandas.Series or None
+        Content balances, one set of tests each: a Series mapping the table's columns to
+        content areas, named for the report (e.g. ``subject``), balances the tests over
+        them (``cbmm.adaptive_test(content=...)``); None: no balance.
     seed : int
         Seeds the order of the tests and their random draws.
 
     Returns
     -------
     pandas.DataFrame
-        One row per exposure setting, SE target and test, in the order given: ``split,
-        max_exposure`` (NaN: none), ``se_target, model, n_items, theta, se, theta_full``
+        One row per content balance, exposure setting, SE target and test, in the order
+        given: ``split, content`` (the Series' name, ``none`` for None), ``max_exposure``
+        (NaN: none), ``se_target, model, n_items, theta, se, theta_full``
         (posterior mean from all the model's answers), ``theta_error`` (``theta -
         theta_full``), ``predicted`` (accuracy), ``accuracy`` (over all its answers),
         ``stop`` and ``items`` (the labels given, separated by spaces).
@@ -190,8 +196,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     tests = [(split, i) for split, (held, *_) in enumerate(splits) for i in range(len(held))]
     order = np.random.default_rng([seed, 0]).permutation(len(tests))
     rows = []
-    for setting, (max_exposure, se_target) in enumerate(
-            (e, t) for e in max_exposures for t in se_targets):
+    for setting, (content, max_exposure, se_target) in enumerate(
+            (c, e, t) for c in contents for e in max_exposures for t in se_targets):
         exposure = None if max_exposure is None else ItemExposure(max_exposure, len(tests))
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
@@ -199,9 +205,10 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
             test = replayed_test(coded[i], bank, se_target=se_target,
                                  max_items=min(max_items, len(bank)), min_items=min_items,
                                  candidates=candidates, progressive=progressive,
-                                 exposure=exposure, seed=draws)
+                                 exposure=exposure, content=content, seed=draws)
             rows.append({
-                "split": split, "max_exposure": np.nan if max_exposure is None else max_exposure,
+                "split": split, "content": "none" if content is None else str(content.name),
+                "max_exposure": np.nan if max_exposure is None else max_exposure,
                 "se_target": se_target, "model": table.index[held[i]],
                 "n_items": len(test.items), "theta": test.theta, "se": test.se,
                 "theta_full": theta_full[i], "theta_error": test.theta - theta_full[i],
@@ -238,11 +245,11 @@ def summarise_selection(rows):
 
 
 def summarise_adaptive(rows):
-    """Per exposure setting and SE target: mean and largest ``n_items``, ``theta_mae``
-    (against the full-data ability) and its standard error ``theta_mae_se`` (over the
-    tests), ``accuracy_mae``, ``exposure`` (the largest share of the tests that gave one
+    """Per content balance, exposure setting and SE target: mean and largest ``n_items``,
+    ``theta_mae`` (against the full-data ability) and its standard error ``theta_mae_se``
+    (over the tests), ``accuracy_mae``, ``exposure`` (the largest share of the tests that gave one
     item) and ``n_tests``."""
-    keys = ["max_exposure", "se_target"]
+    keys = ["content", "max_exposure", "se_target"]
     frame = rows.assign(abs_theta=rows["theta_error"].abs(),
                         abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs())
     grouped = frame.groupby(keys, dropna=False)

@@ -4,6 +4,8 @@ and the adaptive tests' items against their ability error."""
 
 from __future__ import annotations
 
+import itertools
+
 import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import ScalarFormatter
@@ -15,8 +17,10 @@ __all__ = ["plot_efficiency", "caption", "STRATEGY_STYLE"]
 
 _SELECTION = ("k", "strategy", "mae", "mae_sd")
 _ADAPTIVE = ("max_exposure", "se_target", "n_items", "theta_error")
-#: Colours of the adaptive tests without and with exposure control (light: one test).
-_EXPOSURE_COLORS = (("#9ecae1", "#08519c"), ("#fdae6b", "#a63603"), ("#a1d99b", "#006d2c"))
+#: Colours of the adaptive tests' settings: content balance and exposure control (light:
+#: one test).
+_SETTING_COLORS = (("#9ecae1", "#08519c"), ("#fdae6b", "#a63603"), ("#a1d99b", "#006d2c"),
+                   ("#bcbddc", "#54278f"))
 #: Label and colour of each strategy (and of the baseline, dashed).
 STRATEGY_STYLE = {
     "stratified": ("stratified", "#b2182b"),
@@ -43,7 +47,8 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
         ``results/tables/efficiency/<dataset>.csv`` (columns ``k, strategy, mae, mae_sd``).
     adaptive : pandas.DataFrame or path-like
         ``results/tables/adaptive/<dataset>.csv`` (columns ``max_exposure, se_target,
-        n_items, theta_error``; one colour per exposure setting, NaN: none).
+        n_items, theta_error`` and, where tests were balanced over content areas,
+        ``content``; one colour per content balance and exposure setting, NaN: none).
     out_paths : sequence of path-like
         Files to write, atomically.
     title : str, optional
@@ -76,15 +81,19 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
         left.set_ylim(bottom=0)
         left.legend(fontsize=6.5, frameon=False)
         error = adaptive.assign(abs_error=adaptive["theta_error"].abs())
-        settings = error.groupby("max_exposure", dropna=False, sort=False)
-        for index, ((limit, tests), (light, dark)) in enumerate(zip(settings,
-                                                                    _EXPOSURE_COLORS)):
+        if "content" not in error.columns:
+            error["content"] = "none"
+        settings = error.groupby(["content", "max_exposure"], dropna=False, sort=False)
+        for index, (((content, limit), tests), (light, dark)) in enumerate(
+                zip(settings, itertools.cycle(_SETTING_COLORS))):
             label = "no exposure control" if pd.isna(limit) else f"exposure ≤ {limit:.0%}"
+            if content != "none":
+                label += f", by {content}"
             right.scatter(tests["n_items"], tests["abs_error"].clip(upper=_ERROR_AXIS), s=3,
                           color=light, alpha=0.6, linewidths=0, clip_on=False)
             means = tests.groupby("se_target")[["n_items", "abs_error"]].mean()
             right.plot(means["n_items"], means["abs_error"], color=dark, marker="o",
-                       markersize=4, label=f"{label}: mean per SE target")
+                       markersize=4, label=label)
             for target, row in means.iterrows():  # SE targets, above or below by setting
                 right.annotate(f"{target:g}", (row["n_items"], row["abs_error"]),
                                textcoords="offset points", xytext=(0, 5 - 12 * (index % 2)),
@@ -94,7 +103,8 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
         right.set_ylim(0, _ERROR_AXIS)
         right.set_xlabel("items given")
         right.set_ylabel(r"|$\hat\theta$ − full-data $\hat\theta$|")
-        right.legend(fontsize=6.5, frameon=False)
+        right.legend(fontsize=6.5, frameon=False, loc="upper right",
+                     title="mean per SE target", title_fontsize=6.5)
         if title:
             fig.suptitle(title)
         fig.tight_layout()
@@ -110,6 +120,9 @@ def caption(config_summary: dict | None = None) -> str:
     design = (f"{splits} random splits of the models, {share:.0%} held out"
               if splits and share else "random splits of the models into calibration and "
               "held-out models")
+    content = summary.get("content")
+    balance = (f"; and again, each test balanced over the items' {content} in their shares "
+               "of the items (content balancing)" if content else "")
     return (f"Efficient evaluation ({design}). Left: mean absolute error of the held-out "
             "models' predicted full-benchmark accuracy (cbmm.predict_accuracy, the split's "
             "calibration models as its reference) from k items chosen by each strategy of "
@@ -118,8 +131,8 @@ def caption(config_summary: dict | None = None) -> str:
             "over the splits, beside "
             "the mean of k random items. Right: adaptive tests of "
             "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting, "
-            "the held-out models of every split in one stream; light dots one test, dark the "
-            "mean per SE target): items given against the absolute difference between the "
+            f"the held-out models of every split in one stream{balance}; light dots one "
+            "test, dark the mean per SE target): items given against the absolute difference between the "
             "test's ability and the ability from all of the model's answers (errors above 1 "
             "drawn at the top edge). Dotted line and star: "
             "tinyBenchmarks' and ATLAS's published figures on other benchmarks.")

@@ -280,6 +280,14 @@ class Plan:
     def efficiency_datasets(self) -> list[str]:
         return list(self.config["real"]["efficiency"]["datasets"])
 
+    def content_balance(self, dataset: str) -> str | None:
+        """The column of the MATH-500 item table over which ``dataset``'s adaptive tests
+        are also balanced (real.efficiency.adaptive.content), or None: the MATH-500
+        dataset's alone has an item table."""
+        if self.math500 is None or dataset != self.math500["dataset"]:
+            return None
+        return self.config["real"]["efficiency"]["adaptive"]["content"]
+
     def heldout_parts(self, dataset: str) -> list[str]:
         """One cross-validation table per validated method of ``dataset``."""
         return [paths.HELDOUT_PART.format(dataset=dataset, method=method)

@@ -101,7 +101,8 @@ def efficiency_figures(plan: Plan) -> list[Figure]:
             "args": [paths.EFFICIENCY_TABLE.format(dataset=dataset),
                      paths.ADAPTIVE_TABLE.format(dataset=dataset)],
             "kwargs": {"title": suite_label(dataset)},
-            "caption_args": {"config_summary": settings}}))
+            "caption_args": {"config_summary": {
+                **settings, "content": plan.content_balance(dataset)}}}))
         figures.append(Figure(f"item_audit_{dataset}", "Efficient evaluation", dataset, {
             "figure": "item_audit", "args": [paths.ITEM_AUDIT_TABLE.format(dataset=dataset)],
             "kwargs": {"title": suite_label(dataset)}}))

@@ -15,7 +15,9 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
   ability (mean absolute difference) with <= 41 items on average and item exposure below
   10 % (the cap is ``ItemExposure(0.099)``: one of 0.1 allows exactly 10 %); and tests of
   exactly 100 items (maximum information from the first, no SE stop, no exposure
-  control), whose predicted accuracy the 100-item target also applies to;
+  control), whose predicted accuracy the 100-item target also applies to; where the
+  items' content areas are known (MATH-500's subjects; ``--content`` for a ``--real``
+  matrix), the adaptive tests again, balanced over them;
 * **tinybenchmarks**: tinyBenchmarks' estimators (Polo et al. 2024, as its tutorials run
   them) on the same splits and calibration fits, for the comparison the target makes:
   k anchor items (k-means on the calibration models' correctness, or on the items'
@@ -45,7 +47,7 @@ Usage::
     python benchmarks/bench_efficiency.py [--real FILE.csv ...] [--shapes 2211x541,...]
         [--splits 5] [--shape-splits 2] [--adaptive-tests 2000]
         [--parts selection,penalties,tinybenchmarks,adaptive,audit,mislabels]
-        [--penalties 20,50,...]
+        [--penalties 20,50,...] [--content FILE.csv=CONTENT.csv ...]
 """
 
 from __future__ import annotations
@@ -91,6 +93,30 @@ def read_math500():
         if path.is_file():
             return pd.read_csv(path, index_col=0)
     raise SystemExit(f"MATH_500.csv not found in {[str(p) for p in MATH500_CANDIDATES]}")
+
+
+def read_content(spec):
+    """A ``--content`` pair FILE=CONTENT.csv: the matrix's path and its items' areas."""
+    from cbmm._cli_common import CliError
+    from cbmm.efficient.cli import _content
+
+    matrix, _, areas = spec.partition("=")
+    try:
+        return Path(matrix), _content(Path(areas), None)
+    except CliError as error:
+        raise SystemExit(str(error)) from None
+
+
+def math500_subjects():
+    """The MATH-500 items' subjects (item -> subject), from MATH-500_test.jsonl beside
+    MATH_500.csv, or None without it."""
+    from cbmm.data.math500 import read_items_jsonl
+
+    for path in MATH500_CANDIDATES:
+        if (path.parent / "MATH-500_test.jsonl").is_file():
+            items = read_items_jsonl(path.parent / "MATH-500_test.jsonl")
+            return items.set_index("item")["subject"]
+    return None
 
 
 def read_real(path):
@@ -267,14 +293,18 @@ def penalty_table(name, table, calibrated, penalties):
           f"{picked['held out'].mean():.4f}")
 
 
-def adaptive_table(name, table, calibrated, args, se_targets):
+def adaptive_table(name, table, calibrated, args, se_targets, content=None):
+    """The adaptive tests' table and verdicts; with ``content`` (item -> area), the tests
+    balanced over the areas (``cbmm.adaptive_test(content=...)``)."""
     started = time.perf_counter()
     streams = max(1, math.ceil(args.adaptive_tests / sum(len(held) for held, _ in calibrated)))
     summaries = [study.summarise_adaptive(study.adaptive_study(
         table, calibrated, se_targets=se_targets, max_exposures=[None, EXPOSURE_CAP],
-        max_items=min(args.max_items, table.shape[1]), seed=args.seed + draw))
-        for draw in range(streams)]
-    keys = ["max_exposure", "se_target"]
+        max_items=min(args.max_items, table.shape[1]), contents=[content],
+        seed=args.seed + draw)) for draw in range(streams)]
+    if content is not None:
+        name += f", balanced over {content.nunique()} content areas ({content.name})"
+    keys = ["content", "max_exposure", "se_target"]
     grouped = pd.concat(summaries).groupby(keys, dropna=False, sort=False)
     summary = grouped.agg(
         {column: "max" if column in ("max_items", "exposure") else "mean"
@@ -374,6 +404,11 @@ def main() -> None:
     parser.add_argument("--adaptive-tests", type=int, default=2000,
                         help="adaptive tests at least per data set and setting, in random "
                              "streams of all its held-out models (default 2000)")
+    parser.add_argument("--content", type=read_content, nargs="+", default=[],
+                        metavar="FILE=CONTENT.csv",
+                        help="content areas of a --real matrix's items (a CSV of item and "
+                             "area, as cbmm adaptive --content reads): its adaptive tests "
+                             "are also run balanced over them (MATH-500's: its subjects)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mislabel-seeds", type=int, default=3)
     parser.add_argument("--penalties", type=lambda s: [float(v) for v in s.split(",")],
@@ -390,7 +425,13 @@ def main() -> None:
     print(machine())
 
     math500 = read_math500()
-    datasets = {"MATH-500 (140 x 500, real)": math500, **dict(map(read_real, args.real))}
+    real = {path: read_real(path) for path in args.real}
+    datasets = {"MATH-500 (140 x 500, real)": math500, **dict(real.values())}
+    contents = {"MATH-500 (140 x 500, real)": math500_subjects()}
+    for path, areas in args.content:
+        if path not in real:
+            raise SystemExit(f"--content {path}: not one of the --real matrices")
+        contents[real[path][0]] = areas
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         calibration = cbmm.fit(math500, tol=1e-8, max_iter=20000, accelerate="auto")
@@ -408,6 +449,9 @@ def main() -> None:
             penalty_table(name, table, calibrated, args.penalties)
         if "adaptive" in args.parts:
             adaptive_table(name, table, calibrated, args, args.se_targets)
+            if contents.get(name) is not None:
+                adaptive_table(name, table, calibrated, args, args.se_targets,
+                               contents[name])
             adaptive_100_line(name, table, calibrated, args)
         if args.parts & {"audit", "mislabels"}:
             audit = audit_line(name, table)

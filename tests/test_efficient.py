@@ -19,6 +19,8 @@ from cbmm.efficient.bank import ItemBank
 from cbmm.efficient.prediction import (RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS,
                                        Reference)
 from cbmm.efficient.selection import PREDICTIVE_PENALTY, forward_selection
+from cbmm.efficient.tinybenchmarks import (anchor_points, tinybenchmarks_estimates,
+                                           tinybenchmarks_predictions)
 from cbmm.simulate import simulate
 
 
@@ -646,6 +648,61 @@ def test_content_balancing_moves_on_when_an_area_runs_out():
 def test_adaptive_test_names_bad_input(respond, kwargs, message):
     with pytest.raises(ValueError, match=message):
         cbmm.adaptive_test(respond, true_bank(), **kwargs)
+
+
+# -------------------------------------------------------------- tinyBenchmarks
+
+def test_anchor_points_are_cluster_medoids_weighted_by_cluster_share():
+    # two groups of identical items in (slope, intercept): one anchor each, weights 3/4, 1/4
+    bank = ItemBank.of(bank_table([1, 1, 1, 2.5], [0, 0, 0, 1.0]))
+    anchors, weights = anchor_points(None, bank, 2, "irt", seed=0)
+    assert sorted(zip(anchors >= 3, weights)) == [(False, 0.75), (True, 0.25)]
+    answers = np.array([[1.0, 0, 0, 1], [0, 1, 1, 0]])
+    anchor, _ = tinybenchmarks_estimates(answers, bank, anchors, weights)
+    first = anchors[anchors < 3][0]
+    np.testing.assert_allclose(anchor, 0.75 * answers[:, first] + 0.25 * answers[:, 3])
+
+
+def test_p_irt_adds_the_probabilities_at_the_maximum_likelihood_ability():
+    from scipy.optimize import minimize_scalar
+
+    items = true_bank(n_items=40)
+    bank = ItemBank.of(items)
+    answers = np.array([[1.0, 0, 1, 1, 0, 1, 0, 0] + [np.nan] * 32])
+    anchors, weights = np.arange(8), np.full(8, 1 / 8)
+    _, p_irt = tinybenchmarks_estimates(answers, bank, anchors, weights)
+    y, a, b = answers[0, :8], items["a"].to_numpy()[:8], items["b"].to_numpy()[:8]
+    theta = minimize_scalar(lambda t: -np.sum(y * np.log(expit(a * t + b))
+                                              + (1 - y) * np.log(expit(-a * t - b))),
+                            bounds=(-6, 6), method="bounded").x
+    rest = expit(items["a"].to_numpy()[8:] * theta + items["b"].to_numpy()[8:]).sum()
+    assert p_irt[0] == pytest.approx((y.sum() + rest) / 40, abs=2e-4)  # the grid's 0.01
+    # every item an anchor: both estimates are the model's accuracy
+    full = (np.random.default_rng(0).random((3, 40)) < 0.6).astype(float)
+    anchor, p_irt = tinybenchmarks_estimates(full, bank, np.arange(40), np.full(40, 1 / 40))
+    np.testing.assert_allclose(anchor, full.mean(axis=1))
+    np.testing.assert_allclose(p_irt, full.mean(axis=1))
+
+
+def test_the_study_predicts_by_tinybenchmarks_gp_irt_beside_the_strategies(simulated):
+    _, table, _ = simulated
+    small = table.iloc[::4]  # 250 models
+    calibrated = study.calibrations(small, splits=1, seed=2)
+    rows = study.selection_study(small, calibrated, ks=[20], strategies=["stratified"],
+                                 seed=3, tinybenchmarks=True)
+    tiny = rows.query("strategy == 'tinybenchmarks'")
+    held, result = calibrated[0]
+    rest = np.setdiff1d(np.arange(len(small)), held)
+    (k, predicted), = tinybenchmarks_predictions(small.to_numpy(float), rest, held,
+                                                  ItemBank.of(result), [20], seed=3)
+    np.testing.assert_allclose(tiny["predicted"], predicted["gp-IRT"])
+    assert predicted["gp-IRT"] is predicted["gp-IRT (irt)"] or \
+        predicted["gp-IRT"] is predicted["gp-IRT (correctness)"]
+    assert tiny["lower"].isna().all() and len(tiny) == len(held)
+    summary = study.summarise_selection(rows).set_index("strategy")
+    assert np.isnan(summary.loc["tinybenchmarks", "coverage"])
+    assert summary.loc["tinybenchmarks", "mae"] == pytest.approx(
+        np.abs(predicted["gp-IRT"] - small.iloc[held].mean(axis=1)).mean())
 
 
 # ------------------------------------------------------------------------ audit

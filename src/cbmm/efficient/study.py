@@ -11,7 +11,8 @@ The models are split at random into calibration and held-out models (``splits`` 
   strategy, which selects on their answers, with its width cross-validated), beside the
   baseline
   of the mean of k random items (``random_mean``, the same draw as the ``random``
-  strategy);
+  strategy) and, if asked, tinyBenchmarks' gp-IRT from its own k anchor items
+  (``tinybenchmarks``);
 * :func:`adaptive_study`: each held-out model takes an adaptive test with its own answers
   (for each SE target and exposure setting; the tests of all splits in one stream, with
   one exposure control), compared with its ability from all its answers (the same
@@ -33,12 +34,15 @@ from .._checks import check_integer
 from .bank import ItemBank, Posterior
 from .prediction import Reference, reconstruct
 from .selection import forward_selection, select_items
+from .tinybenchmarks import tinybenchmarks_predictions
 
 __all__ = ["model_splits", "calibrations", "selection_study", "adaptive_study",
-           "summarise_selection", "summarise_adaptive", "BASELINE"]
+           "summarise_selection", "summarise_adaptive", "BASELINE", "TINYBENCHMARKS"]
 
 #: The baseline of the selection study: the mean of the k items of the ``random`` draw.
 BASELINE = "random_mean"
+#: The field's reference beside it: tinyBenchmarks' gp-IRT from its own anchor items.
+TINYBENCHMARKS = "tinybenchmarks"
 
 
 def model_splits(n_models: int, splits: int, test_share: float, seed: int):
@@ -73,7 +77,8 @@ def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int =
 
 
 def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
-                    reference: bool = True):
+                    reference: bool = True, tinybenchmarks: bool = False,
+                    fit_options: dict | None = None):
     """Predicted accuracy of held-out models from k selected items.
 
     Parameters
@@ -93,11 +98,19 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     reference : bool
         Predict with the split's calibration models' answers as the ``reference`` of
         :func:`cbmm.predict_accuracy` (False: the 2PL alone).
+    tinybenchmarks : bool
+        Also predict by tinyBenchmarks' gp-IRT from its own k anchor items (strategy
+        ``tinybenchmarks``, no interval; its clustering and ``lambda`` chosen on a fifth of
+        the calibration models, refitted without them:
+        :func:`~cbmm.efficient.tinybenchmarks.tinybenchmarks_predictions`).
+    fit_options : dict, optional
+        Options of that refit (those of :func:`calibrations`).
 
     Returns
     -------
     pandas.DataFrame
-        One row per split, k, strategy (and ``random_mean``) and held-out model:
+        One row per split, k, strategy (and ``random_mean``, ``tinybenchmarks``) and
+        held-out model:
         ``split, k, strategy, model, accuracy`` (over the items the model answered),
         ``predicted, lower, upper``.
     """
@@ -135,6 +148,15 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                         "split": split, "k": k, "strategy": BASELINE,
                         "model": table.index[held], "accuracy": accuracy, "predicted": mean,
                         "lower": np.nan, "upper": np.nan}))
+        if tinybenchmarks and ks:
+            rest = np.setdiff1d(np.arange(len(values)), held)
+            for k, predicted in tinybenchmarks_predictions(values, rest, held, bank, ks,
+                                                           seed=seed + split,
+                                                           fit_options=fit_options):
+                rows.append(pd.DataFrame({
+                    "split": split, "k": k, "strategy": TINYBENCHMARKS,
+                    "model": table.index[held], "accuracy": accuracy,
+                    "predicted": predicted["gp-IRT"], "lower": np.nan, "upper": np.nan}))
     return pd.concat(rows, ignore_index=True)
 
 

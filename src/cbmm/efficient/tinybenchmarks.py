@@ -1,0 +1,161 @@
+"""tinyBenchmarks' estimators (Polo et al. 2024), the field's reference for predicting a
+benchmark's accuracy from 100 items, as a baseline of the efficiency study: our
+reimplementation from its paper and repository, run as its tutorials run it.
+
+* **anchor points**: the items clustered into k groups by k-means, either on their
+  correctness over the calibration models (``correctness``: an item's answers as its
+  features, a missing answer counted as the item's mean) or on their fitted slope and
+  intercept (``irt``); the item nearest each centre is an anchor, weighted by its
+  cluster's share of the items;
+* **anchor**: the weighted mean of a model's answers to the anchors;
+* **p-IRT**: its answers to the anchors plus the 2PL probabilities of the other items at
+  its maximum-likelihood ability;
+* **gp-IRT**: ``lambda * anchor + (1 - lambda) * p-IRT``.
+
+:func:`tinybenchmarks_predictions` chooses the clustering and ``lambda`` as the tutorials
+choose ``lambda``: on a fifth of the calibration models, held out from a refit on the
+others, the pair of least error; then anchors on all the calibration models.  k-means is
+SciPy's (``kmeans2``: a k-means++ start, 10 iterations; on MATH-500 50 and 300 gave the
+same errors) where tinyBenchmarks uses scikit-learn's; a cluster left empty (items with
+identical features) gives no anchor, so fewer than k items may be asked.  The anchors
+depend on k-means' random start: on MATH-500 at k = 100 gp-IRT's MAE ranged over
+0.0225-0.0275 across four seeds of the same splits (docs/efficiency.md).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .bank import ItemBank
+
+__all__ = ["anchor_points", "tinybenchmarks_estimates", "tinybenchmarks_predictions",
+           "CLUSTERINGS", "LAMBDAS"]
+
+#: The features k-means clusters the items by.
+CLUSTERINGS = ("correctness", "irt")
+#: The values of gp-IRT's ``lambda`` chosen among.
+LAMBDAS = np.linspace(0.0, 1.0, 101)
+#: Abilities (canonical scale) among which p-IRT's maximum-likelihood ability is found.
+_MLE_GRID = np.linspace(-6.0, 6.0, 1201)
+#: Share of the calibration models on which the clustering and lambda are chosen.
+_VALIDATION_SHARE = 0.2
+
+
+def anchor_points(values: np.ndarray, bank: ItemBank, k: int, clustering: str, seed):
+    """The anchor items and their weights.
+
+    Parameters
+    ----------
+    values : ndarray
+        Calibration models x items, 1 / 0 / NaN (read by ``correctness`` only).
+    bank : ItemBank
+        The calibration (read by ``irt`` only).
+    k : int
+        Clusters.
+    clustering : {"correctness", "irt"}
+    seed : int or numpy.random.Generator
+        The k-means++ start.
+
+    Returns
+    -------
+    anchors : ndarray of int
+        Item positions, one per non-empty cluster.
+    weights : ndarray
+        Each anchor's cluster's share of the items (summing to 1).
+    """
+    from scipy.cluster.vq import kmeans2
+
+    if clustering == "correctness":
+        features = np.where(np.isnan(values), np.nanmean(values, axis=0), values).T
+    elif clustering == "irt":
+        features = np.column_stack([bank.slope, bank.intercept])
+    else:
+        raise ValueError(f"clustering must be one of {list(CLUSTERINGS)}, got {clustering!r}")
+    with warnings.catch_warnings():  # an empty cluster: it gives no anchor
+        warnings.simplefilter("ignore")
+        centres, cluster = kmeans2(features, k, minit="++", seed=seed)
+    anchors, weights = [], []
+    for c in np.unique(cluster):
+        members = np.flatnonzero(cluster == c)
+        distance = ((features[members] - centres[c]) ** 2).sum(axis=1)
+        anchors.append(members[np.argmin(distance)])
+        weights.append(members.size / len(features))
+    return np.array(anchors), np.array(weights)
+
+
+def tinybenchmarks_estimates(values: np.ndarray, bank: ItemBank, anchors, weights):
+    """The ``anchor`` and ``p-IRT`` accuracies of the models of ``values`` (models x all
+    items, 1 / 0 / NaN) from their answers to ``anchors``."""
+    seen = values[:, anchors]
+    answered = ~np.isnan(seen)
+    with np.errstate(invalid="ignore"):  # a model that answered no anchor: NaN
+        anchor = np.nansum(seen * weights, axis=1) / (answered * weights).sum(axis=1)
+    logit = np.multiply.outer(_MLE_GRID, bank.slope[anchors]) + bank.intercept[anchors]
+    correct = np.nan_to_num(seen)
+    likelihood = (correct @ -np.logaddexp(0, -logit).T
+                  + (answered - correct) @ -np.logaddexp(0, logit).T)
+    p = bank.probabilities(_MLE_GRID[likelihood.argmax(axis=1)])
+    unseen = np.ones(len(bank), dtype=bool)
+    unseen[anchors] = False
+    p_irt = (correct.sum(axis=1) + p[:, unseen].sum(axis=1)) / (answered.sum(axis=1)
+                                                                + unseen.sum())
+    return anchor, p_irt
+
+
+def tinybenchmarks_predictions(values: np.ndarray, calibration, held, bank: ItemBank, ks,
+                               *, seed: int = 0, fit_options: dict | None = None):
+    """tinyBenchmarks' predictions of the accuracy of the ``held`` rows of ``values`` from
+    k anchors chosen on the ``calibration`` rows, for each k of ``ks``.
+
+    Parameters
+    ----------
+    values : ndarray
+        Models x items, 1 / 0 / NaN.
+    calibration, held : ndarray of int
+        Rows: the calibration models (``bank`` is their fit) and the models predicted.
+    bank : ItemBank
+        The calibration models' fit.
+    ks : list of int
+    seed : int
+        Seeds the split of the calibration models and k-means.
+    fit_options : dict, optional
+        Options of the refit of :func:`cbmm.fit` on the calibration models outside the
+        validation fifth.
+
+    Yields
+    ------
+    k, dict
+        For each k: estimator name -> predicted accuracy of the ``held`` rows: ``anchor``,
+        ``p-IRT`` and ``gp-IRT`` for each clustering (``gp-IRT (irt)``, ...), with
+        ``lambda`` of least error on the validation fifth; and ``gp-IRT``: the clustering
+        and ``lambda`` of least error there.
+    """
+    from ..api import fit
+
+    order = np.random.default_rng([seed, 0x7b]).permutation(calibration)
+    cut = max(1, int(len(order) * _VALIDATION_SHARE))
+    validation, training = order[:cut], order[cut:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refit = ItemBank.of(fit(values[training], **(fit_options or {})))
+    truth = np.nanmean(values[validation], axis=1)
+    for k in ks:
+        out, best = {}, None
+        for clustering in CLUSTERINGS:
+            anchors, weights = anchor_points(values[training], refit, k, clustering, seed)
+            anchor, p_irt = tinybenchmarks_estimates(values[validation], refit, anchors,
+                                                     weights)
+            errors = np.nanmean(np.abs(np.outer(LAMBDAS, anchor)
+                                       + np.outer(1 - LAMBDAS, p_irt) - truth), axis=1)
+            chosen = LAMBDAS[np.argmin(errors)]
+            anchors, weights = anchor_points(values[calibration], bank, k, clustering, seed)
+            anchor, p_irt = tinybenchmarks_estimates(values[held], bank, anchors, weights)
+            out[f"anchor ({clustering})"] = anchor
+            out[f"p-IRT ({clustering})"] = p_irt
+            out[f"gp-IRT ({clustering})"] = chosen * anchor + (1 - chosen) * p_irt
+            if best is None or errors.min() < best[0]:
+                best = (errors.min(), out[f"gp-IRT ({clustering})"])
+        out["gp-IRT"] = best[1]
+        yield k, out

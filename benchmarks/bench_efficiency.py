@@ -24,7 +24,9 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
   fitted slope and intercept), their cluster-weighted mean (``anchor``), p-IRT
   (observed answers plus the 2PL probabilities of the rest at the maximum-likelihood
   ability) and gp-IRT (``lambda`` anchor + ``1 - lambda`` p-IRT, ``lambda`` chosen on a
-  fifth of the calibration models held out from a refit on the others);
+  fifth of the calibration models held out from a refit on the others), and gp-IRT with
+  the clustering also chosen there (the workflow's ``tinybenchmarks`` line;
+  ``cbmm.efficient.tinybenchmarks``);
 * **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models;
 * **penalties** (only when named in ``--parts``), for each real data set: the
   ``predictive`` strategy's error at k = 100 per ridge penalty, cross-validated on each
@@ -71,6 +73,7 @@ from cbmm.efficient.adaptive import ADAPTIVE_DEFAULTS
 from cbmm.efficient.bank import ItemBank
 from cbmm.efficient.prediction import Reference
 from cbmm.efficient.selection import forward_selection
+from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
 from cbmm.simulate import simulate
 
 #: The issue's targets.
@@ -84,8 +87,6 @@ PARTS = ("selection", "penalties", "tinybenchmarks", "adaptive", "audit", "misla
 #: Those run by default: the penalties' curve is a diagnostic (10 minutes on one
 #: leaderboard matrix), asked for by name.
 DEFAULT_PARTS = tuple(part for part in PARTS if part != "penalties")
-#: Abilities (canonical scale) among which p-IRT's maximum-likelihood ability is found.
-MLE_GRID = np.linspace(-6, 6, 1201)
 
 
 def read_math500():
@@ -179,40 +180,6 @@ def selection_table(name, table, calibrated, args):
     return mae
 
 
-def anchor_points(values, bank, k, clustering, seed):
-    """tinyBenchmarks' k anchor items and their weights: k-means of the items by their
-    correctness over the models of ``values`` (1 / 0 / NaN, a missing answer counted as
-    the item's mean) or by their fitted slope and intercept; the item nearest each
-    centre, weighted by its cluster's share of the items."""
-    from sklearn.cluster import KMeans
-
-    if clustering == "correctness":
-        features = np.where(np.isnan(values), np.nanmean(values, axis=0), values).T
-    else:
-        features = np.column_stack([bank.slope, bank.intercept])
-    kmeans = KMeans(n_clusters=k, n_init="auto", random_state=seed).fit(features)
-    distance = ((features[None] - kmeans.cluster_centers_[:, None]) ** 2).sum(axis=2)
-    return distance.argmin(axis=1), np.bincount(kmeans.labels_, minlength=k) / len(bank)
-
-
-def tinybenchmarks_estimates(values, bank, anchors, weights):
-    """``anchor`` and ``p-IRT`` estimates of the accuracy of the models of ``values``
-    (1 / 0 / NaN, all items) from their answers to the anchors."""
-    seen = values[:, anchors]
-    answered = ~np.isnan(seen)
-    anchor = np.nansum(seen * weights, axis=1) / (answered * weights).sum(axis=1)
-    logit = np.multiply.outer(MLE_GRID, bank.slope) + bank.intercept  # grid x items
-    log_p, log_q = -np.logaddexp(0, -logit), -np.logaddexp(0, logit)
-    correct = np.nan_to_num(seen)
-    likelihood = correct @ log_p[:, anchors].T + (answered - correct) @ log_q[:, anchors].T
-    p = bank.probabilities(MLE_GRID[likelihood.argmax(axis=1)])
-    unseen = np.ones(len(bank), dtype=bool)
-    unseen[anchors] = False
-    p_irt = (correct.sum(axis=1) + p[:, unseen].sum(axis=1)) / (answered.sum(axis=1)
-                                                                + unseen.sum())
-    return anchor, p_irt
-
-
 def tinybenchmarks_table(name, table, calibrated, ours, args):
     """MAE of tinyBenchmarks' estimators on the held-out models of each split, beside the
     best of ours (``ours``: :func:`selection_table`'s MAE)."""
@@ -221,42 +188,25 @@ def tinybenchmarks_table(name, table, calibrated, ours, args):
         return
     started = time.perf_counter()
     values = table.to_numpy(dtype=float)
-    lambdas = np.linspace(0, 1, 101)
     truth = np.nanmean(values, axis=1)
     rows = []
     for split, (held, result) in enumerate(calibrated):
-        bank = ItemBank.of(result)
         calibration = np.setdiff1d(np.arange(len(table)), held)
-        # gp-IRT's lambda: chosen on a fifth of the calibration models, the rest refitted
-        rng = np.random.default_rng([args.seed, split, 0x7b])
-        validation = rng.permutation(calibration)
-        validation, training = validation[:len(validation) // 5], validation[len(validation) // 5:]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            refit = ItemBank.of(cbmm.fit(table.iloc[training]))
-        for k in ks:
-            for clustering in ("correctness", "irt"):
-                anchors, weights = anchor_points(values[training], refit, k, clustering,
-                                                 args.seed + split)
-                anchor, p_irt = tinybenchmarks_estimates(values[validation], refit, anchors,
-                                                         weights)
-                errors = np.abs(np.outer(lambdas, anchor) + np.outer(1 - lambdas, p_irt)
-                                - truth[validation]).mean(axis=1)
-                chosen = lambdas[errors.argmin()]
-                anchors, weights = anchor_points(values[calibration], bank, k, clustering,
-                                                 args.seed + split)
-                anchor, p_irt = tinybenchmarks_estimates(values[held], bank, anchors, weights)
-                for estimator, predicted in (("anchor", anchor), ("p-IRT", p_irt), (
-                        "gp-IRT", chosen * anchor + (1 - chosen) * p_irt)):
-                    rows.append({"split": split, "k": k,
-                                 "estimator": f"{estimator} ({clustering})",
-                                 "mae": np.abs(predicted - truth[held]).mean()})
+        for k, predicted in tinybenchmarks_predictions(values, calibration, held,
+                                                       ItemBank.of(result), ks,
+                                                       seed=args.seed + split):
+            rows += [{"split": split, "k": k, "estimator": estimator,
+                      "mae": np.abs(values_ - truth[held]).mean()}
+                     for estimator, values_ in predicted.items()]
     mae = pd.DataFrame(rows).groupby(["k", "estimator"], sort=False)["mae"].mean().unstack()
+    mae = mae.rename(columns={"gp-IRT": "gp-IRT (chosen)"})
     if ours is not None:
         mae["ours: stratified"] = ours["stratified"]
         mae["ours: best"] = ours[list(STRATEGIES)].min(axis=1)
     print(f"\n{name}: tinyBenchmarks' estimators, MAE of predicted accuracy on the same "
-          f"splits ({time.perf_counter() - started:.0f} s)")
+          f"splits ({time.perf_counter() - started:.0f} s); gp-IRT (chosen): the clustering "
+          "and lambda of least error on a fifth of the calibration models, as the workflow's "
+          "tinybenchmarks line")
     print(mae.to_string(float_format=lambda v: f"{v:.4f}"))
 
 

@@ -439,7 +439,10 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
         held = round(0.2 * len(source))
         selection = pd.read_csv(workdir / f"results/tables/efficiency/{dataset}.csv")
         assert sorted(zip(selection["k"], selection["strategy"])) == sorted(
-            (k, s) for k in study["k"] for s in [*study["strategies"], "random_mean"])
+            (k, s) for k in study["k"]
+            for s in [*study["strategies"], "random_mean", "tinybenchmarks"])
+        tiny = selection.query("strategy == 'tinybenchmarks'")
+        assert tiny["coverage"].isna().all() and tiny["mae"].between(0, 1).all()
         assert (selection["n_models"] == held).all() and selection["mae"].between(0, 1).all()
         tests = pd.read_csv(workdir / f"results/tables/adaptive/{dataset}.csv")
         adaptive = study["adaptive"]

@@ -14,11 +14,14 @@ log = start_log(snakemake.log[0], job="efficiency")
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 settings, adaptive = p.settings, p.settings["adaptive"]
 table = read_matrix(inp.matrix)
+fit_options = {"sigma": p.sigma}  # the calibrations' and tinyBenchmarks' refits
 calibrated = study.calibrations(table, splits=settings["splits"],
                                 test_share=settings["test_share"], seed=settings["seed"],
-                                fit_options={"sigma": p.sigma})
+                                fit_options=fit_options)
 rows = study.selection_study(table, calibrated, ks=settings["k"],
-                             strategies=settings["strategies"], seed=settings["seed"])
+                             strategies=settings["strategies"], seed=settings["seed"],
+                             tinybenchmarks=settings["tinybenchmarks"],
+                             fit_options=fit_options)
 write_csv(rows, out.rows, float_format="%.10g")
 summary = study.summarise_selection(rows)
 log.info("selection study of %s (%d x %d):\n%s", snakemake.wildcards.dataset, *table.shape,

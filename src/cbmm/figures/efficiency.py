@@ -21,7 +21,7 @@ _ADAPTIVE = ("max_exposure", "se_target", "n_items", "theta_error")
 #: one test).
 _SETTING_COLORS = (("#9ecae1", "#08519c"), ("#fdae6b", "#a63603"), ("#a1d99b", "#006d2c"),
                    ("#bcbddc", "#54278f"))
-#: Label and colour of each strategy (and of the baseline, dashed).
+#: Label and colour of each strategy and baseline.
 STRATEGY_STYLE = {
     "stratified": ("stratified", "#b2182b"),
     "random": ("random", "#2166ac"),
@@ -29,7 +29,10 @@ STRATEGY_STYLE = {
     "anchor": ("anchors (k-means)", "#1b7837"),
     "predictive": ("predictive (calibration answers)", "#762a83"),
     "random_mean": ("mean of random items", "#777777"),
+    "tinybenchmarks": ("tinyBenchmarks gp-IRT (own anchors)", "#000000"),
 }
+#: The baselines, dashed.
+_BASELINES = ("random_mean", "tinybenchmarks")
 #: Ability errors above this are drawn at the top edge of the adaptive panel.
 _ERROR_AXIS = 1.0
 #: The field's reference points, drawn for comparison (docs/efficiency.md).
@@ -69,9 +72,9 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
             rows = rows.sort_values("k")
             left.errorbar(rows["k"], rows["mae"], yerr=rows["mae_sd"], label=label,
                           color=color, marker="o", markersize=3, capsize=2, linewidth=1.1,
-                          linestyle="--" if strategy == "random_mean" else "-")
+                          linestyle="--" if strategy in _BASELINES else "-")
         left.axhline(TINYBENCHMARKS_MAE, color="black", linewidth=0.7, linestyle=":",
-                     label=f"tinyBenchmarks, MMLU ({TINYBENCHMARKS_MAE})")
+                     label=f"tinyBenchmarks, published on MMLU ({TINYBENCHMARKS_MAE})")
         left.set_xscale("log")
         left.set_xticks(sorted(selection["k"].unique()))
         left.xaxis.set_major_formatter(ScalarFormatter())
@@ -120,6 +123,9 @@ def caption(config_summary: dict | None = None) -> str:
     design = (f"{splits} random splits of the models, {share:.0%} held out"
               if splits and share else "random splits of the models into calibration and "
               "held-out models")
+    tiny = (" and tinyBenchmarks' gp-IRT from its own k anchor items (black; k-means "
+            "anchors, its clustering and lambda chosen on a fifth of the calibration models)"
+            if summary.get("tinybenchmarks") else "")
     content = summary.get("content")
     balance = (f"; and again, each test balanced over the items' {content} in their shares "
                "of the items (content balancing)" if content else "")
@@ -128,8 +134,7 @@ def caption(config_summary: dict | None = None) -> str:
             "calibration models as its reference) from k items chosen by each strategy of "
             "cbmm.select_items on the calibration fit (predictive: on the calibration "
             "models' answers, its interval's width cross-validated over them), mean and sd "
-            "over the splits, beside "
-            "the mean of k random items. Right: adaptive tests of "
+            f"over the splits, beside the mean of k random items{tiny}. Right: adaptive tests of "
             "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting, "
             f"the held-out models of every split in one stream{balance}; light dots one "
             "test, dark the mean per SE target): items given against the absolute difference between the "

@@ -15,8 +15,8 @@ reimplementation from its paper and repository, run as its tutorials run it.
 :func:`tinybenchmarks_predictions` chooses the clustering and ``lambda`` as the tutorials
 choose ``lambda``: on a fifth of the calibration models, held out from a refit on the
 others, the pair of least error; then anchors on all the calibration models.  k-means is
-SciPy's (``kmeans2``: a k-means++ start, 10 iterations; on MATH-500 50 and 300 gave the
-same errors) where tinyBenchmarks uses scikit-learn's; a cluster left empty (items with
+SciPy's (``kmeans2``: 10 iterations from a k-means++ start; on MATH-500 50 and 300 gave
+the same errors) where tinyBenchmarks uses scikit-learn's; a cluster left empty (items with
 identical features) gives no anchor, so fewer than k items may be asked.  The anchors
 depend on k-means' random start: on MATH-500 at k = 100 gp-IRT's MAE ranged over
 0.0225-0.0275 across four seeds of the same splits (docs/efficiency.md).
@@ -65,17 +65,13 @@ def anchor_points(values: np.ndarray, bank: ItemBank, k: int, clustering: str, s
     weights : ndarray
         Each anchor's cluster's share of the items (summing to 1).
     """
-    from scipy.cluster.vq import kmeans2
-
     if clustering == "correctness":
         features = np.where(np.isnan(values), np.nanmean(values, axis=0), values).T
     elif clustering == "irt":
         features = np.column_stack([bank.slope, bank.intercept])
     else:
         raise ValueError(f"clustering must be one of {list(CLUSTERINGS)}, got {clustering!r}")
-    with warnings.catch_warnings():  # an empty cluster: it gives no anchor
-        warnings.simplefilter("ignore")
-        centres, cluster = kmeans2(features, k, minit="++", seed=seed)
+    centres, cluster = _kmeans(features, k, seed)
     anchors, weights = [], []
     for c in np.unique(cluster):
         members = np.flatnonzero(cluster == c)
@@ -83,6 +79,28 @@ def anchor_points(values: np.ndarray, bank: ItemBank, k: int, clustering: str, s
         anchors.append(members[np.argmin(distance)])
         weights.append(members.size / len(features))
     return np.array(anchors), np.array(weights)
+
+
+def _kmeans(features, k, seed):
+    """k-means (SciPy's ``kmeans2``) from a k-means++ start (Arthur and Vassilvitskii
+    2007), drawn here: SciPy's recomputes every distance to every centre chosen, O(k^2)
+    passes over the items, 10 minutes for 200 centres among 12,032 items; keeping each
+    item's distance to its nearest centre makes it k passes."""
+    from scipy.cluster.vq import kmeans2
+
+    rng = np.random.default_rng(seed)
+    centres = np.empty((k, features.shape[1]))
+    centres[0] = features[rng.integers(len(features))]
+    nearest = ((features - centres[0]) ** 2).sum(axis=1)
+    for i in range(1, k):
+        total = nearest.sum()
+        chosen = rng.choice(len(features), p=nearest / total) if total > 0 \
+            else rng.integers(len(features))  # fewer distinct items than centres
+        centres[i] = features[chosen]
+        nearest = np.minimum(nearest, ((features - centres[i]) ** 2).sum(axis=1))
+    with warnings.catch_warnings():  # an empty cluster: it gives no anchor
+        warnings.simplefilter("ignore")
+        return kmeans2(features, centres, minit="matrix")
 
 
 def tinybenchmarks_estimates(values: np.ndarray, bank: ItemBank, anchors, weights):

@@ -66,7 +66,7 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
     adaptive = read_result_table(adaptive, _ADAPTIVE, None if isinstance(
         adaptive, pd.DataFrame) else str(adaptive))
     with paper_style():
-        fig, (left, right) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 2.8))
+        fig, (left, right) = plt.subplots(1, 2, figsize=(FIGURE_WIDTH_IN, 4.4))
         for strategy, rows in selection.groupby("strategy", sort=False):
             label, color = STRATEGY_STYLE.get(strategy, (strategy, None))
             rows = rows.sort_values("k")
@@ -82,7 +82,8 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
         left.set_xlabel("items kept, k")
         left.set_ylabel("MAE of predicted accuracy")
         left.set_ylim(bottom=0)
-        left.legend(fontsize=6.5, frameon=False)
+        left.legend(fontsize=6.5, frameon=False, loc="upper center",
+                    bbox_to_anchor=(0.5, -0.2), ncol=1)
         error = adaptive.assign(abs_error=adaptive["theta_error"].abs())
         if "content" not in error.columns:
             error["content"] = "none"
@@ -97,6 +98,8 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
             means = tests.groupby("se_target")[["n_items", "abs_error"]].mean()
             right.plot(means["n_items"], means["abs_error"], color=dark, marker="o",
                        markersize=4, label=label)
+            if content != "none":  # the same targets as unbalanced: marked there only
+                continue
             for target, row in means.iterrows():  # SE targets, above or below by setting
                 right.annotate(f"{target:g}", (row["n_items"], row["abs_error"]),
                                textcoords="offset points", xytext=(0, 5 - 12 * (index % 2)),
@@ -106,8 +109,9 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
         right.set_ylim(0, _ERROR_AXIS)
         right.set_xlabel("items given")
         right.set_ylabel(r"|$\hat\theta$ − full-data $\hat\theta$|")
-        right.legend(fontsize=6.5, frameon=False, loc="upper right",
-                     title="mean per SE target", title_fontsize=6.5)
+        right.legend(fontsize=6.5, frameon=False, loc="upper center",
+                     bbox_to_anchor=(0.5, -0.2), ncol=1, title="mean per SE target",
+                     title_fontsize=6.5)
         if title:
             fig.suptitle(title)
         fig.tight_layout()

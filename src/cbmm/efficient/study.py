@@ -229,7 +229,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                                  candidates=candidates, progressive=progressive,
                                  exposure=exposure, content=content, seed=draws)
             rows.append({
-                "split": split, "content": "none" if content is None else str(content.name),
+                "split": split, "content": _content_name(content),
                 "max_exposure": np.nan if max_exposure is None else max_exposure,
                 "se_target": se_target, "model": table.index[held[i]],
                 "n_items": len(test.items), "theta": test.theta, "se": test.se,
@@ -244,6 +244,13 @@ def _coded_rows(values, rows):
     bank's functions read answers."""
     truth = values[rows]
     return truth, np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
+
+
+def _content_name(content) -> str:
+    """A content balance's name in the rows: ``none``, the Series' name, or ``content``."""
+    if content is None:
+        return "none"
+    return "content" if getattr(content, "name", None) is None else str(content.name)
 
 
 def summarise_selection(rows):

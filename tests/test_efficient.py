@@ -643,6 +643,8 @@ def test_content_balancing_moves_on_when_an_area_runs_out():
     (lambda item: 1, {"content": {"q0": "x"}},
      "content: 299 calibrated item\\(s\\) without a content area: \\['q1', 'q2'"),
     (lambda item: 1, {"content": 5}, "content must map item labels to content areas"),
+    (lambda item: 1, {"content": pd.Series(["x", "y"], index=["q0", "q0"])},
+     "content: 1 item\\(s\\) listed more than once: \\['q0'\\]"),
     ("yes", {}, "respond must be a function"),
 ])
 def test_adaptive_test_names_bad_input(respond, kwargs, message):

@@ -168,10 +168,11 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                    seed: int = 0):
     """Adaptive tests of held-out models driven by their own answers.
 
-    For each content balance, exposure setting and SE target, the held-out models of every split take
-    their tests in one random order, as a stream of new models would: one random stream
-    draws among the candidates, and with exposure control one :class:`ItemExposure`
-    counts the uses of each item over all these tests and gives each test its share of
+    For each content balance, exposure setting and SE target, the held-out models of
+    every split take their tests in one random order, as a stream of new models would:
+    one random stream draws among the candidates, and with exposure control one
+    :class:`ItemExposure` counts the uses of each item over all these tests and gives
+    each test its share of
     the bank (a split's few held-out models alone cannot share a 10 % cap: 28 tests
     allow each of 500 items twice, 1,000 uses for 28 tests of 41 items).
 
@@ -276,8 +277,8 @@ def summarise_selection(rows):
 def summarise_adaptive(rows):
     """Per content balance, exposure setting and SE target: mean and largest ``n_items``,
     ``theta_mae`` (against the full-data ability) and its standard error ``theta_mae_se``
-    (over the tests), ``accuracy_mae``, ``exposure`` (the largest share of the tests that gave one
-    item) and ``n_tests``."""
+    (over the tests), ``accuracy_mae``, ``exposure`` (the largest share of the tests that
+    gave one item) and ``n_tests``."""
     keys = ["content", "max_exposure", "se_target"]
     frame = rows.assign(abs_theta=rows["theta_error"].abs(),
                         abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs())

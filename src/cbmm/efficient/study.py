@@ -172,9 +172,9 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     every split take their tests in one random order, as a stream of new models would:
     one random stream draws among the candidates, and with exposure control one
     :class:`ItemExposure` counts the uses of each item over all these tests and gives
-    each test its share of
-    the bank (a split's few held-out models alone cannot share a 10 % cap: 28 tests
-    allow each of 500 items twice, 1,000 uses for 28 tests of 41 items).
+    each test its share of the bank (a split's few held-out models alone cannot share a
+    10 % cap: 28 tests allow each of 500 items twice, 1,000 uses for 28 tests of 41
+    items).
 
     Parameters
     ----------

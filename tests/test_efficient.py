@@ -19,7 +19,7 @@ from cbmm.efficient.bank import ItemBank
 from cbmm.efficient.prediction import (RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS,
                                        Reference)
 from cbmm.efficient.selection import PREDICTIVE_PENALTY, forward_selection
-from cbmm.efficient.tinybenchmarks import (anchor_points, tinybenchmarks_estimates,
+from cbmm.efficient.tinybenchmarks import (_kmeans, anchor_points, tinybenchmarks_estimates,
                                            tinybenchmarks_predictions)
 from cbmm.simulate import simulate
 
@@ -360,6 +360,17 @@ def test_anchors_of_identical_items_still_number_k():
     assert len(chosen) == 5 and chosen.is_unique
 
 
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_anchors_are_the_central_item_of_each_group_of_alike_items(seed):
+    # three groups of five items, far apart in difficulty, spread symmetrically within:
+    # k-means finds the groups, and each group's middle item is nearest its centre
+    offsets = np.array([-0.5, -0.2, 0.0, 0.2, 0.5])
+    b = np.concatenate([centre + offsets for centre in (-5.0, 0.0, 5.0)])
+    items = bank_table(np.ones(15), b)
+    chosen = cbmm.select_items(items, 3, "anchor", seed=seed)
+    assert sorted(chosen) == ["q12", "q2", "q7"]
+
 @pytest.mark.parametrize("kwargs,message", [
     ({"k": 0}, "k must be an integer in \\[1, 200\\], got 0"),
     ({"k": 201}, "k must be an integer in \\[1, 200\\], got 201"),
@@ -654,6 +665,18 @@ def test_adaptive_test_names_bad_input(respond, kwargs, message):
 
 # -------------------------------------------------------------- tinyBenchmarks
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_kmeans_draws_scipys_kmeans_plus_plus_start_in_k_passes(seed):
+    from scipy.cluster.vq import kmeans2
+
+    features = np.random.default_rng(9).normal(size=(400, 3))
+    centres, cluster = _kmeans(features, 12, seed)
+    expected, expected_cluster = kmeans2(features, 12, minit="++",
+                                         seed=np.random.default_rng(seed))
+    np.testing.assert_allclose(centres, expected, atol=1e-12)
+    np.testing.assert_array_equal(cluster, expected_cluster)
+
+
 def test_anchor_points_are_cluster_medoids_weighted_by_cluster_share():
     # two groups of identical items in (slope, intercept): one anchor each, weights 3/4, 1/4
     bank = ItemBank.of(bank_table([1, 1, 1, 2.5], [0, 0, 0, 1.0]))
@@ -805,3 +828,15 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
         assert summary.loc[limit, "exposure"] == max(uses.values()) / 120
     assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]
     assert (summary["n_tests"] == 120).all()
+    # balanced over two areas of 60 and 20 items: one set of tests per balance, labelled
+    # by the Series' name; a balanced test never holds an area above its quota
+    area = pd.Series(["first"] * 60 + ["second"] * 20, index=small.columns, name="area")
+    balanced = study.adaptive_study(small, calibrated, se_targets=[0.3], max_items=20,
+                                    contents=[None, area])
+    assert balanced.groupby("content").size().to_dict() == {"none": 120, "area": 120}
+    for given in balanced.query("content == 'area'")["items"].str.split():
+        counts = area[given].value_counts().reindex(["first", "second"], fill_value=0)
+        assert (counts < np.array([0.75, 0.25]) * len(given) + 1).all()
+    with pytest.raises(ValueError, match="'content' given more than once"):
+        study.adaptive_study(small, calibrated, se_targets=[0.3],
+                             contents=[area.rename(None), area.rename(None)])

@@ -50,6 +50,7 @@ import numpy as np
 
 from .._checks import check_integer
 from .bank import ItemBank, aligned_answers
+from .tinybenchmarks import cluster_representatives
 
 __all__ = ["select_items", "forward_selection", "STRATEGIES", "PREDICTIVE_PENALTY"]
 
@@ -137,18 +138,12 @@ def _information(bank, k, rng):
 
 
 def _anchor(bank, k, rng):
-    from scipy.cluster.vq import kmeans2
-
     population = bank.population()
     levels = np.quantile(population, (np.arange(min(_ANCHOR_LEVELS, population.size)) + 0.5)
                          / min(_ANCHOR_LEVELS, population.size))
     curves = bank.probabilities(levels).T  # items x levels
-    centres, cluster = kmeans2(curves, k, minit="++", seed=rng)
-    distance = ((curves - centres[cluster]) ** 2).sum(axis=1)
-    chosen = []
-    for c in np.unique(cluster):
-        members = np.flatnonzero(cluster == c)
-        chosen.append(members[np.argmin(distance[members])])
+    chosen, _, distance = cluster_representatives(curves, k, rng)
+    chosen = list(chosen)
     # k-means may leave clusters empty (identical curves): the items worst represented
     # by their centres fill the places left
     rest = np.setdiff1d(np.arange(len(bank)), chosen)

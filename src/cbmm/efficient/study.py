@@ -193,7 +193,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     contents : list of pandas.Series or None
         Content balances, one set of tests each: a Series mapping the table's columns to
         content areas, named for the report (e.g. ``subject``), balances the tests over
-        them (``cbmm.adaptive_test(content=...)``); None: no balance.
+        them (``cbmm.adaptive_test(content=...)``); None: no balance.  Their names
+        (``content`` for an unnamed Series) must differ.
     seed : int
         Seeds the order of the tests and their random draws.
 
@@ -210,6 +211,12 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     import pandas as pd
 
     seed = check_integer("seed", seed, minimum=0)
+    names = [_content_name(content) for content in contents]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"contents label their rows by name, so each needs its own: "
+                         f"{', '.join(map(repr, repeated))} given more than once (name each "
+                         "Series, e.g. content.rename('subject'))")
     values = table.to_numpy(dtype=float)
     splits = []
     for held, result in calibrated:

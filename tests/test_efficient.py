@@ -162,22 +162,25 @@ def test_a_reference_corrects_by_the_ridge_regression_leave_one_out_chooses():
     truth = expit(rng.normal(size=(40, 1)) * items["a"].to_numpy() + items["b"].to_numpy())
     reference = pd.DataFrame((rng.random((40, 12)) < truth).astype(float),
                              columns=items.index)
-    reference.iloc[0, 7] = np.nan  # a reference model that skipped an item
+    reference.iloc[0, 7] = np.nan  # a reference model that skipped an item: left out
     new = pd.DataFrame([[1, 0, 1, 1, 0] + [np.nan] * 7, [0, 1, 1, 0, 0] + [np.nan] * 7,
                         [1, 0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 0]],
                        index=["five", "other five", "all"], columns=items.index, dtype=float)
     predicted = cbmm.predict_accuracy(new, items, reference=reference)
     # the reference's errors: prediction from all its answers minus that from the five
+    complete = reference.iloc[1:]
+    pd.testing.assert_frame_equal(predicted,
+                                  cbmm.predict_accuracy(new, items, reference=complete))
     shown = items.index[:5]
-    missed = (cbmm.predict_accuracy(reference, items)["accuracy"]
-              - cbmm.predict_accuracy(reference[shown], items)["accuracy"]).to_numpy()
-    coded = np.sign(reference[shown].fillna(0.5).to_numpy() - 0.5)
+    missed = (cbmm.predict_accuracy(complete, items)["accuracy"]
+              - cbmm.predict_accuracy(complete[shown], items)["accuracy"]).to_numpy()
+    coded = np.sign(complete[shown].to_numpy() - 0.5)
     correction, errors = loo_ridge_by_refitting(
         coded, missed, np.sign(new.loc[["five", "other five"], shown].to_numpy() - 0.5))
     alone = cbmm.predict_accuracy(new, items)
     expected = alone["accuracy"].iloc[:2] + correction
     np.testing.assert_allclose(predicted["accuracy"].iloc[:2], expected, rtol=0, atol=1e-12)
-    half = np.sort(np.abs(errors))[int(np.ceil(41 * 0.95)) - 1]  # the jackknife's quantile
+    half = np.sort(np.abs(errors))[int(np.ceil(40 * 0.95)) - 1]  # the jackknife's quantile
     correct = new.iloc[:2].sum(axis=1)  # within what the answers allow: 3 to 10 of 12
     np.testing.assert_allclose(predicted["upper"].iloc[:2],
                                np.minimum(expected + half, (correct + 7) / 12), atol=1e-12)
@@ -195,9 +198,13 @@ def test_a_reference_of_the_wrong_items_or_too_few_models_is_named(simulated):
     with pytest.raises(ValueError, match="reference: 1 item column\\(s\\) not among the "
                                          "calibrated items: \\['extra'\\]"):
         cbmm.predict_accuracy(held, result, reference=table.iloc[:100].assign(extra=1.0))
-    with pytest.raises(ValueError, match="reference: 18 model\\(s\\) answered a calibrated "
-                                         "item; a 0.95 interval needs at least 19"):
+    with pytest.raises(ValueError, match="reference: 18 model\\(s\\) answered every "
+                                         "calibrated item; a 0.95 interval needs at least 19"):
         cbmm.predict_accuracy(held, result, reference=table.iloc[:18])
+    # models that did not answer the items predicted would show no error: left out
+    with pytest.raises(ValueError, match="reference: 0 model\\(s\\) answered every "
+                                         "calibrated item \\(100 other\\(s\\) skipped some"):
+        cbmm.predict_accuracy(held, result, reference=table.iloc[:100, :30])
     assert len(cbmm.predict_accuracy(held, result, reference=table.iloc[:19])) == 5
     # items chosen on 19 models: each fold's width comes from the other 15 or 16
     assert len(cbmm.predict_accuracy(held, result, reference=table.iloc[:19],

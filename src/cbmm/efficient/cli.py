@@ -228,7 +228,9 @@ def register(sub, add_input) -> None:
     predict.add_argument("--reference", type=_path,
                          help="answers of the calibration models (or others of known "
                               "accuracy, never those predicted), in --responses' format: "
-                              "correct the prediction by what it misses on them")
+                              "correct the prediction by what it misses on them (those that "
+                              "answered every calibrated item; at least 19 for a 95%% "
+                              "interval)")
     predict.add_argument("--selection", choices=["predictive"],
                          help="the items were chosen on --reference's answers by `cbmm select "
                               "--strategy predictive`: cross-validate the interval's width")

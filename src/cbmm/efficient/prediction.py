@@ -87,9 +87,10 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
         Answers of models with known accuracy, the calibration models' as a rule (never
         the models predicted): the 2PL prediction is corrected by what it misses on them
         (see the module's notes) and the interval is the jackknife's.  Worth it with
-        hundreds of reference models or more; at least ``level / (1 - level)`` (19 for a
-        95 % interval) that answered some item.  One regression per distinct set of
-        answered items.
+        hundreds of reference models or more; only those that answered every calibrated
+        item count (what a prediction misses on the items a model skipped is seen only
+        where the reference answered them), and at least ``level / (1 - level)`` (19 for
+        a 95 % interval) must.  One regression per distinct set of answered items.
     selection : {None, "predictive"}
         How the answered items were chosen from ``reference``: None, not from its models'
         answers (the interval is the jackknife's); ``"predictive"``, by
@@ -183,8 +184,11 @@ class Reference:
     Parameters
     ----------
     answers : ndarray of int8
-        Their answers, models x items, +1 / -1 / 0 not answered, aligned with ``bank``;
-        models that answered nothing are left out.
+        Their answers, models x items, +1 / -1 / 0 not answered, aligned with ``bank``.
+        Only the models that answered every item are kept: the correction learns what a
+        prediction misses on the items a model did not answer, which a reference model
+        shows only where it answered them (one that skipped them all would show no
+        error, and narrow the interval to nothing).
     bank : ItemBank
     penalty : float
         The penalty of the predictive selections of :meth:`selection_errors` (that of
@@ -199,7 +203,9 @@ class Reference:
     def __init__(self, answers: np.ndarray, bank: ItemBank,
                  penalty: float = PREDICTIVE_PENALTY):
         self.bank, self.penalty = bank, penalty
-        self.answers = answers[np.count_nonzero(answers, axis=1) > 0]
+        complete = np.count_nonzero(answers, axis=1) == answers.shape[1]
+        self.answers = answers[complete]
+        self.incomplete = int(answers.shape[0] - complete.sum())
         self.accuracy = reconstruct(self.answers, bank)["accuracy"]
         self._folds = None  # per fold: its models, the others' Reference, the items chosen
 
@@ -225,8 +231,12 @@ class Reference:
         reference = self.answers
         needed = int(np.ceil(level / (1 - level)))
         if len(reference) < needed:
-            raise ValueError(f"reference: {len(reference)} model(s) answered a calibrated "
-                             f"item; a {level:g} interval needs at least {needed}")
+            left_out = (f" ({self.incomplete} other(s) skipped some, and a reference model "
+                        "must have answered every item a prediction fills in)"
+                        if self.incomplete else "")
+            raise ValueError(f"reference: {len(reference)} model(s) answered every "
+                             f"calibrated item{left_out}; a {level:g} interval needs at "
+                             f"least {needed}")
         out = reconstruct(answers, self.bank, level)
         rank = int(np.ceil((len(reference) + 1) * level)) - 1
         partly = out["n_items"][out["n_items"] < len(self.bank)]

@@ -225,3 +225,25 @@ def test_an_existing_output_is_kept_without_force(calibrated, capsys, tmp_path):
                           "--out", tmp_path / "keep.csv")
     assert status == 2 and "exists; pass --force" in err
     assert (tmp_path / "keep.csv").read_text() == "mine\n"
+
+
+def test_an_output_never_replaces_an_input_nor_a_file_of_the_fit(calibrated, capsys,
+                                                                  monkeypatch, tmp_path):
+    folder, _ = calibrated
+    monkeypatch.chdir(folder)
+    saved = {path.name: path.read_bytes() for path in (folder / "fit").iterdir()}
+    new = (folder / "new.csv").read_bytes()
+    (tmp_path / "sub").mkdir()
+    status, _, err = call(capsys, "predict", "--responses", "new.csv", "--items", "fit",
+                          "--out", tmp_path / "sub" / ".." / ".." / folder.name / "new.csv",
+                          "--force")
+    assert status == 2 and "--responses and --out name the same file" in err
+    for command in (["select", "--k", 3], ["audit", "--responses", "calibration.csv"]):
+        status, _, err = call(capsys, *command, "--items", "fit", "--out", "fit/items.csv",
+                              "--force")
+        assert status == 2 and "--out fit/items.csv: inside the folder --items fit" in err
+    status, _, err = call(capsys, "audit", "--responses", "calibration.csv", "--items", "fit",
+                          "--out", tmp_path / "audit.csv", "--figure", "fit/audit.png")
+    assert status == 2 and "--figure fit/audit.png: inside the folder --items fit" in err
+    assert {path.name: path.read_bytes() for path in (folder / "fit").iterdir()} == saved
+    assert (folder / "new.csv").read_bytes() == new and not (tmp_path / "audit.csv").exists()

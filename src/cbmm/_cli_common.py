@@ -144,10 +144,22 @@ def _distinct(*flags_and_paths) -> None:
     for flag, path in flags_and_paths:
         if path is None:
             continue
-        key = Path(path).absolute()
+        key = Path(path).resolve()  # "sub/../x" and links name x
         if key in seen:
             raise CliError(f"{seen[key]} and {flag} name the same file {path}")
         seen[key] = flag
+
+
+def _outside(folder_flag: str, folder: Path, *flags_and_outputs) -> None:
+    """No output is written inside the input folder ``folder`` (a fit: its files are
+    checked against its fit.json, so one replaced would spoil it)."""
+    if not folder.is_dir():
+        return
+    inside = folder.resolve()
+    for flag, path in flags_and_outputs:
+        if path is not None and inside in Path(path).resolve().parents:
+            raise CliError(f"{flag} {path}: inside the folder {folder_flag} {folder}; write "
+                           "it elsewhere, so that the fit stays as saved")
 
 
 def _read_responses(args, flag="--responses"):

@@ -31,6 +31,7 @@ from ._cli_common import (
     _distinct,
     _integer,
     _number,
+    _outside,
     _Parser,
     _path,
     _read_responses,
@@ -155,6 +156,7 @@ def _score_command(args) -> int:
         _check_input_file(args.items, "--items")
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
+    _outside("--items", args.items, ("--out", args.out))
     read_items(args.items)  # bad items before the responses are read
     table = _read_responses(args)
     scores = cbmm.score(table, args.items, sigma=args.sigma, prior=args.prior,

@@ -17,6 +17,7 @@ from .._cli_common import (
     _distinct,
     _integer,
     _number,
+    _outside,
     _path,
     _read_responses,
 )
@@ -49,6 +50,7 @@ def _select_command(args) -> int:
         raise CliError("--responses (the calibration models' answers) is needed by "
                        "--strategy predictive and read by no other strategy")
     _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
+    _outside("--items", args.items, ("--out", args.out))
     calibration = _calibration(args.items)
     responses = None if args.responses is None else _read_responses(args)
     chosen = select_items(calibration, args.k, args.strategy, seed=args.seed,
@@ -65,6 +67,7 @@ def _predict_command(args) -> int:
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--reference", args.reference))
+    _outside("--items", args.items, ("--out", args.out))
     if args.selection is not None and args.reference is None:
         raise CliError("--selection says how the items were chosen on --reference's "
                        "answers: give --reference")
@@ -122,6 +125,7 @@ def _adaptive_command(args) -> int:
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--content", args.content))
+    _outside("--items", args.items, ("--out", args.out))
     if args.content_column is not None and args.content is None:
         raise CliError("--content-column names a column of --content: give --content")
     bank = _calibration(args.items)  # its grid computed once for all the tests
@@ -176,6 +180,7 @@ def _audit_command(args) -> int:
         _check_output_file(args.figure, "--figure", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--figure", args.figure))
+    _outside("--items", args.items, ("--out", args.out), ("--figure", args.figure))
     calibration = _calibration(args.items)
     table = item_audit(calibration, _read_responses(args), coding=args.coding,
                        layout=args.layout)

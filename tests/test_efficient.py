@@ -643,6 +643,13 @@ def test_content_balancing_keeps_every_area_within_one_item_of_its_share():
         assert (content[plain.items] == "small").mean() > 0.5
 
 
+def test_a_maximum_beyond_the_bank_gives_at_most_every_item():
+    # the default 50 on a bank of 12: each item once, then no item left
+    items = true_bank(n_items=12)
+    test = cbmm.adaptive_test(lambda item: 1, items, se_target=1e-3)
+    assert sorted(test.items) == sorted(items.index) and test.stop == "max_items"
+
+
 def test_content_balancing_moves_on_when_an_area_runs_out():
     items = true_bank(n_items=30)
     content = {label: "rare" if j < 3 else "common" for j, label in enumerate(items.index)}
@@ -655,7 +662,7 @@ def test_content_balancing_moves_on_when_an_area_runs_out():
 @pytest.mark.parametrize("respond,kwargs,message", [
     (lambda item: 2, {}, "respond\\('q\\d+'\\) returned 2; expected 1 \\(correct\\) or 0"),
     (lambda item: 1, {"se_target": 0}, "se_target must be a finite number > 0"),
-    (lambda item: 1, {"max_items": 301}, "max_items must be an integer in \\[1, 300\\]"),
+    (lambda item: 1, {"max_items": 0}, "max_items must be an integer >= 1, got 0"),
     (lambda item: 1, {"pool": ["nope"]}, "pool: 1 item\\(s\\) not among the calibrated"),
     (lambda item: 1, {"progressive": -1}, "progressive must be a non-negative integer"),
     (lambda item: 1, {"content": {"q0": "x"}},

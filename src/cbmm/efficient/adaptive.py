@@ -186,9 +186,10 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     se_target : float
         Stop once the ability's posterior sd is at most this (> 0).
     max_items : int
-        Items at most (>= 1; at most the bank's size).
+        Items at most (>= 1; a bank or ``pool`` of fewer gives at most all of them).
     min_items : int
-        Items at least before the ``se_target`` stop (>= 1).
+        Items at least before the ``se_target`` stop (>= 1; from ``max_items`` up, every
+        test gives ``max_items``).
     candidates : int
         The next item is drawn at random among this many of the highest score (>= 1;
         1: the highest).
@@ -227,8 +228,9 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         raise ValueError(f"exposure must be an ItemExposure or None, got {exposure!r}")
     level = check_level(level)
     bank = ItemBank.of(result)
-    max_items = check_integer("max_items", max_items, minimum=1, maximum=len(bank))
+    max_items = check_integer("max_items", max_items, minimum=1)
     min_items = check_integer("min_items", min_items, minimum=1)
+    max_items = min(max_items, len(bank))
     candidates = check_integer("candidates", candidates, minimum=1)
     progressive = check_integer("progressive", progressive, minimum=0)
     rng = seed if isinstance(seed, np.random.Generator) \

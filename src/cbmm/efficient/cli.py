@@ -52,6 +52,8 @@ def _select_command(args) -> int:
     _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
     _outside("--items", args.items, ("--out", args.out))
     calibration = _calibration(args.items)
+    if args.k > len(calibration):
+        raise CliError(f"--k {args.k}: the calibration has {len(calibration)} items")
     responses = None if args.responses is None else _read_responses(args)
     chosen = select_items(calibration, args.k, args.strategy, seed=args.seed,
                           responses=responses, coding=args.coding, layout=args.layout)
@@ -129,8 +131,6 @@ def _adaptive_command(args) -> int:
     if args.content_column is not None and args.content is None:
         raise CliError("--content-column names a column of --content: give --content")
     bank = _calibration(args.items)  # its grid computed once for all the tests
-    if args.max_items > len(bank):
-        raise CliError(f"--max-items {args.max_items}: the calibration has {len(bank)} items")
     content = None
     if args.content is not None:
         content = _content(args.content, args.content_column)
@@ -253,9 +253,12 @@ def register(sub, add_input) -> None:
                           help="stop once the ability's standard error is at most this "
                                f"(default {DEFAULT['se_target']})")
     adaptive.add_argument("--max-items", type=_integer(1), default=DEFAULT["max_items"],
-                          help=f"items at most (default {DEFAULT['max_items']})")
+                          help=f"items at most (default {DEFAULT['max_items']}, or all of a "
+                               "smaller calibration)")
     adaptive.add_argument("--min-items", type=_integer(1), default=DEFAULT["min_items"],
-                          help=f"items at least (default {DEFAULT['min_items']})")
+                          help="items at least before the SE stop (default "
+                               f"{DEFAULT['min_items']}; --max-items or more: tests of "
+                               "--max-items items)")
     adaptive.add_argument("--candidates", type=_integer(1), default=DEFAULT["candidates"],
                           help="the next item is drawn among this many of the highest "
                                f"score (default {DEFAULT['candidates']})")

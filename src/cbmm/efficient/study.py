@@ -189,7 +189,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         Exposure settings, one set of tests each: the largest share of the tests that
         may give one item (:class:`ItemExposure`); None: no exposure control.
     max_items, min_items, candidates, progressive
-        As for :func:`cbmm.adaptive_test` (``max_items`` at most the number of items).
+        As for :func:`cbmm.adaptive_test`.
     contents : list of pandas.Series or None
         Content balances, one set of tests each: a Series mapping the table's columns to
         content areas, named for the report (e.g. ``subject``), balances the tests over
@@ -233,7 +233,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         for split, i in (tests[t] for t in order):
             held, bank, truth, coded, theta_full = splits[split]
             test = replayed_test(coded[i], bank, se_target=se_target,
-                                 max_items=min(max_items, len(bank)), min_items=min_items,
+                                 max_items=max_items, min_items=min_items,
                                  candidates=candidates, progressive=progressive,
                                  exposure=exposure, content=content, seed=draws)
             rows.append({

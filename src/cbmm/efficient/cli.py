@@ -177,7 +177,12 @@ def _audit_command(args) -> int:
 
     _check_output_file(args.out, "--out", args.force)
     if args.figure is not None:
+        from ..figures.style import FIGURE_FORMATS
+
         _check_output_file(args.figure, "--figure", args.force)
+        if args.figure.suffix.lower() not in FIGURE_FORMATS:
+            raise CliError(f"--figure {args.figure}: expected a file name ending in "
+                           f"{', '.join(FIGURE_FORMATS)}")
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--figure", args.figure))
     _outside("--items", args.items, ("--out", args.out), ("--figure", args.figure))
@@ -289,5 +294,5 @@ def register(sub, add_input) -> None:
     add_input(audit)
     add_items(audit)
     audit.add_argument("--figure", type=_path,
-                       help="also draw the item information map (PDF or PNG)")
+                       help="also draw the item information map (.pdf, .png or .svg)")
     audit.set_defaults(handler=_audit_command)

@@ -72,6 +72,10 @@ def method_legend_handles(methods) -> list[Patch]:
                   label=method_label(m)) for m in methods]
 
 
+#: The figure files :func:`save_figure` writes, by suffix.
+FIGURE_FORMATS = (".pdf", ".png", ".svg")
+
+
 def save_figure(fig, out_paths) -> list[Path]:
     """Save ``fig`` to every path in ``out_paths`` (format from the suffix), atomically.
 
@@ -90,9 +94,9 @@ def save_figure(fig, out_paths) -> list[Path]:
     written = []
     for path in map(Path, out_paths):
         suffix = path.suffix.lower()
-        if suffix not in (".pdf", ".png", ".svg"):
+        if suffix not in FIGURE_FORMATS:
             raise ValueError(f"{path}: unsupported figure format {suffix!r} "
-                             "(use .pdf, .png or .svg)")
+                             f"(use {', '.join(FIGURE_FORMATS[:-1])} or {FIGURE_FORMATS[-1]})")
         metadata = {"CreationDate": None} if suffix == ".pdf" else None
         with atomic_path(path, suffix=suffix) as tmp:
             fig.savefig(tmp, format=suffix[1:], dpi=PNG_DPI, metadata=metadata)

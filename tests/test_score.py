@@ -132,6 +132,22 @@ def test_items_are_matched_by_id_and_one_model_can_be_scored(tmp_path):
     assert array["theta"].iloc[0] == pytest.approx(full["theta"].iloc[0], rel=1e-10)
 
 
+def test_a_users_items_file_has_its_ids_in_item_or_the_first_column(tmp_path):
+    responses = pd.DataFrame([[1, 0, 1]], columns=["01", "x", "q"])
+    (tmp_path / "named.csv").write_text("item,a,b\n01,1.5,0.2\nx,0.5,-1\nq,2,1\n")
+    expected = cbmm.score(responses, tmp_path / "named.csv")
+    # the ids in a first column of another name, kept as written ("01" is no number)
+    (tmp_path / "label.csv").write_text("label,a,b\nq,2,1\n01,1.5,0.2\nx,0.5,-1\n")
+    pd.testing.assert_frame_equal(cbmm.score(responses, tmp_path / "label.csv"), expected)
+    (tmp_path / "ids.csv").write_text("a,b\n1.5,0.2\n0.5,-1\n2,1\n")
+    with pytest.raises(ValueError, match="ids.csv: no column of item ids"):
+        cbmm.score(responses, tmp_path / "ids.csv")
+    (tmp_path / "blank.csv").write_text("item,a,b\n01,1.5,0.2\n,0.5,-1\nq,2,1\n")
+    with pytest.raises(ValueError, match="blank.csv: 1 item\\(s\\) without an id \\(the "
+                                         "first in row 2 of the items\\)"):
+        cbmm.score(responses, tmp_path / "blank.csv")
+
+
 @pytest.mark.parametrize("responses,items,message", [
     (pd.DataFrame([[1, 0]], columns=["q0", "zz"]), None,
      r"1 item column\(s\) not among the calibrated items: \['zz'\]"),

@@ -24,6 +24,7 @@ estimate for every model.
 
 from __future__ import annotations
 
+import csv
 import io
 import math
 import sys
@@ -201,6 +202,10 @@ def read_items(items):
     if table.empty:
         raise ValueError(f"{where}: no items")
     ids = table.index.astype(str)
+    blank = np.flatnonzero(ids.str.strip() == "")
+    if blank.size:
+        raise ValueError(f"{where}: {blank.size} item(s) without an id (the first in row "
+                         f"{blank[0] + 1} of the items)")
     if ids.duplicated().any():
         raise ValueError(f"{where}: item id(s) listed more than once: "
                          f"{list(ids[ids.duplicated()].unique()[:5])}")
@@ -221,12 +226,22 @@ def _user_items(data: bytes, where: str):
 
     try:
         return read_labelled_csv(data, "item", where)
-    except ResultFolderError:  # no item column: the ids are the first column, or positions
+    except ResultFolderError:  # no item column: the ids are the first column
         pass
+    first, _, rest = data.partition(b"\n")
     try:
-        return pd.read_csv(io.BytesIO(data), float_precision="round_trip")
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        header = next(csv.reader([first.rstrip(b"\r").decode("utf-8-sig")]))
+    except (UnicodeDecodeError, StopIteration, csv.Error) as exc:
         raise ValueError(f"{where}: not a readable CSV table ({exc})") from None
+    if not header or header[0] in ("a", "b"):
+        raise ValueError(f"{where}: no column of item ids (expected columns item, a, b; "
+                         f"found {header[:5]})")
+    renamed = io.StringIO()
+    csv.writer(renamed, lineterminator="\n").writerow(["item", *header[1:]])
+    try:
+        return read_labelled_csv(renamed.getvalue().encode() + rest, "item", where)
+    except ResultFolderError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _calibrated_sigma(value, where) -> float:

@@ -258,6 +258,18 @@ def test_predictive_selection_is_forward_selection_by_the_ridge_leave_one_out_er
     # another penalty, as the benchmark compares them
     order = forward_selection(coded.astype(np.int8), penalty=0.5)
     assert list(itertools.islice(order, 5)) == brute_force(0.5)
+    # items every model answered alike, or none did, tell the regression nothing: they
+    # come after all the others, in their order, and asking for them is warned of
+    alike = table.assign(right=1.0, none=np.nan)[["right", *table.columns, "none"]]
+    items = bank_table(np.ones(11), np.zeros(11)).set_axis(alike.columns)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert list(cbmm.select_items(items, 9, "predictive", responses=alike)) == \
+            [f"q{j}" for j in brute_force(PREDICTIVE_PENALTY, k=9)]
+    with pytest.warns(UserWarning, match="k=11: the responses' answers differ between "
+                                         "models on 9 of the calibrated items"):
+        everything = cbmm.select_items(items, 11, "predictive", responses=alike)
+    assert list(everything[9:]) == ["right", "none"]
 
 
 def test_predictive_items_see_a_second_skill_and_their_width_is_cross_validated():

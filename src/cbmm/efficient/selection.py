@@ -45,6 +45,7 @@ the plain jackknife's, 0.92-0.93).
 from __future__ import annotations
 
 import itertools
+import warnings
 
 import numpy as np
 
@@ -97,6 +98,12 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     ValueError
         An unknown strategy, a k or seed out of range, a bad calibration, ``responses``
         missing for ``predictive`` or given to another strategy, or bad responses.
+
+    Warns
+    -----
+    UserWarning
+        ``predictive``, with k beyond the items whose answers differ between the
+        ``responses``' models: the rest are items they all answered alike.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
@@ -108,7 +115,15 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     seed = check_integer("seed", seed, minimum=0)
     if strategy == "predictive":
         answers, _ = aligned_answers(responses, bank, coding=coding, layout=layout)
-        return bank.labels[list(itertools.islice(forward_selection(answers), k))]
+        chosen = list(itertools.islice(forward_selection(answers), k))
+        answered = answers[np.count_nonzero(answers, axis=1) > 0]
+        varying = int((answered != answered[0]).any(axis=0).sum())
+        if k > varying:
+            warnings.warn(f"k={k}: the responses' answers differ between models on "
+                          f"{varying} of the calibrated items; the other {k - varying} "
+                          "chosen are items they all answered alike (or none answered), "
+                          "in the bank's order", UserWarning, stacklevel=2)
+        return bank.labels[chosen]
     rng = np.random.default_rng(seed)
     chosen = _STRATEGY[strategy](bank, k, rng)
     return bank.labels[chosen]
@@ -167,7 +182,8 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
     int
         The next item's position: the one whose answers most reduce the leave-one-out
         error of the ridge regression of the models' accuracy on their answers to the
-        items chosen so far.
+        items chosen so far.  Items that every model answered alike (or none answered)
+        tell the regression nothing and come last, in their order.
 
     Notes
     -----
@@ -194,9 +210,12 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
     leverage = np.full(n, 1.0 / n)  # the intercept's
     pivot = penalty + np.einsum("ij,ij->j", x, x)  # lambda + x'(I - H) x
     covariance = x.T @ target  # x'(I - H) t
-    free = np.ones(n_items, dtype=bool)
+    # an item answered alike by every model would tie with "no item": once no other
+    # item lowers the error, MATH-500's dozen such items came first, as a block
+    free = pivot > penalty
+    alike = np.flatnonzero(~free)
     width = max(8, _PREDICTIVE_BLOCK // n)  # items scored at once
-    for _ in range(n_items):
+    for _ in range(int(free.sum())):
         gain = covariance / pivot
         score = np.empty(n_items)
         for start in range(0, n_items, width):
@@ -216,6 +235,7 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
         covariance -= shared * (covariance[j] / size)
         pivot -= shared * shared / size
         residual = dger(-1.0 / size, u, shared, a=residual, overwrite_a=True)
+    yield from (int(j) for j in alike)
 
 
 _STRATEGY = {"stratified": _stratified, "random": _random, "information": _information,

@@ -866,3 +866,29 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     with pytest.raises(ValueError, match="'content' given more than once"):
         study.adaptive_study(small, calibrated, se_targets=[0.3],
                              contents=[area.rename(None), area.rename(None)])
+
+
+def test_a_fit_that_set_items_aside_serves_scoring_prediction_and_the_audit():
+    sim = simulate(200, 20, seed=4)
+    table = pd.DataFrame(sim.responses, columns=[f"q{j}" for j in range(20)],
+                         index=[f"m{i}" for i in range(200)]).assign(easy=1.0, hard=0.0)
+    result = quiet_fit(table.iloc[:150], degenerate="set_aside")
+    assert result.info["set_aside"]["items"] == ["easy", "hard"]
+    held = table.iloc[150:]
+    informative = result.items_frame().set_index("item").drop(["easy", "hard"])
+    # an item every calibration model answered alike carries no information about ability
+    abilities = ["theta", "se", "status"]
+    pd.testing.assert_frame_equal(
+        cbmm.score(held, result)[abilities],
+        cbmm.score(held.drop(columns=["easy", "hard"]), informative,
+                   sigma=result.sigma)[abilities])
+    # and is predicted as they answered it: skipping "easy" adds it as correct, less the
+    # model's own offset (a share of its mean residual, well below 0.1 of an item here)
+    predicted = cbmm.predict_accuracy(held.drop(columns="easy"), result)
+    all_but_easy = (held.drop(columns="easy").sum(axis=1) + 1) / 22
+    np.testing.assert_allclose(predicted["upper"], all_but_easy, atol=1e-12)
+    assert (predicted["accuracy"] > all_but_easy - 0.1 / 22).all()
+    audit = cbmm.item_audit(result, table.iloc[:150])
+    assert audit.loc[["easy", "hard"], "not_identified"].all()
+    assert audit["not_identified"].sum() == 2
+    assert set(cbmm.select_items(result, 20, "information")) == set(informative.index)

@@ -154,11 +154,20 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
                          "status": status}, index=pd.Index(labels, name="model"))
 
 
+#: The logit of an item set aside by the fit (answered alike by every calibration model):
+#: finite, so that a new model's other answer to it is a likelihood constant in the
+#: ability (exp(-40), not a log of 0), and its probability 1 (or 0) in double precision.
+SET_ASIDE_LOGIT = 40.0
+
+
 def read_items(items):
     """The calibrated items as ``(table, sigma, description)``.
 
     ``table`` has columns ``a`` and ``b`` indexed by item id; ``sigma`` is
-    the calibration's temperature where it is known (else None).
+    the calibration's temperature where it is known (else None).  An item the fit set
+    aside (``degenerate="set_aside"``: a = NaN, b = +-inf) becomes a = 0 and
+    b = +-:data:`SET_ASIDE_LOGIT` sigma: no information, answered as every calibration
+    model answered it.
     """
     import pandas as pd
 
@@ -202,19 +211,21 @@ def read_items(items):
     if table.empty:
         raise ValueError(f"{where}: no items")
     ids = table.index.astype(str)
-    blank = np.flatnonzero(ids.str.strip() == "")
-    if blank.size:
-        raise ValueError(f"{where}: {blank.size} item(s) without an id (the first in row "
-                         f"{blank[0] + 1} of the items)")
     if ids.duplicated().any():
         raise ValueError(f"{where}: item id(s) listed more than once: "
                          f"{list(ids[ids.duplicated()].unique()[:5])}")
-    bad = ~np.isfinite(table.to_numpy()).all(axis=1) | (table["a"].to_numpy() < 0)
+    a, b = table["a"].to_numpy(), table["b"].to_numpy()
+    aside = np.isnan(a) & np.isinf(b)  # fit(degenerate="set_aside")'s items
+    bad = ~aside & (~np.isfinite(table.to_numpy()).all(axis=1) | (a < 0))
     if bad.any():
         first = table[bad].iloc[0]
         raise ValueError(f"{where}: item {table.index[bad][0]!r} has a={first['a']:g}, "
-                         f"b={first['b']:g}; expected finite values and a >= 0 "
-                         f"({int(bad.sum())} such item(s); a failed calibration?)")
+                         f"b={first['b']:g}; expected finite values and a >= 0, or a = NaN "
+                         f"and b = +-inf for an item the fit set aside ({int(bad.sum())} "
+                         "such item(s); a failed calibration?)")
+    if aside.any():  # every calibration model answered it alike: no information, p = 0 or 1
+        table = table.assign(a=np.where(aside, 0.0, a), b=np.where(
+            aside, np.sign(b) * SET_ASIDE_LOGIT * (1.0 if sigma is None else sigma), b))
     table.index = ids
     return table, sigma, where
 

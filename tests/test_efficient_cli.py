@@ -251,3 +251,21 @@ def test_an_output_never_replaces_an_input_nor_a_file_of_the_fit(calibrated, cap
     assert status == 2 and "--figure fit/audit.png: inside the folder --items fit" in err
     assert {path.name: path.read_bytes() for path in (folder / "fit").iterdir()} == saved
     assert (folder / "new.csv").read_bytes() == new and not (tmp_path / "audit.csv").exists()
+
+
+def test_errors_in_the_answers_name_the_file_and_its_line(calibrated, capsys, tmp_path):
+    folder, table = calibrated
+    (tmp_path / "long.csv").write_text("model,item,correct\nm300,q0,1\nm300,q1,2\n")
+    status, _, err = call(capsys, "predict", "--responses", tmp_path / "long.csv", "--items",
+                          folder / "fit", "--out", tmp_path / "out.csv")
+    assert status == 2 and err.startswith(
+        f"error: --responses {tmp_path / 'long.csv'}: value 2 at line 3 (model 'm300', "
+        "item 'q1'); expected")
+    # a reference of models that skipped items shows no error where they skipped
+    table.iloc[:40, :50].to_csv(tmp_path / "part.csv")
+    status, _, err = call(capsys, "predict", "--responses", folder / "new.csv", "--items",
+                          folder / "fit", "--reference", tmp_path / "part.csv",
+                          "--out", tmp_path / "out.csv")
+    assert status == 2 and f"--reference {tmp_path / 'part.csv'}: 0 model(s) answered " \
+                           "every calibrated item (40 other(s) skipped some" in err
+    assert not (tmp_path / "out.csv").exists()

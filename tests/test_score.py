@@ -223,6 +223,23 @@ def test_long_tables_and_the_signed_coding_score_alike():
         cbmm.score(pd.concat([long.reset_index()] * 2), calibration)
 
 
+def test_a_bad_record_of_a_long_file_is_named_by_its_line(tmp_path):
+    from cbmm.data import read_table
+
+    calibration = pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 0.5]}, index=["q0", "q1"])
+    (tmp_path / "long.csv").write_text("model,item,correct\nm0,q0,1\nm0,q1,0\nm1,q0,2\n"
+                                       "m1,q1,yes\nm1,q0,1\n")
+    records = read_table(tmp_path / "long.csv")
+    with pytest.raises(ValueError, match="responses: value '2' at line 4 \\(model 'm1', item "
+                                         "'q0'\\) \\(1 more such record\\(s\\)\\); expected"):
+        cbmm.score(records, calibration)
+    with pytest.raises(ValueError, match="value -1 at line 2 .* expected 0/1 with NaN"):
+        cbmm.score(records.assign(correct=[-1, 0, 1, 0, 1]), calibration, coding="binary")
+    with pytest.raises(ValueError, match="model 'm1' answers item 'q0' more than once "
+                                         "\\(again at line 6\\)"):
+        cbmm.score(records.assign(correct=[1, 0, 1, 0, 1]), calibration)
+
+
 # ---- inputs a careful tool must not trust -------------------------------------------------
 
 def root_of_the_score_equation(row, a, b, sigma=1.0, prior=False):

@@ -11,6 +11,7 @@ import argparse
 import errno
 import math
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 #: errno values of an OSError that mean a bad path given by the user.
@@ -160,6 +161,22 @@ def _outside(folder_flag: str, folder: Path, *flags_and_outputs) -> None:
         if path is not None and inside in Path(path).resolve().parents:
             raise CliError(f"{flag} {path}: inside the folder {folder_flag} {folder}; write "
                            "it elsewhere, so that the fit stays as saved")
+
+
+@contextmanager
+def _files_named(args, *flags):
+    """The library's errors about ``responses`` (or ``reference``, ...) name the file
+    given to ``--responses`` (``--reference``, ...) instead."""
+    try:
+        yield
+    except ValueError as exc:
+        message = str(exc)
+        for flag in flags:
+            word = flag.removeprefix("--") + ": "
+            path = getattr(args, flag.removeprefix("--").replace("-", "_"), None)
+            if path is not None and message.startswith(word):
+                raise CliError(f"{flag} {path}: {message.removeprefix(word)}") from None
+        raise
 
 
 def _read_responses(args, flag="--responses"):

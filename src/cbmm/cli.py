@@ -29,6 +29,7 @@ from ._cli_common import (
     _check_output_folder,
     _declared,
     _distinct,
+    _files_named,
     _integer,
     _number,
     _outside,
@@ -159,8 +160,9 @@ def _score_command(args) -> int:
     _outside("--items", args.items, ("--out", args.out))
     read_items(args.items)  # bad items before the responses are read
     table = _read_responses(args)
-    scores = cbmm.score(table, args.items, sigma=args.sigma, prior=args.prior,
-                        coding=args.coding, layout=args.layout)
+    with _files_named(args, "--responses"):
+        scores = cbmm.score(table, args.items, sigma=args.sigma, prior=args.prior,
+                            coding=args.coding, layout=args.layout)
     write_csv(scores.reset_index(), args.out, float_format="%.17g")
     counts = scores["status"].value_counts()
     print(f"scored {len(scores)} model(s) ({', '.join(f'{n} {s}' for s, n in counts.items())}) "

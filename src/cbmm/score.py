@@ -37,7 +37,7 @@ import numpy as np
 from ._checks import check_integer, check_positive
 from .api import DegenerateDataWarning
 from .model import SIGMA_RANGE, check_sigma, expit
-from .responses import LONG_COLUMNS, Responses, as_responses
+from .responses import _EXPECTED, LONG_COLUMNS, Responses, _show, as_responses
 from .result import FitResult, ResultFolderError, read_labelled_csv, read_result_folder
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -233,7 +233,6 @@ def read_items(items):
 def _user_items(data: bytes, where: str):
     """An items table of the user's (no fit.json beside it): item ids, in a column ``item``
     or the first column, as text."""
-    import pandas as pd
 
     try:
         return read_labelled_csv(data, "item", where)
@@ -274,7 +273,7 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
         raise ValueError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
     if isinstance(responses, pd.DataFrame) and (
             layout == "long" or layout == "auto" and set(LONG_COLUMNS) <= set(responses.columns)):
-        responses = _long_to_wide(responses)
+        responses = _long_to_wide(responses, coding)
     elif _is_sparse(responses):  # the stored entries are the observed cells
         coo = responses.tocoo()
         dense = np.full(coo.shape, np.nan)
@@ -330,8 +329,11 @@ def _is_sparse(data) -> bool:
     return sparse is not None and sparse.issparse(data)
 
 
-def _long_to_wide(records):
-    """A long table's records as a models x items frame (every record named in errors)."""
+def _long_to_wide(records, coding=None):
+    """A long table's records as a models x items frame (every record named in errors:
+    by its line, for a file :func:`cbmm.data.read_table` read)."""
+    import pandas as pd
+
     missing = [c for c in LONG_COLUMNS if c not in records.columns]
     if missing:
         raise ValueError(f"responses: a long table needs the columns {list(LONG_COLUMNS)}; "
@@ -342,11 +344,23 @@ def _long_to_wide(records):
         if absent.size:
             raise ValueError(f"responses: {absent.size} record(s) without a {column} id, first "
                              f"at {where} {records.index[absent[0]]!r}")
-    duplicated = records.duplicated(["model", "item"])
-    if duplicated.any():
-        first = records[duplicated].iloc[0]
+    correct = records["correct"]
+    allowed = [0, 1] if coding == "binary" else [-1, 0, 1]
+    numbers = correct if pd.api.types.is_bool_dtype(correct) \
+        else pd.to_numeric(correct, errors="coerce")
+    bad = np.flatnonzero((correct.notna() & ~numbers.isin(allowed)).to_numpy())
+    if bad.size:
+        first = records.iloc[bad[0]]
+        more = f" ({bad.size - 1} more such record(s))" if bad.size > 1 else ""
+        raise ValueError(f"responses: value {_show(first['correct'])} at {where} "
+                         f"{records.index[bad[0]]} (model {_show(first['model'])}, item "
+                         f"{_show(first['item'])}){more}; expected {_EXPECTED[coding]}")
+    duplicated = np.flatnonzero(records.duplicated(["model", "item"]).to_numpy())
+    if duplicated.size:
+        first = records.iloc[duplicated[0]]
         raise ValueError(f"responses: model {first['model']!r} answers item "
-                         f"{first['item']!r} more than once")
+                         f"{first['item']!r} more than once (again at {where} "
+                         f"{records.index[duplicated[0]]})")
     return records.pivot(index="model", columns="item", values="correct")
 
 

@@ -15,6 +15,7 @@ from .._cli_common import (
     _check_input_file,
     _check_output_file,
     _distinct,
+    _files_named,
     _integer,
     _number,
     _outside,
@@ -55,8 +56,9 @@ def _select_command(args) -> int:
     if args.k > len(calibration):
         raise CliError(f"--k {args.k}: the calibration has {len(calibration)} items")
     responses = None if args.responses is None else _read_responses(args)
-    chosen = select_items(calibration, args.k, args.strategy, seed=args.seed,
-                          responses=responses, coding=args.coding, layout=args.layout)
+    with _files_named(args, "--responses"):
+        chosen = select_items(calibration, args.k, args.strategy, seed=args.seed,
+                              responses=responses, coding=args.coding, layout=args.layout)
     write_csv(pd.DataFrame({"item": chosen}), args.out)
     print(f"selected {len(chosen)} item(s) ({args.strategy}) -> {args.out}")
     return 0
@@ -76,9 +78,10 @@ def _predict_command(args) -> int:
     calibration = _calibration(args.items)
     table = _read_responses(args)
     reference = None if args.reference is None else _read_responses(args, "--reference")
-    predicted = predict_accuracy(table, calibration, reference=reference,
-                                 selection=args.selection, level=args.level,
-                                 coding=args.coding, layout=args.layout)
+    with _files_named(args, "--responses", "--reference"):
+        predicted = predict_accuracy(table, calibration, reference=reference,
+                                     selection=args.selection, level=args.level,
+                                     coding=args.coding, layout=args.layout)
     write_csv(predicted.reset_index(), args.out, float_format="%.17g")
     print(f"predicted the accuracy of {len(predicted)} model(s) from "
           f"{predicted['n_items'].min()}-{predicted['n_items'].max()} answered item(s) "
@@ -139,8 +142,9 @@ def _adaptive_command(args) -> int:
         except ValueError as exc:
             raise CliError(f"--content {args.content}: "
                            f"{str(exc).removeprefix('content: ')}") from None
-    answers, labels = aligned_answers(_read_responses(args), bank, coding=args.coding,
-                                      layout=args.layout)
+    table = _read_responses(args)
+    with _files_named(args, "--responses"):
+        answers, labels = aligned_answers(table, bank, coding=args.coding, layout=args.layout)
     exposure = None if args.max_exposure is None \
         else ItemExposure(args.max_exposure, len(labels))
     draws = np.random.default_rng(args.seed)  # one stream: each model's test draws anew
@@ -187,8 +191,9 @@ def _audit_command(args) -> int:
               ("--figure", args.figure))
     _outside("--items", args.items, ("--out", args.out), ("--figure", args.figure))
     calibration = _calibration(args.items)
-    table = item_audit(calibration, _read_responses(args), coding=args.coding,
-                       layout=args.layout)
+    responses = _read_responses(args)
+    with _files_named(args, "--responses"):
+        table = item_audit(calibration, responses, coding=args.coding, layout=args.layout)
     write_csv(table.reset_index(), args.out, float_format="%.17g")
     if args.figure is not None:
         from ..figures.item_audit import plot_item_audit

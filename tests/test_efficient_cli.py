@@ -72,6 +72,7 @@ def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tm
     status, out, _ = call(capsys, "predict", "--responses", tmp_path / "subset.csv", "--items",
                           folder / "fit", "--out", tmp_path / "accuracy.csv")
     assert status == 0 and "40 model(s) from 20-20 answered item(s)" in out
+    assert "answered no calibrated item" not in out
     written = pd.read_csv(tmp_path / "accuracy.csv", index_col="model")
     expected = cbmm.predict_accuracy(subset, cbmm.FitResult.load(folder / "fit"))
     pd.testing.assert_frame_equal(written, expected, check_names=False, rtol=1e-12)
@@ -83,6 +84,13 @@ def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tm
     expected = cbmm.predict_accuracy(subset, cbmm.FitResult.load(folder / "fit"),
                                      reference=table.iloc[:300])
     pd.testing.assert_frame_equal(written, expected, check_names=False, rtol=1e-12)
+    # a model that answered nothing: the calibration's prediction, and a note saying so
+    blank = subset.copy()
+    blank.iloc[:2] = np.nan
+    blank.to_csv(tmp_path / "two_blank.csv")
+    status, out, _ = call(capsys, "predict", "--responses", tmp_path / "two_blank.csv",
+                          "--items", folder / "fit", "--out", tmp_path / "blank.csv")
+    assert status == 0 and "2 model(s) answered no calibrated item" in out
     status, out, _ = call(capsys, "audit", "--responses", folder / "calibration.csv",
                           "--items", folder / "fit", "--out", tmp_path / "audit.csv",
                           "--figure", tmp_path / "audit.png")

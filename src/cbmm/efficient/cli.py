@@ -86,6 +86,10 @@ def _predict_command(args) -> int:
     print(f"predicted the accuracy of {len(predicted)} model(s) from "
           f"{predicted['n_items'].min()}-{predicted['n_items'].max()} answered item(s) "
           f"-> {args.out}")
+    blank = int((predicted["n_items"] == 0).sum())
+    if blank:
+        print(f"{blank} model(s) answered no calibrated item: predicted from the calibration "
+              "alone (n_items 0, the widest intervals)")
     return 0
 
 
@@ -213,7 +217,8 @@ def register(sub, add_input) -> None:
     def add_items(command):
         command.add_argument("--items", required=True, type=_path,
                              help="the calibration: the output folder of `cbmm fit` (with the "
-                                  "calibration models' abilities) or an items.csv")
+                                  "calibration models' abilities) or an items.csv (without "
+                                  "them: N(0, 1) stands for the models' abilities)")
         command.add_argument("--out", required=True, type=_path, help="output CSV")
         command.add_argument("--force", action="store_true", help="replace an existing output")
 

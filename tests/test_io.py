@@ -82,3 +82,17 @@ def test_an_existing_folder_is_not_removed_on_failure(tmp_path):
             assert tmp.suffix == ".tmp"
             raise RuntimeError
     assert (tmp_path / "out").is_dir() and not list((tmp_path / "out").iterdir())
+
+
+def test_a_folder_that_refuses_new_files_is_reported_by_the_file_asked_for(tmp_path,
+                                                                           monkeypatch):
+    # as root on a pseudo file system (e.g. /sys), a folder can pass os.access and still
+    # refuse a new file: the error names the output, not its temporary sibling
+    def refuse(path, *args):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(PermissionError) as caught:
+        write_text("text", tmp_path / "out.txt")
+    assert caught.value.filename == str(tmp_path / "out.txt")
+    assert list(tmp_path.iterdir()) == []

@@ -69,6 +69,8 @@ def _temporary_sibling(path: Path, suffix: str) -> Path:
             return tmp
         except FileExistsError:
             continue
+        except OSError as exc:  # named by the file asked for, not by its temporary name
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
 
 
 @contextlib.contextmanager

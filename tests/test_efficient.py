@@ -214,6 +214,13 @@ def test_a_reference_of_the_wrong_items_or_too_few_models_is_named(simulated):
     with pytest.raises(ValueError, match="selection says how the items were chosen on the "
                                          "reference's answers: give the reference"):
         cbmm.predict_accuracy(held, result, selection="predictive")
+    # (n + 1) * level must reach the n-th error: 9 models for 0.9, 4 for 0.8 (in floating
+    # point 0.9 / 0.1 is a hair above 9)
+    for level, needed in ((0.8, 4), (0.9, 9), (0.95, 19)):
+        assert len(cbmm.predict_accuracy(held, result, reference=table.iloc[:needed],
+                                         level=level)) == 5
+        with pytest.raises(ValueError, match=f"needs at least {needed}$"):
+            cbmm.predict_accuracy(held, result, reference=table.iloc[:needed - 1], level=level)
 
 
 # -------------------------------------------------------------------- selection
@@ -676,6 +683,7 @@ def test_content_balancing_moves_on_when_an_area_runs_out():
     (lambda item: 1, {"se_target": 0}, "se_target must be a finite number > 0"),
     (lambda item: 1, {"max_items": 0}, "max_items must be an integer >= 1, got 0"),
     (lambda item: 1, {"pool": ["nope"]}, "pool: 1 item\\(s\\) not among the calibrated"),
+    (lambda item: 1, {"pool": "q1"}, "pool must be a list of item labels, got the text 'q1'"),
     (lambda item: 1, {"progressive": -1}, "progressive must be a non-negative integer"),
     (lambda item: 1, {"content": {"q0": "x"}},
      "content: 299 calibrated item\\(s\\) without a content area: \\['q1', 'q2'"),
@@ -854,6 +862,17 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
         assert summary.loc[limit, "exposure"] == max(uses.values()) / 120
     assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]
     assert (summary["n_tests"] == 120).all()
+    # every k at least the number of items: no rows; a table, not an array
+    assert study.selection_study(small, calibrated, ks=[80], strategies=["random"]).empty
+    with pytest.raises(ValueError, match="table must be a pandas.DataFrame"):
+        study.calibrations(small.to_numpy())
+    # too few calibration models answered every item to be a reference: the 2PL alone
+    sparse = small.mask(np.random.default_rng(0).random(small.shape) < 0.05)
+    sparse_fits = study.calibrations(sparse, splits=1, seed=1)
+    with pytest.warns(UserWarning, match="every split is predicted by the 2PL alone"):
+        rows = study.selection_study(sparse, sparse_fits, ks=[10], strategies=["random"])
+    pd.testing.assert_frame_equal(rows, study.selection_study(
+        sparse, sparse_fits, ks=[10], strategies=["random"], reference=False))
     # balanced over two areas of 60 and 20 items: one set of tests per balance, labelled
     # by the Series' name; a balanced test never holds an area above its quota
     area = pd.Series(["first"] * 60 + ["second"] * 20, index=small.columns, name="area")

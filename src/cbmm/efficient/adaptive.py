@@ -105,6 +105,9 @@ class ItemExposure:
     1 it holds after every test (and each item is given at most once in the first
     ``1 / max_rate`` tests).
 
+    One instance counts the tests of one bank: tests of another bank passed to it count
+    in the share of the tests (``max_rate``) as if they had not given the item.
+
     The cap bounds the tests' mean length: J items allow about ``max_rate * J`` items
     per test (on a 102-item bank, a 10 % cap leaves 10). So that tests that would need
     more do not use the bank up for those run after them, a test of a planned series
@@ -176,9 +179,10 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     ----------
     respond : callable
         ``respond(label) -> 1 | 0`` (or True / False): the model's answer to the item
-        with that label (correct or not).
+        with that label (correct or not); labels are text, as the bank's.
     result : FitResult, pandas.DataFrame, path or ItemBank
-        The calibrated items (as for :func:`cbmm.score`); an
+        The calibrated items (as for :func:`cbmm.score`; a bare table is read at
+        temperature 1, :meth:`~cbmm.efficient.bank.ItemBank.of`); an
         :class:`~cbmm.efficient.bank.ItemBank` keeps what it computes between tests (for
         many tests against a large bank).
     pool : list of labels, optional
@@ -297,6 +301,8 @@ def replayed_test(answers: np.ndarray, bank: ItemBank, **options) -> AdaptiveTes
 def _pool(bank, pool) -> np.ndarray:
     if pool is None:
         return np.ones(len(bank), dtype=bool)
+    if isinstance(pool, str):  # its characters are no items
+        raise ValueError(f"pool must be a list of item labels, got the text {pool!r}")
     labels = [str(label) for label in pool]
     known = set(bank.labels)
     unknown = [label for label in labels if label not in known]

@@ -57,7 +57,8 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     Parameters
     ----------
     result : FitResult, pandas.DataFrame or path
-        The calibration (as for :func:`cbmm.score`).
+        The calibration (as for :func:`cbmm.score`; a bare table is read at
+        temperature 1, :meth:`~cbmm.efficient.bank.ItemBank.of`).
     responses : array-like, pandas.DataFrame or Responses
         Answers of the models to audit the items on (usually the calibration's own data),
         aligned with the items as for :func:`cbmm.score`.

@@ -63,7 +63,10 @@ class ItemBank:
     def of(cls, result) -> ItemBank:
         """The bank of a FitResult, a DataFrame with columns ``a`` and ``b``, an
         ``items.csv`` or its folder (see :func:`cbmm.score.read_items`); an ItemBank is
-        returned as it is (with the grid values it has computed)."""
+        returned as it is (with the grid values it has computed).  A FitResult and a
+        saved fit carry their temperature; a bare table (a DataFrame, or an items.csv
+        without its fit.json) is read at temperature 1: divide a fit's ``a`` and ``b`` by
+        its ``sigma``.  Labels are text, as in every result."""
         if isinstance(result, ItemBank):
             return result
         table, sigma, _ = read_items(result)

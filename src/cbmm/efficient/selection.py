@@ -73,8 +73,9 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     Parameters
     ----------
     result : FitResult, pandas.DataFrame or path
-        The calibration (as for :func:`cbmm.score`).  A FitResult also gives the
-        calibration models' abilities; otherwise N(0, 1) quantiles stand for them.
+        The calibration (as for :func:`cbmm.score`; a bare table is read at
+        temperature 1, :meth:`~cbmm.efficient.bank.ItemBank.of`).  A FitResult also gives
+        the calibration models' abilities; otherwise N(0, 1) quantiles stand for them.
     k : int
         Items to keep, from 1 to the number of calibrated items.
     strategy : {"stratified", "random", "information", "anchor", "predictive"}
@@ -91,7 +92,8 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     Returns
     -------
     pandas.Index
-        The item labels, in the order the strategy chose them.
+        The item labels (as text, as every result gives them), in the order the strategy
+        chose them.
 
     Raises
     ------

@@ -32,7 +32,7 @@ import numpy as np
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
-from .prediction import Reference, reconstruct
+from .prediction import Reference, reconstruct, reference_models_needed
 from .selection import forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions
 
@@ -65,8 +65,15 @@ def model_splits(n_models: int, splits: int, test_share: float, seed: int):
 def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int = 0,
                  fit_options: dict | None = None) -> list:
     """``[(held-out rows, calibration fit), ...]``, one per split (:func:`model_splits`):
-    :func:`cbmm.fit` with ``fit_options`` of the other models of ``table``."""
+    :func:`cbmm.fit` with ``fit_options`` of the other models of ``table`` (a
+    pandas.DataFrame, models x items)."""
+    import pandas as pd
+
     from ..api import fit
+
+    if not isinstance(table, pd.DataFrame):
+        raise ValueError(f"table must be a pandas.DataFrame of models x items, got "
+                         f"{type(table).__name__}")
 
     out = []
     for train, held in model_splits(len(table), splits, test_share, seed):
@@ -97,7 +104,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         Seeds the selections (``seed + split``).
     reference : bool
         Predict with the split's calibration models' answers as the ``reference`` of
-        :func:`cbmm.predict_accuracy` (False: the 2PL alone).
+        :func:`cbmm.predict_accuracy` (False: the 2PL alone).  Only models that answered
+        every item serve there: where a split's calibration has fewer than 19 such, the
+        whole study predicts by the 2PL alone, with a warning.
     tinybenchmarks : bool
         Also predict by tinyBenchmarks' gp-IRT from its own k anchor items (strategy
         ``tinybenchmarks``, no interval; its clustering and ``lambda`` chosen on a fifth of
@@ -112,13 +121,21 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         One row per split, k, strategy (and ``random_mean``, ``tinybenchmarks``) and
         held-out model:
         ``split, k, strategy, model, accuracy`` (over the items the model answered),
-        ``predicted, lower, upper``.
+        ``predicted, lower, upper``; no rows where every k is skipped.
     """
     import pandas as pd
 
     rows = []
     values = table.to_numpy(dtype=float)
     ks = [k for k in ks if k < table.shape[1]]
+    complete = ~np.isnan(values).any(axis=1)
+    fewest = min(int(np.delete(complete, held).sum()) for held, _ in calibrated)
+    if reference and fewest < reference_models_needed(0.95):
+        warnings.warn(f"selection_study: a split's calibration has {fewest} model(s) that "
+                      f"answered every item, and a reference needs "
+                      f"{reference_models_needed(0.95)}: "
+                      "every split is predicted by the 2PL alone", UserWarning, stacklevel=2)
+        reference = False
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
@@ -157,6 +174,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                     "split": split, "k": k, "strategy": TINYBENCHMARKS,
                     "model": table.index[held], "accuracy": accuracy,
                     "predicted": predicted["gp-IRT"], "lower": np.nan, "upper": np.nan}))
+    if not rows:
+        return pd.DataFrame(columns=["split", "k", "strategy", "model", "accuracy",
+                                     "predicted", "lower", "upper"])
     return pd.concat(rows, ignore_index=True)
 
 

@@ -144,16 +144,28 @@ BAD_CONFIGS = {
     "temperature beyond the model's range": (
         {"fit": {"sigma": 1e301}}, "fit.sigma: 1e+301 is greater than the maximum of 1e+300"),
     "tolerance that is not a number": ({"fit": {"tol": math.nan}},
-                                       "fit.tol: option 'tol' must be a finite number, got nan"),
+                                       "fit.tol: nan is not a finite number"),
     "start variance that is not a number": (
         {"real": {"stability": {"init_scales": [1, math.nan]}}},
-        "real.stability.init_scales: option 'init_scales' must be a finite number"),
+        "real.stability.init_scales[1]: nan is not a finite number"),
     "zero iterations of the converged rule": (
         {"real": {"converged": {"max_iter": 0}}},
         "real.converged.max_iter: 0 is less than the minimum of 1"),
     "temperature level beyond the model's range": (
         {"simulation": {"studies": {"temperature": {"levels": [-0.25, 400]}}}},
         "simulation.studies.temperature.levels[1]: 400 is not a possible log10_sigma"),
+    "whole number written as a decimal": ({"real": {"efficiency": {"splits": 2.0}}},
+                                          "real.efficiency.splits: 2.0 is not of type "
+                                          "'integer'"),
+    "infinite SE target": ({"real": {"efficiency": {"adaptive": {"se_targets": [math.inf]}}}},
+                           "real.efficiency.adaptive.se_targets[0]: inf is not a finite "
+                           "number"),
+    "exposure setting given twice": (
+        {"real": {"efficiency": {"adaptive": {"max_exposures": [None, 0.2, 0.2]}}}},
+        "real.efficiency.adaptive.max_exposures: [None, 0.2, 0.2] has non-unique elements"),
+    "minimum test length not below the maximum": (
+        {"real": {"efficiency": {"adaptive": {"min_items": 30, "max_items": 10}}}},
+        "real.efficiency.adaptive.min_items: 30 is not below max_items 10"),
     "method module that cannot be imported": (
         {"method_modules": ["no_such_module_xyz"]},
         "method_modules: cannot import 'no_such_module_xyz'"),

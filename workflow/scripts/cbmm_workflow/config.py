@@ -91,33 +91,37 @@ def _declared_bounds(schema) -> dict:
     return schema
 
 
+def _strict_types(validator_class):
+    """``validator_class`` whose integers are written as whole numbers (YAML reads 2.0 as
+    a float, which the library's integer arguments refuse, so the jobs would fail) and
+    whose numbers are finite (NaN passes every range check; no key means infinity)."""
+    checker = validator_class.TYPE_CHECKER.redefine_many({
+        "integer": lambda _, value: isinstance(value, int) and not isinstance(value, bool),
+        "number": lambda _, value: isinstance(value, (int, float))
+        and not isinstance(value, bool) and math.isfinite(value)})
+    return jsonschema.validators.extend(validator_class, type_checker=checker)
+
+
 @functools.cache
 def _schema_validator():
     schema = _declared_bounds(yaml.safe_load(SCHEMA.read_text()))
-    return _filling_defaults(jsonschema.Draft202012Validator)(schema)
-
-
-def _fit_setting_problems(config) -> list[str]:
-    """What JSON Schema cannot say of fit's settings (NaN): their declarations' own check."""
-    problems = []
-    for path, option in FIT_SETTINGS.items():
-        node = config
-        for part in path[:-1] if path[-1] == "items" else path:
-            node = node[part]
-        values = node if path[-1] == "items" else [node]
-        for value in values:
-            try:
-                option.validate(path[-2] if path[-1] == "items" else path[-1], value)
-            except ValueError as exc:
-                problems.append(f"{'.'.join(p for p in path if p != 'items')}: {exc}")
-    return problems
+    return _filling_defaults(_strict_types(jsonschema.Draft202012Validator))(schema)
 
 
 def _schema_problems(config) -> list[str]:
     """One line per schema violation, naming the key; fills in the defaults."""
     validator = _schema_validator()
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.path)))
-    return [f"{_key(e.absolute_path) or '(top level)'}: {e.message}" for e in errors]
+    return [f"{_key(e.absolute_path) or '(top level)'}: {_message(e)}" for e in errors]
+
+
+def _message(error) -> str:
+    """jsonschema's message, but for a number that is not finite (not of type 'number'
+    by :func:`_strict_types`)."""
+    if error.validator == "type" and isinstance(error.instance, float) \
+            and not math.isfinite(error.instance):
+        return f"{error.instance} is not a finite number"
+    return error.message
 
 
 def method_modules(config) -> list[str]:
@@ -330,6 +334,11 @@ def _check_references(config) -> list[str]:
     problems += [f"real.efficiency.strategies: {name!r} is not a strategy of "
                  f"cbmm.select_items ({', '.join(STRATEGIES)})"
                  for name in real["efficiency"]["strategies"] if name not in STRATEGIES]
+    adaptive = real["efficiency"]["adaptive"]
+    if adaptive["min_items"] >= adaptive["max_items"]:
+        problems.append(f"real.efficiency.adaptive.min_items: {adaptive['min_items']} is not "
+                        f"below max_items {adaptive['max_items']}: every test would give "
+                        "max_items items, whatever the se_targets")
     for name, entry in datasets.items():
         if entry["source"] == "local":
             path = repo_path(entry["options"]["path"])
@@ -357,7 +366,7 @@ def load_config(config: dict, *, conda_envs: bool = False) -> dict:
     ConfigError
         Naming every bad key of the first stage that has any.
     """
-    _fail(_schema_problems(config) or _fit_setting_problems(config))
+    _fail(_schema_problems(config))
     _import_method_modules(config)
     _fail(_check_datasets(config))
     _merge_registry(config)

@@ -217,7 +217,7 @@ class Reference:
         complete = np.count_nonzero(answers, axis=1) == answers.shape[1]
         self.answers = answers[complete]
         self.incomplete = int(answers.shape[0] - complete.sum())
-        self.accuracy = reconstruct(self.answers, bank)["accuracy"]
+        self.accuracy = np.count_nonzero(self.answers > 0, axis=1) / answers.shape[1]
         self._folds = None  # per fold: its models, the others' Reference, the items chosen
 
     def reconstruct(self, answers: np.ndarray, level: float = 0.95,

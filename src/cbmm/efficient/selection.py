@@ -118,8 +118,7 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     if strategy == "predictive":
         answers, _ = aligned_answers(responses, bank, coding=coding, layout=layout)
         chosen = list(itertools.islice(forward_selection(answers), k))
-        answered = answers[np.count_nonzero(answers, axis=1) > 0]
-        varying = int((answered != answered[0]).any(axis=0).sum())
+        varying = int(_differing(answers).sum())
         if k > varying:
             warnings.warn(f"k={k}: the responses' answers differ between models on "
                           f"{varying} of the calibrated items; the other {k - varying} "
@@ -214,7 +213,7 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
     covariance = x.T @ target  # x'(I - H) t
     # an item answered alike by every model would tie with "no item": once no other
     # item lowers the error, MATH-500's dozen such items came first, as a block
-    free = pivot > penalty
+    free = _differing(answers)
     alike = np.flatnonzero(~free)
     width = max(8, _PREDICTIVE_BLOCK // n)  # items scored at once
     for _ in range(int(free.sum())):
@@ -238,6 +237,13 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
         pivot -= shared * shared / size
         residual = dger(-1.0 / size, u, shared, a=residual, overwrite_a=True)
     yield from (int(j) for j in alike)
+
+
+def _differing(answers) -> np.ndarray:
+    """Which items the models that answered any item did not all answer alike (an item
+    none of them answered is alike: 0 throughout)."""
+    answered = answers[np.count_nonzero(answers, axis=1) > 0]
+    return (answered != answered[:1]).any(axis=0)
 
 
 _STRATEGY = {"stratified": _stratified, "random": _random, "information": _information,

@@ -128,7 +128,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     rows = []
     values = table.to_numpy(dtype=float)
     ks = [k for k in ks if k < table.shape[1]]
-    complete = ~np.isnan(values).any(axis=1)
+    complete = ~np.isnan(values).any(axis=1)  # the models a Reference keeps
     fewest = min(int(np.delete(complete, held).sum()) for held, _ in calibrated)
     if reference and fewest < reference_models_needed(0.95):
         warnings.warn(f"selection_study: a split's calibration has {fewest} model(s) that "

@@ -233,7 +233,6 @@ def read_items(items):
 def _user_items(data: bytes, where: str):
     """An items table of the user's (no fit.json beside it): item ids, in a column ``item``
     or the first column, as text."""
-
     try:
         return read_labelled_csv(data, "item", where)
     except ResultFolderError:  # no item column: the ids are the first column

@@ -92,9 +92,10 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
         item count (what a prediction misses on the items a model skipped is seen only
         where the reference answered them), and at least ``level / (1 - level)`` (19 for
         a 95 % interval) must.  One regression per distinct set of answered items.  The
-        calibration's own models make in-sample errors: with a few hundred of them,
-        items chosen by ``information`` get 95 % intervals covering about 0.93
-        (docs/efficiency.md); other models of known accuracy do not.
+        calibration's own models make in-sample errors where the items were chosen on
+        them: with a few hundred of them, items chosen by ``information`` get 95 %
+        intervals covering about 0.93 (docs/efficiency.md); other models of known
+        accuracy do not.
     selection : {None, "predictive"}
         How the answered items were chosen from ``reference``: None, not from its models'
         answers (the interval is the jackknife's); ``"predictive"``, by

@@ -209,7 +209,9 @@ def test_a_reference_of_the_wrong_items_or_too_few_models_is_named(simulated):
     # items chosen on 19 models: each fold's width comes from the other 15 or 16
     assert len(cbmm.predict_accuracy(held, result, reference=table.iloc[:19],
                                      selection="predictive")) == 5
-    with pytest.raises(ValueError, match="selection must be None or 'predictive', got 'x'"):
+    with pytest.raises(ValueError, match="selection must be None or one of \\['stratified', "
+                                         "'random', 'information', 'anchor', 'predictive'\\], "
+                                         "got 'x'"):
         cbmm.predict_accuracy(held, result, reference=table.iloc[:19], selection="x")
     with pytest.raises(ValueError, match="selection says how the items were chosen on the "
                                          "reference's answers: give the reference"):
@@ -335,6 +337,44 @@ def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
     # the point prediction is the reference's, as without selection
     np.testing.assert_allclose(predicted["accuracy"], cbmm.predict_accuracy(
         held[chosen], result, reference=calibration)["accuracy"], rtol=1e-12)
+
+
+def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simulated):
+    _, table, _ = simulated
+    calibration, held = table.iloc[:400], table.iloc[800:810]
+    result = quiet_fit(calibration)
+    chosen = cbmm.select_items(result, 12, "information")
+    with pytest.raises(ValueError, match="selection='information' chooses the items again "
+                                         "on the calibration refitted .* give refit"):
+        cbmm.predict_accuracy(held[chosen], result, reference=calibration,
+                              selection="information")
+    predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
+                                      selection="information", refit=quiet_fit)
+    # by hand: the fixed random cut into SELECTION_FOLDS folds, each predicted from 12
+    # items chosen by the strategy on a fit without it, with the others as the reference
+    fold = np.random.default_rng(0).permutation(400) % SELECTION_FOLDS
+    errors = []
+    for f in range(SELECTION_FOLDS):
+        others, own = calibration[fold != f], calibration[fold == f]
+        refitted = quiet_fit(others)
+        items = cbmm.select_items(refitted, 12, "information")
+        errors.append(cbmm.predict_accuracy(own[items], refitted, reference=others)[
+            "accuracy"] - own.mean(axis=1))
+    half = np.sort(np.abs(np.concatenate(errors)))[int(np.ceil(401 * 0.95)) - 1]
+    low = held[chosen].sum(axis=1) / 200
+    inside = (predicted["lower"] > low) & (predicted["upper"] < low + 188 / 200)
+    assert inside.sum() >= 5
+    np.testing.assert_allclose((predicted["upper"] - predicted["lower"])[inside], 2 * half,
+                               rtol=1e-8)
+    # the point prediction is the reference's, as without selection
+    np.testing.assert_allclose(predicted["accuracy"], cbmm.predict_accuracy(
+        held[chosen], result, reference=calibration)["accuracy"], rtol=1e-12)
+    # refit=True: the settings the fit records, here the defaults quiet_fit used
+    pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
+        held[chosen], result, reference=calibration, selection="information", refit=True))
+    with pytest.raises(ValueError, match="refit=True refits as the calibration was fitted"):
+        cbmm.predict_accuracy(held[chosen], result.items_frame().set_index("item"),
+                              reference=calibration, selection="information", refit=True)
 
 
 def test_widths_for_several_numbers_of_predictive_items_match_one_number_at_a_time(

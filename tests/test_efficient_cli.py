@@ -8,6 +8,7 @@ import pytest
 
 import cbmm
 from cbmm.cli import main
+from cbmm.efficient.prediction import refit_like
 from cbmm.simulate import simulate
 
 
@@ -277,3 +278,28 @@ def test_errors_in_the_answers_name_the_file_and_its_line(calibrated, capsys, tm
     assert status == 2 and f"--reference {tmp_path / 'part.csv'}: 0 model(s) answered " \
                            "every calibrated item (40 other(s) skipped some" in err
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_predict_cross_validates_items_chosen_on_the_fit_by_refitting_it(calibrated, capsys,
+                                                                         tmp_path):
+    folder, table = calibrated
+    chosen = cbmm.select_items(cbmm.FitResult.load(folder / "fit"), 10, "information")
+    table.iloc[300:][chosen].to_csv(tmp_path / "answers.csv")
+    status, _, _ = call(capsys, "predict", "--responses", tmp_path / "answers.csv", "--items",
+                        folder / "fit", "--reference", folder / "calibration.csv",
+                        "--selection", "information", "--out", tmp_path / "accuracy.csv")
+    assert status == 0
+    expected = cbmm.predict_accuracy(table.iloc[300:][chosen], folder / "fit",
+                                     reference=table.iloc[:300], selection="information",
+                                     refit=True)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "accuracy.csv", index_col="model"),
+                                  expected, check_names=False, rtol=1e-12)
+    # the saved fit's settings refit its own data to the same parameters
+    saved = cbmm.FitResult.load(folder / "fit")
+    again = refit_like(folder / "fit")(table.iloc[:300])
+    np.testing.assert_allclose(again.a.to_numpy(), saved.a.to_numpy(), rtol=1e-9)
+    status, _, err = call(capsys, "predict", "--responses", tmp_path / "answers.csv",
+                          "--items", folder / "fit" / "items.csv", "--reference",
+                          folder / "calibration.csv", "--selection", "information",
+                          "--out", tmp_path / "again.csv")
+    assert status == 2 and "--items must be the `cbmm fit` folder" in err

@@ -66,7 +66,7 @@ def _select_command(args) -> int:
 
 def _predict_command(args) -> int:
     from ..io import write_csv
-    from .prediction import predict_accuracy
+    from .prediction import predict_accuracy, refit_like
 
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
@@ -76,12 +76,20 @@ def _predict_command(args) -> int:
         raise CliError("--selection says how the items were chosen on --reference's "
                        "answers: give --reference")
     calibration = _calibration(args.items)
+    refit = None
+    if args.selection not in (None, "predictive"):  # chosen on the fit: refitted per fold
+        if not args.items.is_dir():
+            raise CliError(f"--selection {args.selection} refits the calibration without "
+                           "each fold of --reference, as it was fitted: --items must be "
+                           f"the `cbmm fit` folder, not {args.items}")
+        refit = refit_like(args.items)
     table = _read_responses(args)
     reference = None if args.reference is None else _read_responses(args, "--reference")
     with _files_named(args, "--responses", "--reference"):
         predicted = predict_accuracy(table, calibration, reference=reference,
-                                     selection=args.selection, level=args.level,
-                                     coding=args.coding, layout=args.layout)
+                                     selection=args.selection, refit=refit,
+                                     level=args.level, coding=args.coding,
+                                     layout=args.layout)
     write_csv(predicted.reset_index(), args.out, float_format="%.17g")
     print(f"predicted the accuracy of {len(predicted)} model(s) from "
           f"{predicted['n_items'].min()}-{predicted['n_items'].max()} answered item(s) "
@@ -251,9 +259,11 @@ def register(sub, add_input) -> None:
                               "correct the prediction by what it misses on them (those that "
                               "answered every calibrated item; at least 19 for a 95%% "
                               "interval)")
-    predict.add_argument("--selection", choices=["predictive"],
-                         help="the items were chosen on --reference's answers by `cbmm select "
-                              "--strategy predictive`: cross-validate the interval's width")
+    predict.add_argument("--selection", choices=STRATEGIES,
+                         help="the `cbmm select --strategy` that chose the items, on "
+                              "--reference's answers (predictive) or on their fit (the "
+                              "others, --items the fit folder: refitted without each fold): "
+                              "cross-validate the interval's width")
     predict.set_defaults(handler=_predict_command)
 
     adaptive = sub.add_parser("adaptive", help="adaptive tests answered from a file",

@@ -49,9 +49,9 @@ import numpy as np
 
 from .._checks import check_level
 from .bank import ItemBank, Posterior, aligned_answers
-from .selection import PREDICTIVE_PENALTY, forward_selection
+from .selection import PREDICTIVE_PENALTY, STRATEGIES, forward_selection, select_items
 
-__all__ = ["predict_accuracy", "reconstruct", "Reference", "RESIDUAL_PRIOR_ITEMS",
+__all__ = ["predict_accuracy", "reconstruct", "refit_like", "Reference", "RESIDUAL_PRIOR_ITEMS",
            "RIDGE_PENALTIES", "SELECTION_FOLDS"]
 
 #: The prior of a model's residual offset is worth this many answered items: its
@@ -69,7 +69,8 @@ SELECTION_FOLDS = 5
 
 
 def predict_accuracy(responses, result, *, reference=None, selection: str | None = None,
-                     level: float = 0.95, coding: str | None = None, layout: str = "auto"):
+                     refit=None, level: float = 0.95, coding: str | None = None,
+                     layout: str = "auto"):
     """Predicted accuracy over all calibrated items of models that answered some of them.
 
     Parameters
@@ -95,15 +96,21 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
         calibration's own models make in-sample errors where the items were chosen on
         them: with a few hundred of them, items chosen by ``information`` get 95 %
         intervals covering about 0.93 (docs/efficiency.md); other models of known
-        accuracy do not.
-    selection : {None, "predictive"}
-        How the answered items were chosen from ``reference``: None, not from its models'
-        answers (the interval is the jackknife's); ``"predictive"``, by
-        :func:`cbmm.select_items`' predictive strategy on them.  Items chosen to predict
-        the reference models' accuracy make those models' own errors look small, so the
-        interval's width is then cross-validated: the reference models are cut into
-        :data:`SELECTION_FOLDS` folds, and the models of each are predicted from as many
-        items chosen anew on the others (by the same strategy).
+        accuracy do not, nor does ``selection`` with ``refit``.
+    selection : {None, "stratified", "random", "information", "anchor", "predictive"}
+        How the answered items were chosen: None, not from the reference (the interval
+        is the jackknife's); else the :func:`cbmm.select_items` strategy that chose them,
+        on the reference models' answers (``"predictive"``) or on their fit (the others,
+        with ``refit``).  Items chosen on these models make their own errors look small,
+        so the interval's width is then cross-validated: the reference models are cut
+        into :data:`SELECTION_FOLDS` folds, and the models of each are predicted from as
+        many items chosen anew by the same strategy on the others (on their answers, or
+        on the calibration refitted to them), corrected by the others.
+    refit : callable or True, optional
+        How ``result`` was fitted, for a ``selection`` that chooses on the fit (where
+        ``reference`` is the calibration's own data): ``refit(data)`` of a models x items
+        1 / 0 DataFrame returns the fit (e.g. ``lambda data: cbmm.fit(data)``); True, the
+        settings ``result`` (a FitResult or a saved fit) records.  Five refits.
     level : float
         Coverage of the interval, in (0, 1).
     coding, layout
@@ -126,11 +133,21 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
     import pandas as pd
 
     level = check_level(level)
-    if selection not in (None, "predictive"):
-        raise ValueError(f"selection must be None or 'predictive', got {selection!r}")
+    if selection is not None and selection not in STRATEGIES:
+        raise ValueError(f"selection must be None or one of {list(STRATEGIES)}, got "
+                         f"{selection!r}")
     if selection is not None and reference is None:
         raise ValueError("selection says how the items were chosen on the reference's "
                          "answers: give the reference")
+    if refit is True:
+        refit = refit_like(result)
+    elif refit is not None and not callable(refit):
+        raise ValueError(f"refit must be a function of the data returning the fit, or "
+                         f"True, got {refit!r}")
+    if selection not in (None, "predictive") and refit is None:
+        raise ValueError(f"selection={selection!r} chooses the items again on the "
+                         "calibration refitted without each fold of the reference: give "
+                         "refit, the function that fitted it")
     bank = ItemBank.of(result)
     answers, labels = aligned_answers(responses, bank, coding=coding, layout=layout)
     if reference is None:
@@ -140,8 +157,38 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
             known, _ = aligned_answers(reference, bank, coding=coding, layout=layout)
         except ValueError as exc:
             raise ValueError("reference: " + str(exc).removeprefix("responses: ")) from None
-        columns = Reference(known, bank).reconstruct(answers, level, selection=selection)
+        columns = Reference(known, bank, refit=refit).reconstruct(answers, level,
+                                                                  selection=selection)
     return pd.DataFrame(columns, index=pd.Index(labels, name="model"))
+
+
+def refit_like(result):
+    """A function of the data that fits it as ``result`` (a FitResult, or the folder of a
+    saved one) was fitted: the method and settings the fit records."""
+    import os
+    import warnings
+    from pathlib import Path
+
+    from ..api import fit
+    from ..result import FitResult
+
+    if isinstance(result, (str, os.PathLike)) and Path(result).is_dir():
+        result = FitResult.load(result)
+    if not isinstance(result, FitResult):  # a table or an items.csv records no settings
+        raise ValueError("refit=True refits as the calibration was fitted, which only a "
+                         "FitResult or its saved folder records: pass a function instead")
+    settings = {"method": result.method, "sigma": result.sigma, "tol": result.tol,
+                "max_iter": result.max_iter, "seed": result.seed,
+                "init_scale": result.init_scale,
+                **{key: result.info[key] for key in ("n_starts", "degenerate")
+                   if key in result.info},
+                **result.info.get("options", {})}
+
+    def refit(data):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a fold's degenerate items are the fit's own
+            return fit(data, **settings)
+    return refit
 
 
 def reference_models_needed(level: float) -> int:
@@ -213,8 +260,8 @@ class Reference:
     """
 
     def __init__(self, answers: np.ndarray, bank: ItemBank,
-                 penalty: float = PREDICTIVE_PENALTY):
-        self.bank, self.penalty = bank, penalty
+                 penalty: float = PREDICTIVE_PENALTY, refit=None):
+        self.bank, self.penalty, self.refit = bank, penalty, refit
         complete = np.count_nonzero(answers, axis=1) == answers.shape[1]
         self.answers = answers[complete]
         self.incomplete = int(answers.shape[0] - complete.sum())
@@ -237,8 +284,9 @@ class Reference:
             :data:`RIDGE_PENALTIES`) corrects the prediction, and the interval is the
             correction plus and minus the ``ceil((n + 1) level)``-th smallest absolute
             leave-one-out error of the ``n`` reference models (the jackknife), clipped
-            to the accuracies possible.  With ``selection="predictive"`` (the items were
-            chosen on the reference models) the errors are :meth:`selection_errors`.
+            to the accuracies possible.  With ``selection`` (the strategy that chose the
+            items on the reference models, or on their fit) the errors are
+            :meth:`selection_errors`.
         """
         reference = self.answers
         needed = reference_models_needed(level)
@@ -255,8 +303,8 @@ class Reference:
         if selection == "predictive" and partly.size:  # every set's items in one selection
             self.choose_fold_items(int(partly.max()))
         for rows, accuracy, errors, low, high in self._corrected(answers, out["accuracy"]):
-            if selection == "predictive":
-                errors = self.selection_errors(int(out["n_items"][rows[0]]))
+            if selection is not None:
+                errors = self.selection_errors(int(out["n_items"][rows[0]]), selection)
             half = np.partition(np.abs(errors), rank)[rank]
             out["accuracy"][rows] = accuracy
             out["lower"][rows] = np.maximum(accuracy - half, low)
@@ -285,18 +333,23 @@ class Reference:
             low, high = correct[rows] / n_items, (correct[rows] + unanswered[rows]) / n_items
             yield rows, np.clip(predicted[rows] + correction, low, high), errors, low, high
 
-    def selection_errors(self, k: int) -> np.ndarray:
-        """Cross-validated errors of predictions from ``k`` items chosen on the reference
-        models by the predictive strategy: for each of :data:`SELECTION_FOLDS` folds of
-        them (a fixed random cut), ``k`` items chosen on the other folds' answers, and the
-        fold's models predicted from their answers to those items, corrected by the other
-        folds; prediction minus ``accuracy``, one per reference model."""
-        self.choose_fold_items(k)
+    def selection_errors(self, k: int, strategy: str = "predictive") -> np.ndarray:
+        """Cross-validated errors of predictions from ``k`` items chosen by ``strategy``:
+        for each of :data:`SELECTION_FOLDS` folds of the reference models (a fixed random
+        cut), ``k`` items chosen on the other folds (``predictive``: on their answers;
+        the others: on the calibration ``refit`` to their answers, seed 0), and the fold's
+        models predicted from their answers to those items (by that refit, where there is
+        one), corrected by the other folds; prediction minus ``accuracy``, one per
+        reference model."""
+        if strategy == "predictive":
+            self.choose_fold_items(k)
         errors = np.empty(len(self.answers))
-        for rows, reference, chosen in self._folds:
+        for rows, reference, chosen in self._fold_list():
+            items = chosen[:k] if strategy == "predictive" else reference.bank.labels.get_indexer(
+                select_items(reference.bank, k, strategy))
             shown = np.zeros((rows.size, len(self.bank)), dtype=np.int8)
-            shown[:, chosen[:k]] = self.answers[np.ix_(rows, chosen[:k])]
-            predicted = reconstruct(shown, self.bank)["accuracy"]
+            shown[:, items] = self.answers[np.ix_(rows, items)]
+            predicted = reconstruct(shown, reference.bank)["accuracy"]
             for within, accuracy, *_ in reference._corrected(shown, predicted):
                 predicted[within] = accuracy
             errors[rows] = predicted - self.accuracy[rows]
@@ -312,15 +365,34 @@ class Reference:
         chooses them all again: ask for the most first, as :meth:`reconstruct` does for
         the sets of answered items it is given.
         """
-        if self._folds is None:
-            fold = np.random.default_rng(0).permutation(len(self.answers)) % SELECTION_FOLDS
-            self._folds = [(np.flatnonzero(fold == f), Reference(self.answers[fold != f],
-                                                                 self.bank), [])
-                           for f in range(SELECTION_FOLDS)]
-        for _, reference, chosen in self._folds:
+        for _, reference, chosen in self._fold_list():
             if len(chosen) < k:
                 chosen[:] = itertools.islice(forward_selection(reference.answers, self.penalty),
                                              k)
+
+    def _fold_list(self) -> list:
+        """Per fold of :meth:`selection_errors`: its models' rows, a Reference of the
+        other folds (on the calibration ``refit`` to their answers, with ``refit``) and
+        the predictive items chosen on them so far."""
+        if self._folds is None:
+            fold = np.random.default_rng(0).permutation(len(self.answers)) % SELECTION_FOLDS
+            self._folds = []
+            for f in range(SELECTION_FOLDS):
+                others = self.answers[fold != f]
+                bank = self.bank if self.refit is None else self._refitted(others)
+                self._folds.append((np.flatnonzero(fold == f), Reference(others, bank), []))
+        return self._folds
+
+    def _refitted(self, answers: np.ndarray) -> ItemBank:
+        """The bank of ``refit`` of these models' answers (1 / 0, with the bank's labels)."""
+        import pandas as pd
+
+        result = self.refit(pd.DataFrame((answers > 0).astype(float), columns=self.bank.labels))
+        bank = ItemBank.of(result)
+        if not bank.labels.equals(self.bank.labels):
+            raise ValueError("refit: its fit's items are not the calibration's (the same "
+                             "labels in the same order)")
+        return bank
 
 
 def _ridge(features: np.ndarray, target: np.ndarray, new: np.ndarray):

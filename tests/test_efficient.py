@@ -318,12 +318,14 @@ def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
     chosen = cbmm.select_items(result, 12, "predictive", responses=calibration)
     predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
                                       selection="predictive")
-    # by hand: the fixed random cut into SELECTION_FOLDS folds, each predicted from 12
-    # items chosen on the others with the others as the reference
+    # by hand: the fixed random cut into SELECTION_FOLDS folds of the models in their
+    # labels' order, each predicted from 12 items chosen on the others with the others as
+    # the reference
+    ordered = calibration.sort_index(kind="stable")
     fold = np.random.default_rng(0).permutation(800) % SELECTION_FOLDS
     errors = []
     for f in range(SELECTION_FOLDS):
-        others, own = calibration[fold != f], calibration[fold == f]
+        others, own = ordered[fold != f], ordered[fold == f]
         items = cbmm.select_items(result, 12, "predictive", responses=others)
         errors.append(cbmm.predict_accuracy(own[items], result, reference=others)["accuracy"]
                       - own.mean(axis=1))
@@ -332,8 +334,15 @@ def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
     low = held[chosen].sum(axis=1) / 200
     inside = (predicted["lower"] > low) & (predicted["upper"] < low + 188 / 200)
     assert inside.sum() >= 5
+    # the wider of that and the jackknife's, the width without selection
+    jackknife = cbmm.predict_accuracy(held[chosen], result, reference=calibration)
+    jackknife = (jackknife["upper"] - jackknife["lower"])[inside]
     width = (predicted["upper"] - predicted["lower"])[inside]
-    np.testing.assert_allclose(width, 2 * half, rtol=1e-10)
+    np.testing.assert_allclose(width, np.maximum(2 * half, jackknife), rtol=1e-10)
+    assert 2 * half > jackknife.max()  # the predictive items' in-sample errors are small
+    # the reference's rows in another order: the same folds, the same intervals
+    pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
+        held[chosen], result, reference=calibration.iloc[::-1], selection="predictive"))
     # the point prediction is the reference's, as without selection
     np.testing.assert_allclose(predicted["accuracy"], cbmm.predict_accuracy(
         held[chosen], result, reference=calibration)["accuracy"], rtol=1e-12)
@@ -350,12 +359,14 @@ def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simul
                               selection="information")
     predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
                                       selection="information", refit=quiet_fit)
-    # by hand: the fixed random cut into SELECTION_FOLDS folds, each predicted from 12
-    # items chosen by the strategy on a fit without it, with the others as the reference
+    # by hand: the fixed random cut into SELECTION_FOLDS folds of the models in their
+    # labels' order, each predicted from 12 items chosen by the strategy on a fit without
+    # it, with the others as the reference
+    ordered = calibration.sort_index(kind="stable")
     fold = np.random.default_rng(0).permutation(400) % SELECTION_FOLDS
     errors = []
     for f in range(SELECTION_FOLDS):
-        others, own = calibration[fold != f], calibration[fold == f]
+        others, own = ordered[fold != f], ordered[fold == f]
         refitted = quiet_fit(others)
         items = cbmm.select_items(refitted, 12, "information")
         errors.append(cbmm.predict_accuracy(own[items], refitted, reference=others)[
@@ -364,14 +375,30 @@ def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simul
     low = held[chosen].sum(axis=1) / 200
     inside = (predicted["lower"] > low) & (predicted["upper"] < low + 188 / 200)
     assert inside.sum() >= 5
-    np.testing.assert_allclose((predicted["upper"] - predicted["lower"])[inside], 2 * half,
-                               rtol=1e-8)
+    jackknife = cbmm.predict_accuracy(held[chosen], result, reference=calibration)
+    jackknife = (jackknife["upper"] - jackknife["lower"])[inside]
+    np.testing.assert_allclose((predicted["upper"] - predicted["lower"])[inside],
+                               np.maximum(2 * half, jackknife), rtol=1e-8)
     # the point prediction is the reference's, as without selection
     np.testing.assert_allclose(predicted["accuracy"], cbmm.predict_accuracy(
         held[chosen], result, reference=calibration)["accuracy"], rtol=1e-12)
-    # refit=True: the settings the fit records, here the defaults quiet_fit used
+    # stratified items, whose cross-validated errors are the smaller here: the jackknife's
+    stratified = cbmm.select_items(result, 12, "stratified")
+    alone = cbmm.predict_accuracy(held[stratified], result, reference=calibration)
+    values = calibration.to_numpy()
+    folds = Reference(np.where(values > 0, 1, -1).astype(np.int8), ItemBank.of(result),
+                      refit=quiet_fit, labels=calibration.index)
+    rank = int(np.ceil(401 * 0.95)) - 1
+    assert 2 * np.sort(np.abs(folds.selection_errors(12, "stratified")))[rank] < \
+        (alone["upper"] - alone["lower"]).max()
+    pd.testing.assert_frame_equal(alone, cbmm.predict_accuracy(
+        held[stratified], result, reference=calibration, selection="stratified",
+        refit=quiet_fit))
+    # refit=True: the settings the fit records, here the defaults quiet_fit used; the
+    # reference's rows in another order give the same intervals
     pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
-        held[chosen], result, reference=calibration, selection="information", refit=True))
+        held[chosen], result, reference=calibration.iloc[::-1], selection="information",
+        refit=True))
     with pytest.raises(ValueError, match="refit=True refits as the calibration was fitted"):
         cbmm.predict_accuracy(held[chosen], result.items_frame().set_index("item"),
                               reference=calibration, selection="information", refit=True)
@@ -880,17 +907,23 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
                                          reference=calibration if reference else None)
         np.testing.assert_allclose(rows["predicted"], expected["accuracy"], atol=1e-12)
         np.testing.assert_allclose(rows["upper"], expected["upper"], atol=1e-12)
-    # predictive: chosen on the split's calibration models, its width cross-validated over
-    # them; the selection of 10 is the start of that of 20
-    rows = study.selection_study(small, calibrated, ks=[10, 20], strategies=["predictive"],
+    # chosen on the split's calibration models (predictive: on their answers, the
+    # selection of 10 the start of that of 20) or on their fit: the width cross-validated
+    # over them, each fold's items chosen on the calibration refitted without it
+    rows = study.selection_study(small, calibrated, ks=[10, 20],
+                                 strategies=["predictive", "information"],
                                  seed=1).query("split == 1")
-    chosen = cbmm.select_items(result, 20, "predictive", responses=calibration)
-    for k in (10, 20):
-        expected = cbmm.predict_accuracy(small.iloc[held][chosen[:k]], result,
-                                         reference=calibration, selection="predictive")
+    chosen = {"predictive": cbmm.select_items(result, 20, "predictive", responses=calibration)}
+    for k, strategy in itertools.product((10, 20), chosen | {"information": None}):
+        items = chosen[strategy][:k] if strategy == "predictive" else \
+            cbmm.select_items(result, k, strategy)
+        expected = cbmm.predict_accuracy(small.iloc[held][items], result,
+                                         reference=calibration, selection=strategy,
+                                         refit=quiet_fit)
+        got = rows.query(f"k == {k} and strategy == '{strategy}'")
         for column in ("accuracy", "upper"):
-            np.testing.assert_allclose(rows.query(f"k == {k}")[column.replace(
-                "accuracy", "predicted")], expected[column], atol=1e-12)
+            np.testing.assert_allclose(got[column.replace("accuracy", "predicted")],
+                                       expected[column], atol=1e-12)
     adaptive = study.adaptive_study(small, calibrated, se_targets=[0.3],
                                     max_exposures=[None, 0.2], max_items=20)
     assert len(adaptive) == 240 and (adaptive["n_items"] <= 20).all()

@@ -263,7 +263,8 @@ def register(sub, add_input) -> None:
                          help="the `cbmm select --strategy` that chose the items, on "
                               "--reference's answers (predictive) or on their fit (the "
                               "others, --items the fit folder: refitted without each fold): "
-                              "cross-validate the interval's width")
+                              "cross-validate the interval's width (kept where wider than "
+                              "the jackknife's)")
     predict.set_defaults(handler=_predict_command)
 
     adaptive = sub.add_parser("adaptive", help="adaptive tests answered from a file",

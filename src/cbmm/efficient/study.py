@@ -7,12 +7,12 @@ The models are split at random into calibration and held-out models (``splits`` 
 
 * :func:`selection_study`: for each ``k`` and strategy, the held-out models answer the
   k selected items and :func:`cbmm.predict_accuracy` predicts their accuracy over all
-  items (with the split's calibration models as its ``reference``; for the ``predictive``
-  strategy, which selects on their answers, with its width cross-validated), beside the
-  baseline
-  of the mean of k random items (``random_mean``, the same draw as the ``random``
-  strategy) and, if asked, tinyBenchmarks' gp-IRT from its own k anchor items
-  (``tinybenchmarks``);
+  items (with the split's calibration models as its ``reference``; for the strategies
+  that choose on those models, their answers or their fit, with the width
+  cross-validated: ``selection=<strategy>``, each fold's items chosen again on the
+  calibration refitted without it), beside the baseline of the mean of k random items
+  (``random_mean``, the same draw as the ``random`` strategy) and, if asked,
+  tinyBenchmarks' gp-IRT from its own k anchor items (``tinybenchmarks``);
 * :func:`adaptive_study`: each held-out model takes an adaptive test with its own answers
   (for each SE target and exposure setting; the tests of all splits in one stream, with
   one exposure control), compared with its ability from all its answers (the same
@@ -32,7 +32,7 @@ import numpy as np
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
-from .prediction import Reference, reconstruct, reference_models_needed
+from .prediction import Reference, quiet_fit, reconstruct, reference_models_needed
 from .selection import forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions
 
@@ -69,18 +69,13 @@ def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int =
     pandas.DataFrame, models x items)."""
     import pandas as pd
 
-    from ..api import fit
-
     if not isinstance(table, pd.DataFrame):
         raise ValueError(f"table must be a pandas.DataFrame of models x items, got "
                          f"{type(table).__name__}")
 
-    out = []
-    for train, held in model_splits(len(table), splits, test_share, seed):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # degenerate items of a split are the audit's
-            out.append((held, fit(table.iloc[train], **(fit_options or {}))))
-    return out
+    refit = quiet_fit(fit_options)  # degenerate items of a split are the audit's
+    return [(held, refit(table.iloc[train]))
+            for train, held in model_splits(len(table), splits, test_share, seed)]
 
 
 def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
@@ -97,9 +92,11 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     ks : list of int
         Numbers of items; those not below the number of items are skipped.
     strategies : list of str
-        Strategies of :func:`cbmm.select_items`.  ``predictive`` selects on the split's
-        calibration models' answers, and its interval is cross-validated over them
-        (``predict_accuracy(..., selection="predictive")``).
+        Strategies of :func:`cbmm.select_items`.  With the reference, the interval of
+        every strategy but ``random`` (whose items do not depend on the calibration) is
+        cross-validated over the calibration models:
+        ``predict_accuracy(..., selection=<strategy>, refit=...)``, refitted with
+        ``fit_options``, five refits per split.
     seed : int
         Seeds the selections (``seed + split``).
     reference : bool
@@ -113,7 +110,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         the calibration models, refitted without them:
         :func:`~cbmm.efficient.tinybenchmarks.tinybenchmarks_predictions`).
     fit_options : dict, optional
-        Options of that refit (those of :func:`calibrations`).
+        Options of :func:`calibrations`, for these refits and the cross-validation's.
 
     Returns
     -------
@@ -140,7 +137,8 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
         calibration = _coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1]
-        known = Reference(calibration, bank) if reference else None
+        known = Reference(calibration, bank, refit=quiet_fit(fit_options),
+                          labels=table.index.delete(held)) if reference else None
         if "predictive" in strategies and ks:  # nested: its first k items are its k
             predictive = list(itertools.islice(forward_selection(calibration), max(ks)))
             if known is not None:  # so are the folds' of its width: chosen once for all k
@@ -153,7 +151,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                 answers = np.zeros(coded.shape, dtype=np.int8)
                 answers[:, chosen] = coded[:, chosen]
                 predicted = reconstruct(answers, bank) if known is None else known.reconstruct(
-                    answers, selection="predictive" if strategy == "predictive" else None)
+                    answers, selection=None if strategy == "random" else strategy)
                 rows.append(pd.DataFrame({
                     "split": split, "k": k, "strategy": strategy,
                     "model": table.index[held], "accuracy": accuracy,

@@ -189,7 +189,8 @@ def refit_like(result):
 def quiet_fit(settings: dict | None = None):
     """``data -> cbmm.fit(data, **settings)``, its warnings silenced: the refits of a
     calibration without some of its models, whose degenerate items and stops are the
-    calibration's own to report."""
+    calibration's own to report (tinyBenchmarks' validation refit does the same in its
+    module, which this one imports)."""
     import warnings
 
     from ..api import fit

@@ -173,12 +173,14 @@ def tinybenchmarks_predictions(values: np.ndarray, calibration, held, bank: Item
         ``lambda`` of least error on the validation fifth; and ``gp-IRT``: the clustering
         and ``lambda`` of least error there.
     """
-    from .prediction import quiet_fit
+    from ..api import fit
 
     order = np.random.default_rng([seed, 0x7b]).permutation(calibration)
     cut = max(1, int(len(order) * _VALIDATION_SHARE))
     validation, training = order[:cut], order[cut:]
-    refit = ItemBank.of(quiet_fit(fit_options)(values[training]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        refit = ItemBank.of(fit(values[training], **(fit_options or {})))
     truth = np.nanmean(values[validation], axis=1)
     for k in ks:
         out, best = {}, None

@@ -312,40 +312,51 @@ def test_predictive_items_see_a_second_skill_and_their_width_is_cross_validated(
     assert np.mean(covered[None]) < np.mean(covered["predictive"])
 
 
+def check_cross_validated_width(predicted, answers, result, calibration, choose, rtol=1e-10):
+    """Asserts that ``predicted`` (``predict_accuracy`` of ``answers``, 12 of 200 items,
+    with ``calibration`` as the reference and a ``selection``) has the interval computed
+    by hand: the fixed random cut into SELECTION_FOLDS folds of the models in their
+    labels' order, each fold's models predicted from the items ``choose(others)`` gives
+    (a fit and 12 items) with the other folds as the reference; the quantile of their
+    errors, or the jackknife's where wider; the point prediction the jackknife's.
+    Returns that quantile and the jackknife's widths."""
+    ordered = calibration.sort_index(kind="stable")
+    n = len(ordered)
+    fold = np.random.default_rng(0).permutation(n) % SELECTION_FOLDS
+    errors = []
+    for f in range(SELECTION_FOLDS):
+        others, own = ordered[fold != f], ordered[fold == f]
+        fitted, items = choose(others)
+        errors.append(cbmm.predict_accuracy(own[items], fitted, reference=others)["accuracy"]
+                      - own.mean(axis=1))
+    half = np.sort(np.abs(np.concatenate(errors)))[int(np.ceil((n + 1) * 0.95)) - 1]
+    # the intervals not clipped to the accuracies the 12 answers allow
+    low = answers.sum(axis=1) / 200
+    inside = (predicted["lower"] > low) & (predicted["upper"] < low + 188 / 200)
+    assert inside.sum() >= 5
+    jackknife = cbmm.predict_accuracy(answers, result, reference=calibration)
+    # the point prediction is the reference's, as without selection
+    np.testing.assert_allclose(predicted["accuracy"], jackknife["accuracy"], rtol=1e-12)
+    jackknife = (jackknife["upper"] - jackknife["lower"])[inside]
+    np.testing.assert_allclose((predicted["upper"] - predicted["lower"])[inside],
+                               np.maximum(2 * half, jackknife), rtol=rtol)
+    return half, jackknife
+
+
 def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
     _, table, result = simulated
     calibration, held = table.iloc[:800], table.iloc[800:810]
     chosen = cbmm.select_items(result, 12, "predictive", responses=calibration)
     predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
                                       selection="predictive")
-    # by hand: the fixed random cut into SELECTION_FOLDS folds of the models in their
-    # labels' order, each predicted from 12 items chosen on the others with the others as
-    # the reference
-    ordered = calibration.sort_index(kind="stable")
-    fold = np.random.default_rng(0).permutation(800) % SELECTION_FOLDS
-    errors = []
-    for f in range(SELECTION_FOLDS):
-        others, own = ordered[fold != f], ordered[fold == f]
-        items = cbmm.select_items(result, 12, "predictive", responses=others)
-        errors.append(cbmm.predict_accuracy(own[items], result, reference=others)["accuracy"]
-                      - own.mean(axis=1))
-    half = np.sort(np.abs(np.concatenate(errors)))[int(np.ceil(801 * 0.95)) - 1]
-    # the intervals not clipped to the accuracies the 12 answers allow
-    low = held[chosen].sum(axis=1) / 200
-    inside = (predicted["lower"] > low) & (predicted["upper"] < low + 188 / 200)
-    assert inside.sum() >= 5
-    # the wider of that and the jackknife's, the width without selection
-    jackknife = cbmm.predict_accuracy(held[chosen], result, reference=calibration)
-    jackknife = (jackknife["upper"] - jackknife["lower"])[inside]
-    width = (predicted["upper"] - predicted["lower"])[inside]
-    np.testing.assert_allclose(width, np.maximum(2 * half, jackknife), rtol=1e-10)
+    # by hand: each fold predicted from 12 items chosen on the others' answers
+    half, jackknife = check_cross_validated_width(
+        predicted, held[chosen], result, calibration,
+        lambda others: (result, cbmm.select_items(result, 12, "predictive", responses=others)))
     assert 2 * half > jackknife.max()  # the predictive items' in-sample errors are small
     # the reference's rows in another order: the same folds, the same intervals
     pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
         held[chosen], result, reference=calibration.iloc[::-1], selection="predictive"))
-    # the point prediction is the reference's, as without selection
-    np.testing.assert_allclose(predicted["accuracy"], cbmm.predict_accuracy(
-        held[chosen], result, reference=calibration)["accuracy"], rtol=1e-12)
 
 
 def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simulated):
@@ -359,29 +370,12 @@ def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simul
                               selection="information")
     predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
                                       selection="information", refit=quiet_fit)
-    # by hand: the fixed random cut into SELECTION_FOLDS folds of the models in their
-    # labels' order, each predicted from 12 items chosen by the strategy on a fit without
-    # it, with the others as the reference
-    ordered = calibration.sort_index(kind="stable")
-    fold = np.random.default_rng(0).permutation(400) % SELECTION_FOLDS
-    errors = []
-    for f in range(SELECTION_FOLDS):
-        others, own = ordered[fold != f], ordered[fold == f]
-        refitted = quiet_fit(others)
-        items = cbmm.select_items(refitted, 12, "information")
-        errors.append(cbmm.predict_accuracy(own[items], refitted, reference=others)[
-            "accuracy"] - own.mean(axis=1))
-    half = np.sort(np.abs(np.concatenate(errors)))[int(np.ceil(401 * 0.95)) - 1]
-    low = held[chosen].sum(axis=1) / 200
-    inside = (predicted["lower"] > low) & (predicted["upper"] < low + 188 / 200)
-    assert inside.sum() >= 5
-    jackknife = cbmm.predict_accuracy(held[chosen], result, reference=calibration)
-    jackknife = (jackknife["upper"] - jackknife["lower"])[inside]
-    np.testing.assert_allclose((predicted["upper"] - predicted["lower"])[inside],
-                               np.maximum(2 * half, jackknife), rtol=1e-8)
-    # the point prediction is the reference's, as without selection
-    np.testing.assert_allclose(predicted["accuracy"], cbmm.predict_accuracy(
-        held[chosen], result, reference=calibration)["accuracy"], rtol=1e-12)
+    # by hand: each fold predicted from 12 items chosen by the strategy on a fit without it
+    def refitted(others):
+        fitted = quiet_fit(others)
+        return fitted, cbmm.select_items(fitted, 12, "information")
+    check_cross_validated_width(predicted, held[chosen], result, calibration, refitted,
+                                rtol=1e-8)
     # stratified items, whose cross-validated errors are the smaller here: the jackknife's
     stratified = cbmm.select_items(result, 12, "stratified")
     alone = cbmm.predict_accuracy(held[stratified], result, reference=calibration)

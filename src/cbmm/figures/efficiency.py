@@ -137,7 +137,7 @@ def caption(config_summary: dict | None = None) -> str:
             "models' predicted full-benchmark accuracy (cbmm.predict_accuracy, the split's "
             "calibration models as its reference) from k items chosen by each strategy of "
             "cbmm.select_items on the calibration fit (predictive: on the calibration "
-            "models' answers, its interval's width cross-validated over them), mean and sd "
+            "models' answers), mean and sd "
             f"over the splits, beside the mean of k random items{tiny}. Right: adaptive tests of "
             "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting, "
             f"the held-out models of every split in one stream{balance}; light dots one "

@@ -52,8 +52,7 @@ from .bank import ItemBank, Posterior, aligned_answers
 from .selection import PREDICTIVE_PENALTY, STRATEGIES, forward_selection, select_items
 
 __all__ = ["predict_accuracy", "reconstruct", "refit_like", "quiet_fit", "Reference",
-           "RESIDUAL_PRIOR_ITEMS",
-           "RIDGE_PENALTIES", "SELECTION_FOLDS"]
+           "RESIDUAL_PRIOR_ITEMS", "RIDGE_PENALTIES", "SELECTION_FOLDS"]
 
 #: The prior of a model's residual offset is worth this many answered items: its
 #: variance is the mean Bernoulli variance over this number (the middle of the range
@@ -328,11 +327,15 @@ class Reference:
         partly = out["n_items"][out["n_items"] < len(self.bank)]
         if selection == "predictive" and partly.size:  # every set's items in one selection
             self.choose_fold_items(int(partly.max()))
+        chosen = {}  # the cross-validated half-width per number of items, once each
         for rows, accuracy, errors, low, high in self._corrected(answers, out["accuracy"]):
             half = np.partition(np.abs(errors), rank)[rank]
             if selection is not None:  # the wider: see the docstring
-                chosen = self.selection_errors(int(out["n_items"][rows[0]]), selection)
-                half = max(half, np.partition(np.abs(chosen), rank)[rank])
+                k = int(out["n_items"][rows[0]])
+                if k not in chosen:
+                    chosen[k] = np.partition(np.abs(self.selection_errors(k, selection)),
+                                             rank)[rank]
+                half = max(half, chosen[k])
             out["accuracy"][rows] = accuracy
             out["lower"][rows] = np.maximum(accuracy - half, low)
             out["upper"][rows] = np.minimum(accuracy + half, high)

@@ -8,7 +8,7 @@ import pytest
 
 import cbmm
 from cbmm.cli import main
-from cbmm.efficient.prediction import refit_like
+from cbmm.efficient.refit import refit_like
 from cbmm.simulate import simulate
 
 

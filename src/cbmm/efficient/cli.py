@@ -66,7 +66,8 @@ def _select_command(args) -> int:
 
 def _predict_command(args) -> int:
     from ..io import write_csv
-    from .prediction import predict_accuracy, refit_like
+    from .prediction import predict_accuracy
+    from .refit import refit_like
 
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),

@@ -49,10 +49,11 @@ import numpy as np
 
 from .._checks import check_level
 from .bank import ItemBank, Posterior, aligned_answers
+from .refit import refit_like
 from .selection import PREDICTIVE_PENALTY, STRATEGIES, forward_selection, select_items
 
-__all__ = ["predict_accuracy", "reconstruct", "refit_like", "quiet_fit", "Reference",
-           "RESIDUAL_PRIOR_ITEMS", "RIDGE_PENALTIES", "SELECTION_FOLDS"]
+__all__ = ["predict_accuracy", "reconstruct", "Reference", "RESIDUAL_PRIOR_ITEMS",
+           "RIDGE_PENALTIES", "SELECTION_FOLDS"]
 
 #: The prior of a model's residual offset is worth this many answered items: its
 #: variance is the mean Bernoulli variance over this number (the middle of the range
@@ -162,43 +163,6 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
         columns = Reference(known, bank, refit=refit, labels=known_labels).reconstruct(
             answers, level, selection=selection)
     return pd.DataFrame(columns, index=pd.Index(labels, name="model"))
-
-
-def refit_like(result):
-    """A function of the data that fits it as ``result`` (a FitResult, or the folder of a
-    saved one) was fitted: the method and settings the fit records."""
-    import os
-    from pathlib import Path
-
-    from ..result import FitResult
-
-    if isinstance(result, (str, os.PathLike)) and Path(result).is_dir():
-        result = FitResult.load(result)
-    if not isinstance(result, FitResult):  # a table or an items.csv records no settings
-        raise ValueError("refit=True refits as the calibration was fitted, which only a "
-                         "FitResult or its saved folder records: pass a function instead")
-    return quiet_fit({"method": result.method, "sigma": result.sigma, "tol": result.tol,
-                      "max_iter": result.max_iter, "seed": result.seed,
-                      "init_scale": result.init_scale,
-                      **{key: result.info[key] for key in ("n_starts", "degenerate")
-                         if key in result.info},
-                      **result.info.get("options", {})})
-
-
-def quiet_fit(settings: dict | None = None):
-    """``data -> cbmm.fit(data, **settings)``, its warnings silenced: the refits of a
-    calibration without some of its models, whose degenerate items and stops are the
-    calibration's own to report (tinyBenchmarks' validation refit does the same in its
-    module, which this one imports)."""
-    import warnings
-
-    from ..api import fit
-
-    def refit(data):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fit(data, **(settings or {}))
-    return refit
 
 
 def reference_models_needed(level: float) -> int:

@@ -32,7 +32,8 @@ import numpy as np
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
-from .prediction import Reference, quiet_fit, reconstruct, reference_models_needed
+from .prediction import Reference, reconstruct, reference_models_needed
+from .refit import quiet_fit
 from .selection import forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions
 

@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 
 from .bank import ItemBank
+from .refit import quiet_fit
 
 __all__ = ["anchor_points", "tinybenchmarks_estimates", "tinybenchmarks_predictions",
            "CLUSTERINGS", "LAMBDAS"]
@@ -173,14 +174,10 @@ def tinybenchmarks_predictions(values: np.ndarray, calibration, held, bank: Item
         ``lambda`` of least error on the validation fifth; and ``gp-IRT``: the clustering
         and ``lambda`` of least error there.
     """
-    from ..api import fit
-
     order = np.random.default_rng([seed, 0x7b]).permutation(calibration)
     cut = max(1, int(len(order) * _VALIDATION_SHARE))
     validation, training = order[:cut], order[cut:]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        refit = ItemBank.of(fit(values[training], **(fit_options or {})))
+    refit = ItemBank.of(quiet_fit(fit_options)(values[training]))
     truth = np.nanmean(values[validation], axis=1)
     for k in ks:
         out, best = {}, None

@@ -901,6 +901,29 @@ def test_a_method_module_that_exits_or_crashes_at_import_stops_the_run_with_one_
     assert not (workdir / "results").exists()
 
 
+def test_an_efficiency_study_its_dataset_cannot_split_stops_its_job_with_one_line(tmp_path):
+    """real.efficiency.test_share passes the schema's (0, 1) but leaves suite_a's models no
+    calibration: the job names the key and the dataset in one line and writes nothing."""
+    models = len(pd.read_csv(TEST_DATA / "suites" / "suite_a.csv", index_col=0))
+    held = round(0.99 * models)
+    assert models - held < 2
+    config = overlay(tmp_path, "split", {"real": {
+        **NO_REAL_DATA, "efficiency": {"datasets": ["suite_a"], "test_share": 0.99}}})
+    workdir = tmp_path / "run"
+    target = "results/tables/efficiency/suite_a.csv"
+    result = snakemake(workdir, "--cores", "1", target, configfiles=(TEST_CONFIG, config))
+    assert result.returncode != 0
+    assert "Error in rule efficiency" in result.stderr
+    log = (workdir / "logs/efficiency/suite_a.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, log
+    assert errors[0].endswith(f"real.efficiency, dataset 'suite_a': test_share 0.99 holds out "
+                              f"{held} of the {models} models, which leaves {models - held} to "
+                              "calibrate on; at least 2 are needed")
+    assert "Traceback" not in log
+    assert not (workdir / "results/efficiency").exists() and not (workdir / target).exists()
+
+
 # --------------------------------------------------------------------------- offline
 
 def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):

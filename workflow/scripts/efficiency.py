@@ -1,7 +1,13 @@
 """The efficient-evaluation study of one dataset (rule efficiency): the selection study
 (per-model rows and their summary) and the adaptive tests of held-out models (also
 balanced over a column of the item table, where the rule is given one), by
-cbmm.efficient.study."""
+cbmm.efficient.study.
+
+Splits the dataset's models cannot make (``real.efficiency.test_share`` that leaves
+fewer than 2 calibration models) end the job with one line in its log naming the key and
+the dataset; the other jobs go on (the profile's keep-going)."""
+
+import sys
 
 import pandas as pd
 
@@ -15,9 +21,13 @@ inp, out, p = snakemake.input, snakemake.output, snakemake.params
 settings, adaptive = p.settings, p.settings["adaptive"]
 table = read_matrix(inp.matrix)
 fit_options = {"sigma": p.sigma}  # the calibrations' and tinyBenchmarks' refits
-calibrated = study.calibrations(table, splits=settings["splits"],
-                                test_share=settings["test_share"], seed=settings["seed"],
-                                fit_options=fit_options)
+try:
+    calibrated = study.calibrations(table, splits=settings["splits"],
+                                    test_share=settings["test_share"], seed=settings["seed"],
+                                    fit_options=fit_options)
+except ValueError as exc:  # splits this dataset's models cannot make: one line, no traceback
+    log.error("real.efficiency, dataset %r: %s", snakemake.wildcards.dataset, exc)
+    sys.exit(1)
 rows = study.selection_study(table, calibrated, ks=settings["k"],
                              strategies=settings["strategies"], seed=settings["seed"],
                              tinybenchmarks=settings["tinybenchmarks"],

@@ -54,7 +54,9 @@ def model_splits(n_models: int, splits: int, test_share: float, seed: int):
         raise ValueError(f"test_share must be in (0, 1), got {test_share!r}")
     held = max(1, int(round(test_share * n_models)))
     if n_models - held < 2:
-        raise ValueError(f"{n_models} models leave fewer than 2 to calibrate on")
+        raise ValueError(f"test_share {test_share:g} holds out {held} of the {n_models} "
+                         f"models, which leaves {n_models - held} to calibrate on; at least "
+                         "2 are needed")
     rng = np.random.default_rng([check_integer("seed", seed, minimum=0), 0xeff])
     out = []
     for _ in range(splits):

@@ -18,6 +18,7 @@ from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
 from cbmm.efficient.bank import ItemBank
 from cbmm.efficient.prediction import (RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS,
                                        Reference)
+from cbmm.efficient.refit import QuietFit
 from cbmm.efficient.selection import PREDICTIVE_PENALTY, forward_selection
 from cbmm.efficient.tinybenchmarks import (_kmeans, anchor_points, tinybenchmarks_estimates,
                                            tinybenchmarks_predictions)
@@ -341,6 +342,63 @@ def check_cross_validated_width(predicted, answers, result, calibration, choose,
     np.testing.assert_allclose((predicted["upper"] - predicted["lower"])[inside],
                                np.maximum(2 * half, jackknife), rtol=rtol)
     return half, jackknife
+
+
+class RecordedStarts(QuietFit):
+    """The library's refit, recording the start each call is given."""
+
+    def __init__(self, settings):
+        super().__init__(settings)
+        self.starts = []
+
+    def __call__(self, data, start=None):
+        self.starts.append(start)
+        return super().__call__(data, start)
+
+
+def test_the_librarys_refits_start_at_the_calibration_and_land_where_a_cold_fit_does(
+        simulated):
+    _, table, _ = simulated
+    calibration = table.iloc[:400]
+    # calibrated at temperature 2, refitted at 1: the start scaled to the same probabilities
+    result = quiet_fit(calibration, sigma=2.0)
+    bank, refit = ItemBank.of(result), RecordedStarts({"sigma": 1.0})
+    values = np.where(calibration.to_numpy() > 0, 1, -1).astype(np.int8)
+    folds = Reference(values, bank, refit=refit, labels=calibration.index)
+    folds.selection_errors(12, "information")
+    assert len(refit.starts) == SELECTION_FOLDS
+    fold = np.random.default_rng(0).permutation(400) % SELECTION_FOLDS
+    for f, (rows, refitted, _) in enumerate(folds._fold_list()):
+        others = calibration.sort_index(kind="stable")[fold != f]
+        theta0, a0, b0 = refit.starts[f]
+        # the calibration's items, scaled to temperature 1, and the models' posterior means
+        np.testing.assert_allclose(a0, result.a.to_numpy() / 2)
+        np.testing.assert_allclose(b0, result.b.to_numpy() / 2)
+        expected = cbmm.efficient.bank.Posterior(
+            np.where(others.to_numpy() > 0, 1, -1).astype(np.int8), bank).mean
+        np.testing.assert_allclose(theta0, expected)
+        # one start, landing within the fits' tolerance of three cold ones
+        cold = quiet_fit(others)
+        assert refitted.bank.sigma == 1.0
+        assert np.abs(refitted.bank.a - cold.a.to_numpy()).max() < 0.02
+        assert np.abs(refitted.bank.b - cold.b.to_numpy()).max() < 0.02
+    # a calibration that set an item aside (a NaN, b -inf in the fit; in the bank as every
+    # model answered it) starts its refits there too, which set it aside again
+    aside = calibration.assign(q0=0.0)
+    fitted = quiet_fit(aside, degenerate="set_aside")
+    assert np.isnan(fitted.a["q0"])
+    refit = RecordedStarts({"degenerate": "set_aside"})
+    folds = Reference(np.where(aside.to_numpy() > 0, 1, -1).astype(np.int8),
+                      ItemBank.of(fitted), refit=refit, labels=aside.index)
+    folds.selection_errors(12, "stratified")
+    assert all(np.isfinite(values).all() for start in refit.starts for values in start)
+    for _, refitted, _ in folds._fold_list():  # set aside again: as in the calibration
+        assert refitted.bank.a[0] == 0 and refitted.bank.b[0] == ItemBank.of(fitted).b[0]
+    # a refit of the user's is given the data alone (a function of one argument)
+    calls = []
+    Reference(values, bank, refit=lambda data: calls.append(data.shape) or quiet_fit(data),
+              labels=calibration.index).selection_errors(12, "information")
+    assert calls == [(int((fold != f).sum()), 200) for f in range(SELECTION_FOLDS)]
 
 
 def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
@@ -913,7 +971,7 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
             cbmm.select_items(result, k, strategy)
         expected = cbmm.predict_accuracy(small.iloc[held][items], result,
                                          reference=calibration, selection=strategy,
-                                         refit=quiet_fit)
+                                         refit=QuietFit())  # the study's: warm-started
         got = rows.query(f"k == {k} and strategy == '{strategy}'")
         for column in ("accuracy", "upper"):
             np.testing.assert_allclose(got[column.replace("accuracy", "predicted")],

@@ -7,7 +7,7 @@ selection, which imports tinybenchmarks)."""
 
 from __future__ import annotations
 
-__all__ = ["quiet_fit", "refit_like"]
+__all__ = ["quiet_fit", "refit_like", "QuietFit"]
 
 
 def refit_like(result):
@@ -31,16 +31,42 @@ def refit_like(result):
                       **result.info.get("options", {})})
 
 
-def quiet_fit(settings: dict | None = None):
+def quiet_fit(settings: dict | None = None) -> QuietFit:
     """``data -> cbmm.fit(data, **settings)``, its warnings silenced: the refits of a
     calibration without some of its models, whose degenerate items and stops are the
-    calibration's own to report."""
-    import warnings
+    calibration's own to report.  See :class:`QuietFit` for its warm start."""
+    return QuietFit(settings)
 
-    from ..api import fit
 
-    def refit(data):
+class QuietFit:
+    """``cbmm.fit(data, **settings)`` with its warnings silenced (:func:`quiet_fit`).
+
+    Called with ``start=(theta0, a0, b0)`` (the calibration's items and these models'
+    abilities), it fits from that one start instead of the settings' starts: the
+    calibration is close to the optimum of its data less a fifth of its models.
+    :class:`~cbmm.efficient.prediction.Reference` warm-starts the refits of its folds so
+    when they are this class's; a refit function of the user's is called with the data
+    alone.  On 4/5 of a split's calibration models of MATH-500, the leaderboard's GSM8K
+    and a simulated 2211 x 12032 matrix, the warm fit lands within 0.001-0.004 of the
+    cold three-start fit in every ``a`` and ``b`` (objective within 1e-8 relative), in 4 s
+    against 38 s on the last (docs/efficiency.md).
+    """
+
+    def __init__(self, settings: dict | None = None):
+        self.settings = dict(settings or {})
+
+    @property
+    def sigma(self) -> float:
+        """The temperature the refits use (cbmm.fit's default unless the settings say)."""
+        return float(self.settings.get("sigma", 1.0))
+
+    def __call__(self, data, start=None):
+        import warnings
+
+        from ..api import fit
+
+        settings = self.settings if start is None else {**self.settings, "start": start,
+                                                        "n_starts": 1}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return fit(data, **(settings or {}))
-    return refit
+            return fit(data, **settings)

@@ -394,6 +394,10 @@ def test_the_librarys_refits_start_at_the_calibration_and_land_where_a_cold_fit_
     assert all(np.isfinite(values).all() for start in refit.starts for values in start)
     for _, refitted, _ in folds._fold_list():  # set aside again: as in the calibration
         assert refitted.bank.a[0] == 0 and refitted.bank.b[0] == ItemBank.of(fitted).b[0]
+    # py-irt and mirt fit from one start of their own (py-irt's slopes on the log scale)
+    assert QuietFit({"method": "lbfgsb"}).starts_warm
+    assert not QuietFit({"method": "pyirt"}).starts_warm
+    assert not QuietFit({"method": "mirt"}).starts_warm
     # a refit of the user's is given the data alone (a function of one argument)
     calls = []
     Reference(values, bank, refit=lambda data: calls.append(data.shape) or quiet_fit(data),

@@ -382,12 +382,13 @@ class Reference:
     def _refitted(self, answers: np.ndarray) -> ItemBank:
         """The bank of ``refit`` of these models' answers (1 / 0, with the bank's labels);
         a :class:`~cbmm.efficient.refit.QuietFit` warm-started at the calibration: its items
-        and the posterior means of these models' abilities."""
+        (an item it set aside is finite in the bank) and the posterior means of these
+        models' abilities."""
         import pandas as pd
 
         data = pd.DataFrame((answers > 0).astype(float), columns=self.bank.labels)
         bank = self.bank
-        if isinstance(self.refit, QuietFit):  # (an item set aside is finite in the bank)
+        if isinstance(self.refit, QuietFit) and self.refit.starts_warm:
             scale = self.refit.sigma / bank.sigma  # the same probabilities at its temperature
             result = self.refit(data, start=(Posterior(answers, bank).mean, bank.a * scale,
                                              bank.b * scale))

@@ -45,15 +45,25 @@ class QuietFit:
     abilities), it fits from that one start instead of the settings' starts: the
     calibration is close to the optimum of its data less a fifth of its models.
     :class:`~cbmm.efficient.prediction.Reference` warm-starts the refits of its folds so
-    when they are this class's; a refit function of the user's is called with the data
-    alone.  On 4/5 of a split's calibration models of MATH-500, the leaderboard's GSM8K
-    and a simulated 2211 x 12032 matrix, the warm fit lands within 0.001-0.004 of the
-    cold three-start fit in every ``a`` and ``b`` (objective within 1e-8 relative), in 4 s
-    against 38 s on the last (docs/efficiency.md).
+    where they are this class's and :attr:`starts_warm`; a refit function of the user's
+    is called with the data alone.  On 4/5 of a split's calibration models of MATH-500,
+    the leaderboard's GSM8K and a simulated 2211 x 12032 matrix, the warm fit lands
+    within 0.001-0.004 of the cold three-start fit in every ``a`` and ``b`` (objective
+    within 1e-8 relative), in 4 s against 38 s on the last (docs/efficiency.md).
     """
 
     def __init__(self, settings: dict | None = None):
         self.settings = dict(settings or {})
+
+    @property
+    def starts_warm(self) -> bool:
+        """Whether the refits are to be warm-started: those of the methods that minimise
+        the loss from their starts (cbmm, lbfgsb, manopt), several cold ones by default.
+        py-irt and mirt fit their own models from one start, py-irt's slopes on the log
+        scale, where a calibration's ``a = 0`` has no place: they refit as set."""
+        from ..registry import get_method
+
+        return get_method(self.settings.get("method", "cbmm")).minimises_loss
 
     @property
     def sigma(self) -> float:

@@ -246,19 +246,21 @@ def test_predictive_selection_is_forward_selection_by_the_ridge_leave_one_out_er
     table = pd.DataFrame(values, columns=[f"q{j}" for j in range(9)])
     items = bank_table(np.ones(9), np.zeros(9))
     coded, accuracy = np.nan_to_num(2 * values - 1), np.nanmean(values, axis=1)
+    # an unanswered item at the mean of the models that answered it
+    centred = np.nan_to_num(2 * values - 1 - np.nanmean(2 * values - 1, axis=0))
 
-    def leave_one_out(chosen, penalty):  # the ridge's hat matrix, intercept unpenalised
-        x = coded[:, chosen] - coded[:, chosen].mean(axis=0)
+    def leave_one_out(chosen, penalty, target):  # the ridge's hat matrix, intercept
+        x = centred[:, chosen]  # unpenalised
         hat = x @ np.linalg.solve(x.T @ x + penalty * np.eye(len(chosen)), x.T)
         hat += 1 / len(x)
-        errors = (accuracy - hat @ accuracy) / (1 - np.diag(hat))
+        errors = (target - hat @ target) / (1 - np.diag(hat))
         return errors @ errors
 
-    def brute_force(penalty, k=5):
+    def brute_force(penalty, k=5, target=accuracy):
         expected = []
         for _ in range(k):
             expected.append(min(set(range(9)) - set(expected),
-                                key=lambda j: leave_one_out(expected + [j], penalty)))
+                                key=lambda j: leave_one_out(expected + [j], penalty, target)))
         return expected
 
     chosen = cbmm.select_items(items, 5, "predictive", responses=table)
@@ -272,14 +274,35 @@ def test_predictive_selection_is_forward_selection_by_the_ridge_leave_one_out_er
     # come after all the others, in their order, and asking for them is warned of
     alike = table.assign(right=1.0, none=np.nan)[["right", *table.columns, "none"]]
     items = bank_table(np.ones(11), np.zeros(11)).set_axis(alike.columns)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings():  # the accuracy is over the answered items, "right" too
         warnings.simplefilter("error")
         assert list(cbmm.select_items(items, 9, "predictive", responses=alike)) == \
-            [f"q{j}" for j in brute_force(PREDICTIVE_PENALTY, k=9)]
+            [f"q{j}" for j in brute_force(PREDICTIVE_PENALTY, k=9, target=np.nanmean(
+                alike.drop(columns="none"), axis=1))]
     with pytest.warns(UserWarning, match="k=11: the responses' answers differ between "
                                          "models on 9 of the calibrated items"):
         everything = cbmm.select_items(items, 11, "predictive", responses=alike)
     assert list(everything[9:]) == ["right", "none"]
+
+
+def test_predictive_selection_learns_nothing_from_which_items_a_model_did_not_answer():
+    # item q0 is noise, and the weaker half of the calibration models did not answer it:
+    # coded as a value, "not answered" marks the weaker models (it was chosen 9th of 10),
+    # though a new model answers the items it is given
+    rng = np.random.default_rng(5)
+    theta = rng.normal(size=400)
+    a, b = rng.uniform(0.8, 2.0, 30), rng.normal(0, 1, 30)
+    a[0], b[0] = 0.0, 2.0  # right 88 % of the time, whoever answers
+    values = (rng.random((400, 30)) < expit(np.outer(theta, a) + b)).astype(float)
+    values[theta < np.median(theta), 0] = np.nan
+    table = pd.DataFrame(values, columns=[f"q{j}" for j in range(30)])
+    items = bank_table(np.ones(30), np.zeros(30))
+    chosen = cbmm.select_items(items, 10, "predictive", responses=table)
+    assert "q0" not in chosen
+    # what its own answers tell, among the models that gave them: as much as noise
+    answered = table.dropna()
+    again = cbmm.select_items(items, 10, "predictive", responses=answered)
+    assert "q0" not in again
 
 
 def test_predictive_items_see_a_second_skill_and_their_width_is_cross_validated():

@@ -20,10 +20,11 @@ the calibration models, or N(0, 1) quantiles when the calibration has none):
     Items chosen on the calibration models' answers (``responses``), as metabench chooses
     them by what they predict: forward selection, one item at a time, of the item whose
     answers most reduce the leave-one-out error of a ridge regression of the models'
-    accuracy on their answers to the items chosen (coded +-1, penalty
-    :data:`PREDICTIVE_PENALTY`).  It sees what the one-dimensional fit cannot (a second
-    skill, items answered alike by models of one family) and is nested: the first k of a
-    larger selection are the selection of k.
+    accuracy on their answers to the items chosen (coded +-1, an unanswered item at its
+    mean over the models that answered it; penalty :data:`PREDICTIVE_PENALTY`).  It sees
+    what the one-dimensional fit cannot (a second skill, items answered alike by models
+    of one family) and is nested: the first k of a larger selection are the selection
+    of k.
 
 Which wins where (held-out models, five 80/20 splits; docs/efficiency.md): on the real
 MATH-500 matrices ``stratified`` gives the lowest error of predicted accuracy at 100 and
@@ -189,7 +190,8 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
     Notes
     -----
     The regression of the models' accuracy ``t`` (over the items each answered) on the
-    centred answers ``X_S`` of the chosen items ``S``, with an unpenalised intercept, has
+    centred answers ``X_S`` of the chosen items ``S`` (+-1 less the item's mean over the
+    models that answered it, 0 where a model did not), with an unpenalised intercept, has
     the hat matrix ``H = 11'/n + X_S (X_S'X_S + lambda I)^-1 X_S'`` and leave-one-out errors
     ``((I - H) t)_i / (1 - H_ii)``.  Adding item ``j`` with centred answers ``x`` adds
     ``u u' / s`` to ``H``, where ``u = (I - H) x`` and ``s = lambda + x'u`` (the block
@@ -205,7 +207,12 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
     n, n_items = x.shape
     target = np.count_nonzero(x > 0, axis=1) / np.count_nonzero(x, axis=1)
     target -= target.mean()
-    x = np.asfortranarray(x - x.mean(axis=0))  # an item's answers contiguous
+    # centred on the models that answered each item, an unanswered one at that mean: a
+    # new model answers the items it is given, so not answering must tell nothing
+    answered = x != 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = np.nan_to_num(x.sum(axis=0) / answered.sum(axis=0))
+    x = np.asfortranarray(np.where(answered, x - centre, 0.0))  # an item's answers contiguous
     residual = x.copy(order="F")  # (I - H) x of every item
     error = target.copy()  # (I - H) t
     leverage = np.full(n, 1.0 / n)  # the intercept's

@@ -21,13 +21,15 @@ inp, out, p = snakemake.input, snakemake.output, snakemake.params
 settings, adaptive = p.settings, p.settings["adaptive"]
 table = read_matrix(inp.matrix)
 fit_options = {"sigma": p.sigma}  # the calibrations' and tinyBenchmarks' refits
-try:
-    calibrated = study.calibrations(table, splits=settings["splits"],
-                                    test_share=settings["test_share"], seed=settings["seed"],
-                                    fit_options=fit_options)
-except ValueError as exc:  # splits this dataset's models cannot make: one line, no traceback
+try:  # splits this dataset's models cannot make: one line, not a traceback from the fits
+    study.model_splits(len(table), settings["splits"], settings["test_share"],
+                       settings["seed"])
+except ValueError as exc:
     log.error("real.efficiency, dataset %r: %s", snakemake.wildcards.dataset, exc)
     sys.exit(1)
+calibrated = study.calibrations(table, splits=settings["splits"],
+                                test_share=settings["test_share"], seed=settings["seed"],
+                                fit_options=fit_options)
 rows = study.selection_study(table, calibrated, ks=settings["k"],
                              strategies=settings["strategies"], seed=settings["seed"],
                              tinybenchmarks=settings["tinybenchmarks"],

@@ -391,7 +391,7 @@ def test_the_librarys_refits_start_at_the_calibration_and_land_where_a_cold_fit_
     folds.selection_errors(12, "information")
     assert len(refit.starts) == SELECTION_FOLDS
     fold = np.random.default_rng(0).permutation(400) % SELECTION_FOLDS
-    for f, (rows, refitted, _) in enumerate(folds._fold_list()):
+    for f, (_, refitted, _) in enumerate(folds._fold_list()):
         others = calibration.sort_index(kind="stable")[fold != f]
         theta0, a0, b0 = refit.starts[f]
         # the calibration's items, scaled to temperature 1, and the models' posterior means
@@ -414,7 +414,7 @@ def test_the_librarys_refits_start_at_the_calibration_and_land_where_a_cold_fit_
     folds = Reference(np.where(aside.to_numpy() > 0, 1, -1).astype(np.int8),
                       ItemBank.of(fitted), refit=refit, labels=aside.index)
     folds.selection_errors(12, "stratified")
-    assert all(np.isfinite(values).all() for start in refit.starts for values in start)
+    assert all(np.isfinite(part).all() for start in refit.starts for part in start)
     for _, refitted, _ in folds._fold_list():  # set aside again: as in the calibration
         assert refitted.bank.a[0] == 0 and refitted.bank.b[0] == ItemBank.of(fitted).b[0]
     # py-irt and mirt fit from one start of their own (py-irt's slopes on the log scale)

@@ -1014,6 +1014,21 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
         assert summary.loc[limit, "exposure"] == max(uses.values()) / 120
     assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]
     assert (summary["n_tests"] == 120).all()
+    # a test's interval is predict_accuracy's of its answers, on its split's calibration;
+    # where the 2PL holds it covers (the misfit it allows for is not there: about 0.99)
+    for _, test in adaptive.iloc[::40].iterrows():
+        held, result = calibrated[test["split"]]
+        given = test["items"].split()
+        expected = cbmm.predict_accuracy(small.loc[[test["model"]], given], result)
+        np.testing.assert_allclose(test[["predicted", "lower", "upper"]].astype(float),
+                                   expected.iloc[0][["accuracy", "lower", "upper"]],
+                                   atol=1e-12)
+    covered = adaptive["lower"].le(adaptive["accuracy"]) & adaptive["upper"].ge(
+        adaptive["accuracy"])
+    np.testing.assert_allclose(summary["accuracy_coverage"],
+                               covered.groupby(adaptive["max_exposure"], dropna=False).mean()
+                               .loc[summary.index])
+    assert (summary["accuracy_coverage"] >= 0.9).all()
     # every k at least the number of items: no rows; a table, not an array
     assert study.selection_study(small, calibrated, ks=[80], strategies=["random"]).empty
     with pytest.raises(ValueError, match="table must be a pandas.DataFrame"):

@@ -226,8 +226,10 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         given: ``split, content`` (the Series' name, ``none`` for None), ``max_exposure``
         (NaN: none), ``se_target, model, n_items, theta, se, theta_full``
         (posterior mean from all the model's answers), ``theta_error`` (``theta -
-        theta_full``), ``predicted`` (accuracy), ``accuracy`` (over all its answers),
-        ``stop`` and ``items`` (the labels given, separated by spaces).
+        theta_full``), ``predicted`` (accuracy), ``lower`` and ``upper`` (its 95 %
+        interval, :attr:`~cbmm.efficient.adaptive.AdaptiveTest.lower`), ``accuracy``
+        (over all its answers), ``stop`` and ``items`` (the labels given, separated by
+        spaces).
     """
     import pandas as pd
 
@@ -263,7 +265,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                 "se_target": se_target, "model": table.index[held[i]],
                 "n_items": len(test.items), "theta": test.theta, "se": test.se,
                 "theta_full": theta_full[i], "theta_error": test.theta - theta_full[i],
-                "predicted": test.accuracy, "accuracy": float(np.nanmean(truth[i])),
+                "predicted": test.accuracy, "lower": test.lower, "upper": test.upper,
+                "accuracy": float(np.nanmean(truth[i])),
                 "stop": test.stop, "items": " ".join(map(str, test.items))})
     return pd.DataFrame(rows)
 
@@ -305,16 +308,19 @@ def summarise_selection(rows):
 def summarise_adaptive(rows):
     """Per content balance, exposure setting and SE target: mean and largest ``n_items``,
     ``theta_mae`` (against the full-data ability) and its standard error ``theta_mae_se``
-    (over the tests), ``accuracy_mae``, ``exposure`` (the largest share of the tests that
-    gave one item) and ``n_tests``."""
+    (over the tests), ``accuracy_mae``, ``accuracy_coverage`` (the share of the tests
+    whose interval holds the accuracy over all the model's answers), ``exposure`` (the
+    largest share of the tests that gave one item) and ``n_tests``."""
     keys = ["content", "max_exposure", "se_target"]
     frame = rows.assign(abs_theta=rows["theta_error"].abs(),
-                        abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs())
+                        abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs(),
+                        covered=rows["lower"].le(rows["accuracy"])
+                        & rows["upper"].ge(rows["accuracy"]))
     grouped = frame.groupby(keys, dropna=False)
     out = grouped.agg(
         n_items=("n_items", "mean"), max_items=("n_items", "max"),
         theta_mae=("abs_theta", "mean"), theta_mae_se=("abs_theta", "sem"),
-        accuracy_mae=("abs_accuracy", "mean"))
+        accuracy_mae=("abs_accuracy", "mean"), accuracy_coverage=("covered", "mean"))
     out["exposure"] = grouped["items"].apply(_largest_exposure)
     out["n_tests"] = grouped.size()
     return out.reset_index()

@@ -17,7 +17,10 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
   exactly 100 items (maximum information from the first, no SE stop, no exposure
   control), whose predicted accuracy the 100-item target also applies to; where the
   items' content areas are known (MATH-500's subjects; ``--content`` for a ``--real``
-  matrix), the adaptive tests again, balanced over them;
+  matrix), the adaptive tests again, balanced over them; ``accuracy_coverage``: the share
+  of the tests whose 95 % accuracy interval holds the model's accuracy, the interval
+  scaled by ``cbmm.adaptive_interval_scale`` on the split's calibration models
+  (``interval_scale``; ``--no-interval-scale``: the 2PL's width);
 * **tinybenchmarks**: tinyBenchmarks' estimators (Polo et al. 2024, as its tutorials run
   them) on the same splits and calibration fits, for the comparison the target makes:
   k anchor items (k-means on the calibration models' correctness, or on the items'
@@ -251,7 +254,7 @@ def adaptive_table(name, table, calibrated, args, se_targets, content=None):
     summaries = [study.summarise_adaptive(study.adaptive_study(
         table, calibrated, se_targets=se_targets, max_exposures=[None, EXPOSURE_CAP],
         max_items=min(args.max_items, table.shape[1]), contents=[content],
-        seed=args.seed + draw)) for draw in range(streams)]
+        seed=args.seed + draw, reference=args.interval_scale)) for draw in range(streams)]
     if content is not None:
         name += f", balanced over {content.nunique()} content areas ({content.name})"
     keys = ["content", "max_exposure", "se_target"]
@@ -289,7 +292,8 @@ def adaptive_100_line(name, table, calibrated, args):
         return
     started = time.perf_counter()
     rows = study.adaptive_study(table, calibrated, se_targets=[1e-9], max_items=k,
-                                min_items=k, candidates=1, progressive=0, seed=args.seed)
+                                min_items=k, candidates=1, progressive=0, seed=args.seed,
+                                reference=False)  # the accuracy alone
     mae = (rows["predicted"] - rows["accuracy"]).abs().mean()
     verdict = "meets" if mae <= MAE_TARGET else f"misses by {mae - MAE_TARGET:.4f}"
     print(f"  adaptive tests of {k} items (maximum information, {len(rows)} tests, "
@@ -354,6 +358,9 @@ def main() -> None:
     parser.add_argument("--adaptive-tests", type=int, default=2000,
                         help="adaptive tests at least per data set and setting, in random "
                              "streams of all its held-out models (default 2000)")
+    parser.add_argument("--no-interval-scale", dest="interval_scale", action="store_false",
+                        help="adaptive tests' intervals at the 2PL's width (default: scaled "
+                             "on each split's calibration models)")
     parser.add_argument("--content", type=read_content, nargs="+", default=[],
                         metavar="FILE=CONTENT.csv",
                         help="content areas of a --real matrix's items (a CSV of item and "

@@ -391,7 +391,7 @@ def test_the_librarys_refits_start_at_the_calibration_and_land_where_a_cold_fit_
     folds.selection_errors(12, "information")
     assert len(refit.starts) == SELECTION_FOLDS
     fold = np.random.default_rng(0).permutation(400) % SELECTION_FOLDS
-    for f, (_, refitted, _) in enumerate(folds._fold_list()):
+    for f, (_, refitted, _) in enumerate(folds.folds()):
         others = calibration.sort_index(kind="stable")[fold != f]
         theta0, a0, b0 = refit.starts[f]
         # the calibration's items, scaled to temperature 1, and the models' posterior means
@@ -415,7 +415,7 @@ def test_the_librarys_refits_start_at_the_calibration_and_land_where_a_cold_fit_
                       ItemBank.of(fitted), refit=refit, labels=aside.index)
     folds.selection_errors(12, "stratified")
     assert all(np.isfinite(part).all() for start in refit.starts for part in start)
-    for _, refitted, _ in folds._fold_list():  # set aside again: as in the calibration
+    for _, refitted, _ in folds.folds():  # set aside again: as in the calibration
         assert refitted.bank.a[0] == 0 and refitted.bank.b[0] == ItemBank.of(fitted).b[0]
     # py-irt and mirt fit from one start of their own (py-irt's slopes on the log scale)
     assert QuietFit({"method": "lbfgsb"}).starts_warm
@@ -836,11 +836,91 @@ def test_content_balancing_moves_on_when_an_area_runs_out():
     (lambda item: 1, {"content": 5}, "content must map item labels to content areas"),
     (lambda item: 1, {"content": pd.Series(["x", "y"], index=["q0", "q0"])},
      "content: 1 item\\(s\\) listed more than once: \\['q0'\\]"),
+    (lambda item: 1, {"interval_scale": -1.0}, "interval_scale must be a finite number >= 0"),
     ("yes", {}, "respond must be a function"),
 ])
 def test_adaptive_test_names_bad_input(respond, kwargs, message):
     with pytest.raises(ValueError, match=message):
         cbmm.adaptive_test(respond, true_bank(), **kwargs)
+
+
+def levels_of_ability(seed, n_models, sd, per_level=25):
+    """Answers to items at four levels of difficulty, 25 each, where each model's
+    ability differs between the levels by N(0, sd^2) around its own (sd 0: the 2PL)."""
+    rng = np.random.default_rng(seed)
+    level = np.repeat(np.arange(4), per_level)
+    a = rng.uniform(0.8, 2.0, level.size)
+    b = np.array([2.0, 0.7, -0.7, -2.0])[level] + rng.normal(0, 0.3, level.size)
+    theta = rng.standard_normal((n_models, 1)) + sd * rng.standard_normal((n_models, 4))
+    answers = rng.random((n_models, level.size)) < expit(theta[:, level] * a + b)
+    return pd.DataFrame(answers.astype(float), index=[f"m{i}" for i in range(n_models)],
+                        columns=[f"q{j}" for j in range(level.size)])
+
+
+def adaptive_coverage(table, result, scale, options):
+    """The share of the models of ``table`` whose accuracy the interval of their
+    adaptive test (answered from the table) holds."""
+    covered = []
+    for seed, (_, answers) in enumerate(table.iterrows()):
+        test = cbmm.adaptive_test(lambda item: answers[item], result, interval_scale=scale,
+                                  seed=seed, **options)
+        covered.append(test.lower <= answers.mean() <= test.upper)
+    return np.mean(covered)
+
+
+@pytest.mark.parametrize("sd,seeds", [(1.5, (0, 1)), (0.0, (0,))])
+def test_the_interval_scale_makes_adaptive_tests_intervals_hold(sd, seeds):
+    # models whose ability differs by the items' difficulty (sd 1.5 between levels): the
+    # 20 items most informative for a model are of its own level and say little of the
+    # others, and the 2PL's 95 % intervals fall short (0.82 and 0.84; scaled by 1.53
+    # and 1.58, 0.95 and 0.96); where the 2PL holds (sd 0) they are wide for want of
+    # the misfit they allow for (0.98; scaled by 0.83, 0.935). The scale measured on
+    # the calibration models mends both
+    options = {"se_target": 0.05, "max_items": 20}
+    plain, scaled, scales = [], [], []
+    for seed in seeds:
+        table = levels_of_ability(seed, 1000, sd)
+        result = quiet_fit(table.iloc[:600])
+        scales.append(cbmm.adaptive_interval_scale(result, table.iloc[:600],
+                                                   refit=QuietFit(), seed=seed, **options))
+        plain.append(adaptive_coverage(table.iloc[600:], result, 1.0, options))
+        scaled.append(adaptive_coverage(table.iloc[600:], result, scales[-1], options))
+    tests = 400 * len(seeds)
+    assert 0.95 - 3 * np.sqrt(0.95 * 0.05 / tests) <= np.mean(scaled) <= 0.985
+    if sd:
+        assert min(scales) > 1.3 and np.mean(plain) < 0.9
+    else:
+        assert max(scales) < 1.0 and np.mean(plain) > np.mean(scaled)
+
+
+def test_the_interval_scale_multiplies_the_half_width_before_the_bounds():
+    items = true_bank()
+    model = simulated_model(items, 0.4, seed=3)
+    tests = [cbmm.adaptive_test(lambda item: model[item], items, interval_scale=scale,
+                                se_target=0.3, seed=1) for scale in (1.0, 2.5, 0.0)]
+    assert tests[0].items == tests[1].items and tests[0].accuracy == tests[1].accuracy
+    half = tests[0].upper - tests[0].accuracy
+    n_items, correct = len(items), sum(tests[0].answers)
+    unanswered = n_items - len(tests[0].answers)
+    # as wide as the bounds the answers allow let it be: C / J to (C + u) / J
+    assert tests[1].upper == pytest.approx(min(tests[0].accuracy + 2.5 * half,
+                                               (correct + unanswered) / n_items), abs=1e-12)
+    assert tests[1].lower == pytest.approx(max(tests[0].accuracy - 2.5 * half,
+                                               correct / n_items), abs=1e-12)
+    assert tests[2].lower == tests[2].upper == tests[2].accuracy
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"exposure": 0.1}, "options: \\['exposure'\\] not among the tests' options"),
+    ({"refit": None}, "refit must be a function of the data returning the fit, or True"),
+    ({"level": 0.999}, "reference: 60 model\\(s\\) answered every calibrated item; a "
+                       "0.999 interval needs at least 999"),
+])
+def test_the_interval_scale_names_bad_input(simulated, kwargs, message):
+    _, table, result = simulated
+    with pytest.raises(ValueError, match=message):
+        cbmm.adaptive_interval_scale(result, table.iloc[:60], **{"refit": QuietFit(),
+                                                                 **kwargs})
 
 
 # -------------------------------------------------------------- tinyBenchmarks
@@ -1014,15 +1094,37 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
         assert summary.loc[limit, "exposure"] == max(uses.values()) / 120
     assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]
     assert (summary["n_tests"] == 120).all()
-    # a test's interval is predict_accuracy's of its answers, on its split's calibration;
-    # where the 2PL holds it covers (the misfit it allows for is not there: about 0.99)
-    for _, test in adaptive.iloc[::40].iterrows():
+    # the 2PL's interval (reference=False) is predict_accuracy's of the test's answers, on
+    # its split's calibration; with the reference (the default) the same tests are
+    # scaled by the interval scale of the split's calibration models, refitted as the
+    # study's calibrations were
+    plain = study.adaptive_study(small, calibrated, se_targets=[0.3],
+                                 max_exposures=[None, 0.2], max_items=20, reference=False)
+    pd.testing.assert_frame_equal(plain.drop(columns=["lower", "upper", "interval_scale"]),
+                                  adaptive.drop(columns=["lower", "upper", "interval_scale"]))
+    assert (plain["interval_scale"] == 1).all()
+    for _, test in plain.iloc[::40].iterrows():
         held, result = calibrated[test["split"]]
         given = test["items"].split()
         expected = cbmm.predict_accuracy(small.loc[[test["model"]], given], result)
         np.testing.assert_allclose(test[["predicted", "lower", "upper"]].astype(float),
                                    expected.iloc[0][["accuracy", "lower", "upper"]],
                                    atol=1e-12)
+    # under the cap of 0.2 the reference's tests alone are as long as its share allows:
+    # 0.2 x 80 items = 16
+    for (split, (held, result)), (cap, length) in itertools.product(
+            enumerate(calibrated), ((None, 20), (0.2, 16))):
+        scale = cbmm.adaptive_interval_scale(result, small.drop(index=small.index[held]),
+                                             refit=QuietFit(), se_target=0.3,
+                                             max_items=length)
+        tests = adaptive[(adaptive["split"] == split)
+                         & (adaptive["max_exposure"].isna() if cap is None
+                            else adaptive["max_exposure"] == cap)]
+        assert len(tests) == 60 and (tests["interval_scale"] == scale).all()
+    # where the 2PL holds the scale narrows the intervals of tests alone, which still cover
+    alone = adaptive["max_exposure"].isna()
+    assert (adaptive.loc[alone, "interval_scale"] < 1).all()
+    assert (adaptive["upper"] - adaptive["lower"] <= plain["upper"] - plain["lower"])[alone].all()
     covered = adaptive["lower"].le(adaptive["accuracy"]) & adaptive["upper"].ge(
         adaptive["accuracy"])
     np.testing.assert_allclose(summary["accuracy_coverage"],

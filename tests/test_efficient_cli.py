@@ -123,6 +123,34 @@ def test_adaptive_answers_from_the_file_and_only_what_it_holds(calibrated, capsy
     assert f"{short} test(s) ran out of items before the SE target" in out
 
 
+def test_adaptive_with_a_reference_scales_the_intervals_as_the_library_does(calibrated, capsys,
+                                                                          tmp_path):
+    folder, table = calibrated
+    args = ["adaptive", "--responses", folder / "new.csv", "--items", folder / "fit",
+            "--se-target", 0.3, "--max-items", 20, "--seed", 2]
+    status, _, _ = call(capsys, *args, "--out", tmp_path / "plain.csv")
+    assert status == 0
+    status, out, _ = call(capsys, *args, "--reference", folder / "calibration.csv",
+                          "--out", tmp_path / "scaled.csv")
+    scale = cbmm.adaptive_interval_scale(
+        folder / "fit", table.iloc[:300], refit=refit_like(folder / "fit"), seed=2,
+        se_target=0.3, max_items=20)
+    assert status == 0 and f"interval scale {scale:.3f}" in out
+    plain = pd.read_csv(tmp_path / "plain.csv", index_col="model")
+    scaled = pd.read_csv(tmp_path / "scaled.csv", index_col="model")
+    pd.testing.assert_frame_equal(plain.drop(columns=["lower", "upper"]),
+                                  scaled.drop(columns=["lower", "upper"]))
+    # the library's test of each model, answered from the file, with that scale
+    draws = np.random.default_rng(2)
+    for model, answers in table.iloc[300:].iterrows():
+        test = cbmm.adaptive_test(lambda item: answers[item], folder / "fit", se_target=0.3,
+                                  max_items=20, seed=draws, interval_scale=scale)
+        assert test.items == scaled.loc[model, "items"].split()
+        np.testing.assert_allclose([test.lower, test.upper],
+                                   scaled.loc[model, ["lower", "upper"]].astype(float),
+                                   atol=1e-12)
+
+
 def test_adaptive_tests_of_a_file_draw_anew_for_each_model(calibrated, capsys, tmp_path):
     # ten models with the same answers: one seed, one stream, so not ten equal tests
     folder, table = calibrated
@@ -221,11 +249,19 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
      "--content-column names a column of --content: give --content"),
     (["adaptive", "--responses", "new.csv", "--content", "calibration.csv"],
      "--content calibration.csv: expected a column item and a column of content areas"),
+    (["adaptive", "--responses", "new.csv", "--reference", "new.csv"],
+     "--responses and --reference name the same file"),
+    (["adaptive", "--responses", "new.csv", "--reference", "nope.csv"],
+     "--reference nope.csv: no such file"),
+    (["adaptive", "--responses", "new.csv", "--reference", "few.csv"],
+     "--reference few.csv: 10 model(s) answered every calibrated item; a 0.95 interval "
+     "needs at least 19"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypatch, tmp_path,
                                                    args, message):
-    folder, _ = calibrated
+    folder, table = calibrated
     monkeypatch.chdir(folder)
+    table.iloc[:10].to_csv(folder / "few.csv")
     status, _, err = call(capsys, *args, "--items", "fit", "--out", tmp_path / "out.csv")
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out.csv").exists()

@@ -48,6 +48,6 @@ tests = study.adaptive_study(table, calibrated, se_targets=adaptive["se_targets"
                              max_items=adaptive["max_items"], min_items=adaptive["min_items"],
                              candidates=adaptive["candidates"],
                              progressive=adaptive["progressive"], contents=contents,
-                             seed=settings["seed"])
+                             seed=settings["seed"], fit_options=fit_options)
 log.info("adaptive tests:\n%s", study.summarise_adaptive(tests).round(4).to_string())
 write_csv(tests, out.adaptive, float_format="%.10g")

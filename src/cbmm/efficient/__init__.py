@@ -6,7 +6,8 @@
   the items, with an interval;
 * :func:`adaptive_test`: one item at a time, from random items to the most informative
   ones (the progressive method), with exposure control, until the ability's standard
-  error is small enough;
+  error is small enough; :func:`adaptive_interval_scale`, the width its accuracy's
+  interval needs to hold on the calibration models;
 * :func:`item_audit`: items not identified, without information, discriminating the wrong
   way (likely mislabelled) or outside the models' abilities.
 
@@ -15,10 +16,10 @@ All of them read the calibration from a fit (``FitResult``, ``items.csv`` or a t
 was measured.
 """
 
-from .adaptive import AdaptiveTest, ItemExposure, adaptive_test
+from .adaptive import AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test
 from .audit import FLAGS, item_audit
 from .prediction import predict_accuracy
 from .selection import STRATEGIES, select_items
 
-__all__ = ["select_items", "STRATEGIES", "predict_accuracy", "adaptive_test", "AdaptiveTest",
-           "ItemExposure", "item_audit", "FLAGS"]
+__all__ = ["select_items", "STRATEGIES", "predict_accuracy", "adaptive_test",
+           "adaptive_interval_scale", "AdaptiveTest", "ItemExposure", "item_audit", "FLAGS"]

@@ -133,19 +133,26 @@ def _content(path: Path, column: str | None):
 
 
 def _adaptive_command(args) -> int:
+    import math
+
     import numpy as np
     import pandas as pd
 
     from ..io import write_csv
-    from .adaptive import ItemExposure, _areas, replayed_test
+    from .adaptive import ItemExposure, _areas, adaptive_interval_scale, replayed_test
     from .bank import aligned_answers
+    from .refit import refit_like
 
     _check_output_file(args.out, "--out", args.force)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
-              ("--content", args.content))
+              ("--content", args.content), ("--reference", args.reference))
     _outside("--items", args.items, ("--out", args.out))
     if args.content_column is not None and args.content is None:
         raise CliError("--content-column names a column of --content: give --content")
+    if args.reference is not None and not args.items.is_dir():
+        raise CliError("--reference refits the calibration without each fifth of its models, "
+                       f"as it was fitted: --items must be the `cbmm fit` folder, not "
+                       f"{args.items}")
     bank = _calibration(args.items)  # its grid computed once for all the tests
     content = None
     if args.content is not None:
@@ -158,15 +165,30 @@ def _adaptive_command(args) -> int:
     table = _read_responses(args)
     with _files_named(args, "--responses"):
         answers, labels = aligned_answers(table, bank, coding=args.coding, layout=args.layout)
+    options = {"se_target": args.se_target, "max_items": args.max_items,
+               "min_items": args.min_items, "candidates": args.candidates,
+               "progressive": args.progressive, "content": content}
+    scale = 1.0
+    if args.reference is not None:
+        reference = _read_responses(args, "--reference")
+        alone = options  # tests alone as long as a shared cap's share allows
+        if args.max_exposure is not None:
+            alone = {**options, "max_items": min(args.max_items, max(
+                1, math.floor(args.max_exposure * len(bank))))}
+        with _files_named(args, "--reference"):
+            scale = adaptive_interval_scale(bank, reference, refit=refit_like(args.items),
+                                            seed=args.seed, coding=args.coding,
+                                            layout=args.layout, **alone)
+        print(f"interval scale {scale:.3f}: the 95% intervals of --reference's models' own "
+              "tests, replayed against the calibration refitted without each fifth of them, "
+              "held their accuracy at this multiple of the 2PL's width")
     exposure = None if args.max_exposure is None \
         else ItemExposure(args.max_exposure, len(labels))
     draws = np.random.default_rng(args.seed)  # one stream: each model's test draws anew
     rows = []
     for row, model in zip(answers, labels):
-        test = replayed_test(row, bank, se_target=args.se_target, max_items=args.max_items,
-                             min_items=args.min_items, candidates=args.candidates,
-                             progressive=args.progressive, exposure=exposure,
-                             content=content, seed=draws)
+        test = replayed_test(row, bank, exposure=exposure, seed=draws, interval_scale=scale,
+                             **options)
         rows.append({"model": model, "theta": test.theta, "se": test.se,
                      "n_items": len(test.items), "accuracy": test.accuracy,
                      "lower": test.lower, "upper": test.upper, "stop": test.stop,
@@ -303,6 +325,12 @@ def register(sub, add_input) -> None:
     adaptive.add_argument("--content-column",
                           help="the column of --content that holds the areas (needed when "
                                "it has more than one besides item)")
+    adaptive.add_argument("--reference", type=_path,
+                          help="answers of the calibration models (or others of known "
+                               "accuracy), in --responses' format, --items the `cbmm fit` "
+                               "folder: scale the accuracy's intervals so that they hold on "
+                               "these models' own tests (cbmm.adaptive_interval_scale; five "
+                               "refits)")
     adaptive.add_argument("--seed", type=_integer(0), default=0,
                           help="seed of the draws among the candidates, one stream for the "
                                "file's models in order (default 0)")

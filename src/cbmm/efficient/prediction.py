@@ -52,7 +52,7 @@ from .bank import ItemBank, Posterior, aligned_answers
 from .refit import QuietFit, refit_like
 from .selection import PREDICTIVE_PENALTY, STRATEGIES, forward_selection, select_items
 
-__all__ = ["predict_accuracy", "reconstruct", "Reference", "RESIDUAL_PRIOR_ITEMS",
+__all__ = ["predict_accuracy", "reconstruct", "predicted_accuracy", "Reference", "RESIDUAL_PRIOR_ITEMS",
            "RIDGE_PENALTIES", "SELECTION_FOLDS"]
 
 #: The prior of a model's residual offset is worth this many answered items: its
@@ -175,11 +175,26 @@ def reference_models_needed(level: float) -> int:
     return int(np.ceil(level / (1 - level) - 1e-9))  # 0.9 / 0.1 is 9.000000000000002
 
 
-def reconstruct(answers: np.ndarray, bank: ItemBank, level: float = 0.95) -> dict:
+def reconstruct(answers: np.ndarray, bank: ItemBank, level: float = 0.95,
+                scale: float = 1.0) -> dict:
     """The columns of :func:`predict_accuracy` for an int8 +-1/0 matrix aligned with
-    ``bank`` (one column per item)."""
+    ``bank`` (one column per item); ``scale`` multiplies the interval's half-width
+    before it is clipped to the accuracies the answers allow (an adaptive test's
+    ``interval_scale``)."""
     from scipy.special import ndtri
 
+    out = predicted_accuracy(answers, bank)
+    half = scale * ndtri(0.5 + level / 2) * out.pop("sd")
+    low, high = out.pop("low"), out.pop("high")
+    accuracy = out["accuracy"]
+    return {"accuracy": accuracy, "lower": np.maximum(accuracy - half, low),
+            "upper": np.minimum(accuracy + half, high), **out}
+
+
+def predicted_accuracy(answers: np.ndarray, bank: ItemBank) -> dict:
+    """:func:`reconstruct`'s prediction before its interval: ``accuracy``, its sd
+    ``sd``, the accuracies the answers allow (``low``, ``high``), ``n_items``,
+    ``theta`` and ``se``; one value per row of ``answers``."""
     posterior = Posterior(answers, bank)
     weights, grid = posterior.weights, bank.grid
     n_items = len(bank)
@@ -205,11 +220,8 @@ def reconstruct(answers: np.ndarray, bank: ItemBank, level: float = 0.95) -> dic
 
     predicted = np.clip(expected + unanswered * offset, 0.0, unanswered)
     variance = noise + ability_variance + unanswered ** 2 * offset_variance
-    accuracy = (correct + predicted) / n_items
-    half = ndtri(0.5 + level / 2) * np.sqrt(variance) / n_items
-    return {"accuracy": accuracy,
-            "lower": np.maximum(accuracy - half, correct / n_items),
-            "upper": np.minimum(accuracy + half, (correct + unanswered) / n_items),
+    return {"accuracy": (correct + predicted) / n_items, "sd": np.sqrt(variance) / n_items,
+            "low": correct / n_items, "high": (correct + unanswered) / n_items,
             "n_items": answered, "theta": posterior.mean, "se": posterior.sd}
 
 
@@ -340,7 +352,7 @@ class Reference:
         if strategy == "predictive":
             self.choose_fold_items(k)
         errors = np.empty(len(self.answers))
-        for rows, reference, chosen in self._fold_list():
+        for rows, reference, chosen in self.folds():
             items = chosen[:k] if strategy == "predictive" else reference.bank.labels.get_indexer(
                 select_items(reference.bank, k, strategy))
             shown = np.zeros((rows.size, len(self.bank)), dtype=np.int8)
@@ -361,15 +373,18 @@ class Reference:
         chooses them all again: ask for the most first, as :meth:`reconstruct` does for
         the sets of answered items it is given.
         """
-        for _, reference, chosen in self._fold_list():
+        for _, reference, chosen in self.folds():
             if len(chosen) < k:
                 chosen[:] = itertools.islice(forward_selection(reference.answers, self.penalty),
                                              k)
 
-    def _fold_list(self) -> list:
-        """Per fold of :meth:`selection_errors`: its models' rows, a Reference of the
-        other folds (on the calibration ``refit`` to their answers, with ``refit``) and
-        the predictive items chosen on them so far."""
+    def folds(self) -> list:
+        """The :data:`SELECTION_FOLDS` folds of the reference models (a fixed random cut,
+        made once), over which :meth:`selection_errors` and
+        :func:`~cbmm.efficient.adaptive.adaptive_interval_scale` cross-validate: per
+        fold, its models' rows, a Reference of the other folds (on the calibration
+        ``refit`` to their answers, with ``refit``) and the predictive items chosen on
+        them so far."""
         if self._folds is None:
             fold = np.random.default_rng(0).permutation(len(self.answers)) % SELECTION_FOLDS
             self._folds = []

@@ -25,11 +25,12 @@ the tables the report shows.
 from __future__ import annotations
 
 import itertools
+import math
 import warnings
 
 import numpy as np
 
-from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, replayed_test
+from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
 from .prediction import Reference, reconstruct, reference_models_needed
@@ -128,14 +129,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     rows = []
     values = table.to_numpy(dtype=float)
     ks = [k for k in ks if k < table.shape[1]]
-    complete = ~np.isnan(values).any(axis=1)  # the models a Reference keeps
-    fewest = min(int(np.delete(complete, held).sum()) for held, _ in calibrated)
-    if reference and fewest < reference_models_needed(0.95):
-        warnings.warn(f"selection_study: a split's calibration has {fewest} model(s) that "
-                      f"answered every item, and a reference needs "
-                      f"{reference_models_needed(0.95)}: "
-                      "every split is predicted by the 2PL alone", UserWarning, stacklevel=2)
-        reference = False
+    reference = reference and _has_reference(values, calibrated, "selection_study")
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
@@ -186,7 +180,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                    min_items: int = ADAPTIVE_DEFAULTS["min_items"],
                    candidates: int = ADAPTIVE_DEFAULTS["candidates"],
                    progressive: int = ADAPTIVE_DEFAULTS["progressive"], contents=(None,),
-                   seed: int = 0):
+                   seed: int = 0, reference: bool = True, fit_options: dict | None = None):
     """Adaptive tests of held-out models driven by their own answers.
 
     For each content balance, exposure setting and SE target, the held-out models of
@@ -218,6 +212,18 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         (``content`` for an unnamed Series) must differ.
     seed : int
         Seeds the order of the tests and their random draws.
+    reference : bool
+        Scale the tests' accuracy intervals by
+        :func:`~cbmm.efficient.adaptive.adaptive_interval_scale` on the split's
+        calibration models (refitted with ``fit_options`` without each fifth of them),
+        one scale per split, content balance, SE target and exposure setting (False: the
+        2PL's width); under an exposure cap the reference's tests, each taken alone, give
+        at most the items the cap's share allows, ``floor(max_exposure * J)``.
+        Where a split's calibration has fewer than 19 models that answered every item,
+        the whole study keeps the 2PL's width, with a warning.  The reference tests draw
+        from their own stream: the held-out tests are the same either way.
+    fit_options : dict, optional
+        Options of :func:`calibrations`, for the refits.
 
     Returns
     -------
@@ -227,9 +233,9 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         (NaN: none), ``se_target, model, n_items, theta, se, theta_full``
         (posterior mean from all the model's answers), ``theta_error`` (``theta -
         theta_full``), ``predicted`` (accuracy), ``lower`` and ``upper`` (its 95 %
-        interval, :attr:`~cbmm.efficient.adaptive.AdaptiveTest.lower`), ``accuracy``
-        (over all its answers), ``stop`` and ``items`` (the labels given, separated by
-        spaces).
+        interval, :attr:`~cbmm.efficient.adaptive.AdaptiveTest.lower`),
+        ``interval_scale``, ``accuracy`` (over all its answers), ``stop`` and ``items``
+        (the labels given, separated by spaces).
     """
     import pandas as pd
 
@@ -241,11 +247,18 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                          f"{', '.join(map(repr, repeated))} given more than once (name each "
                          "Series, e.g. content.rename('subject'))")
     values = table.to_numpy(dtype=float)
+    reference = reference and _has_reference(values, calibrated, "adaptive_study")
     splits = []
     for held, result in calibrated:
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
-        splits.append((held, bank, truth, coded, Posterior(coded, bank).mean))
+        known = Reference(_coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1],
+                          bank, refit=quiet_fit(fit_options),
+                          labels=table.index.delete(held)) if reference else None
+        splits.append((held, bank, truth, coded, Posterior(coded, bank).mean, known))
+    options = {"max_items": max_items, "min_items": min_items, "candidates": candidates,
+               "progressive": progressive}
+    scales = {}  # per split, content balance and SE target
     tests = [(split, i) for split, (held, *_) in enumerate(splits) for i in range(len(held))]
     order = np.random.default_rng([seed, 0]).permutation(len(tests))
     rows = []
@@ -254,11 +267,15 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         exposure = None if max_exposure is None else ItemExposure(max_exposure, len(tests))
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
-            held, bank, truth, coded, theta_full = splits[split]
-            test = replayed_test(coded[i], bank, se_target=se_target,
-                                 max_items=max_items, min_items=min_items,
-                                 candidates=candidates, progressive=progressive,
-                                 exposure=exposure, content=content, seed=draws)
+            held, bank, truth, coded, theta_full, known = splits[split]
+            key = (split, _content_name(content), se_target, max_exposure)
+            if key not in scales:
+                scales[key] = 1.0 if known is None else reference_scale(
+                    known, 0.95, seed, se_target=se_target, content=content,
+                    **_alone(options, max_exposure, len(bank)))
+            test = replayed_test(coded[i], bank, se_target=se_target, exposure=exposure,
+                                 content=content, seed=draws, interval_scale=scales[key],
+                                 **options)
             rows.append({
                 "split": split, "content": _content_name(content),
                 "max_exposure": np.nan if max_exposure is None else max_exposure,
@@ -266,9 +283,34 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                 "n_items": len(test.items), "theta": test.theta, "se": test.se,
                 "theta_full": theta_full[i], "theta_error": test.theta - theta_full[i],
                 "predicted": test.accuracy, "lower": test.lower, "upper": test.upper,
-                "accuracy": float(np.nanmean(truth[i])),
+                "interval_scale": scales[key], "accuracy": float(np.nanmean(truth[i])),
                 "stop": test.stop, "items": " ".join(map(str, test.items))})
     return pd.DataFrame(rows)
+
+
+def _alone(options: dict, max_exposure, n_items: int) -> dict:
+    """The options of tests taken alone that are as long as tests sharing an exposure cap
+    of ``max_exposure``: a cap gives a planned series about ``max_exposure * n_items``
+    items per test (:class:`ItemExposure`'s share; 9 of LaRT's 100-item `accuracy_3`,
+    where the reference's tests alone took 38-50)."""
+    if max_exposure is None:
+        return options
+    share = max(1, math.floor(max_exposure * n_items))
+    return {**options, "max_items": min(options["max_items"], share)}
+
+
+def _has_reference(values, calibrated, study: str) -> bool:
+    """Whether every split's calibration has enough models that answered every item to
+    be a reference (those a Reference keeps); if not, a warning that ``study`` goes on
+    with the 2PL alone."""
+    complete = ~np.isnan(values).any(axis=1)
+    fewest = min(int(np.delete(complete, held).sum()) for held, _ in calibrated)
+    if fewest >= reference_models_needed(0.95):
+        return True
+    warnings.warn(f"{study}: a split's calibration has {fewest} model(s) that answered every "
+                  f"item, and a reference needs {reference_models_needed(0.95)}: every split "
+                  "is predicted by the 2PL alone", UserWarning, stacklevel=3)
+    return False
 
 
 def _coded_rows(values, rows):
@@ -309,8 +351,9 @@ def summarise_adaptive(rows):
     """Per content balance, exposure setting and SE target: mean and largest ``n_items``,
     ``theta_mae`` (against the full-data ability) and its standard error ``theta_mae_se``
     (over the tests), ``accuracy_mae``, ``accuracy_coverage`` (the share of the tests
-    whose interval holds the accuracy over all the model's answers), ``exposure`` (the
-    largest share of the tests that gave one item) and ``n_tests``."""
+    whose interval holds the accuracy over all the model's answers), ``interval_scale``
+    (the mean over the splits' tests), ``exposure`` (the largest share of the tests that
+    gave one item) and ``n_tests``."""
     keys = ["content", "max_exposure", "se_target"]
     frame = rows.assign(abs_theta=rows["theta_error"].abs(),
                         abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs(),
@@ -320,7 +363,8 @@ def summarise_adaptive(rows):
     out = grouped.agg(
         n_items=("n_items", "mean"), max_items=("n_items", "max"),
         theta_mae=("abs_theta", "mean"), theta_mae_se=("abs_theta", "sem"),
-        accuracy_mae=("abs_accuracy", "mean"), accuracy_coverage=("covered", "mean"))
+        accuracy_mae=("abs_accuracy", "mean"), accuracy_coverage=("covered", "mean"),
+        interval_scale=("interval_scale", "mean"))
     out["exposure"] = grouped["items"].apply(_largest_exposure)
     out["n_tests"] = grouped.size()
     return out.reset_index()

@@ -30,14 +30,16 @@ is then closer to that from all the model's answers depends on the data
 The predicted accuracy's interval is :func:`cbmm.predict_accuracy`'s of the test's answers,
 by the 2PL: where models depart from it the items most informative for a model are no
 sample of the bank, and on held-out models of the real MATH-500 its 95 % intervals
-covered 0.895 (four streams; 0.99 where the 2PL holds).  :func:`adaptive_interval_scale`
+covered 0.86-0.94 (SE targets 0.1-0.3, with and without an exposure cap; 0.98-0.99
+where the 2PL holds).  :func:`adaptive_interval_scale`
 measures what it misses on models of known accuracy, the calibration models as a rule:
 each fifth of them takes the same tests, replayed from its answers, against the
 calibration refitted without it, and the scale is the ``level`` quantile of their
 errors over their predicted sds (the normalised score of conformal prediction; Lei et
 al. 2018), over the normal quantile; passed to :func:`adaptive_test` as
-``interval_scale``, it multiplies the interval's half-width (0.895 -> 0.954 on MATH-500,
-0.906 -> 0.956 on LaRT's; 0.996 -> 0.956, narrower, where the 2PL holds).
+``interval_scale``, it multiplies the interval's half-width (MATH-500: 0.93-0.97;
+LaRT's MATH-500: 0.94-0.96; 0.93-0.95, narrower, where the 2PL holds;
+docs/efficiency.md).
 
 Exposure control across tests: an :class:`ItemExposure` passed to several tests counts
 how often each item was given and withholds an item once it has been given in

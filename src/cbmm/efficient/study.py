@@ -258,7 +258,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         splits.append((held, bank, truth, coded, Posterior(coded, bank).mean, known))
     options = {"max_items": max_items, "min_items": min_items, "candidates": candidates,
                "progressive": progressive}
-    scales = {}  # per split, content balance and SE target
+    scales = {}  # per split, content balance, SE target and length of the tests alone
     tests = [(split, i) for split, (held, *_) in enumerate(splits) for i in range(len(held))]
     order = np.random.default_rng([seed, 0]).permutation(len(tests))
     rows = []
@@ -268,11 +268,11 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
             held, bank, truth, coded, theta_full, known = splits[split]
-            key = (split, _content_name(content), se_target, max_exposure)
+            alone = _alone(options, max_exposure, len(bank))
+            key = (split, _content_name(content), se_target, alone["max_items"])
             if key not in scales:
                 scales[key] = 1.0 if known is None else reference_scale(
-                    known, 0.95, seed, se_target=se_target, content=content,
-                    **_alone(options, max_exposure, len(bank)))
+                    known, 0.95, seed, se_target=se_target, content=content, **alone)
             test = replayed_test(coded[i], bank, se_target=se_target, exposure=exposure,
                                  content=content, seed=draws, interval_scale=scales[key],
                                  **options)

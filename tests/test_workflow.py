@@ -453,10 +453,11 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
                               * len(adaptive["max_exposures"]) * len(balances))
         assert (tests["n_items"] <= adaptive["max_items"]).all()
         # each test's interval around its prediction, scaled by one measure per split,
-        # balance and SE target on the split's calibration models
+        # balance, SE target and exposure setting on the split's calibration models
         assert tests["lower"].le(tests["predicted"]).all()
         assert tests["predicted"].le(tests["upper"]).all()
-        scales = tests.groupby(["split", "content", "se_target"])["interval_scale"]
+        scales = tests.groupby(["split", "content", "se_target", "max_exposure"],
+                               dropna=False)["interval_scale"]
         assert scales.nunique().eq(1).all() and (tests["interval_scale"] > 0).all()
         if dataset == "MATH_500":
             subjects = pd.read_csv(workdir / "resources/metadata/math500_items.csv",

@@ -58,8 +58,8 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from .._checks import check_integer, check_level, check_positive
-from .bank import _LOG_PRIOR, GRID, ItemBank, aligned_answers, grid_moments
-from .prediction import Reference, predicted_accuracy, reconstruct, reference_models_needed
+from .bank import _LOG_PRIOR, GRID, ItemBank, grid_moments
+from .prediction import Reference, predicted_accuracy, reconstruct, reference_answers
 from .refit import refit_like
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -321,6 +321,18 @@ def adaptive_test(respond: Callable, result, *, pool=None,
                         stop=stop, trace=_trace_table(trace))
 
 
+def alone_like_capped(options: dict, max_exposure, n_items: int) -> dict:
+    """The options of tests taken alone that are as long as tests sharing an exposure cap
+    of ``max_exposure`` (None: none): an :class:`ItemExposure` gives each of a planned
+    series about ``max_exposure * n_items`` items (9 of LaRT's 100-item `accuracy_3`,
+    where tests alone took 38-50), so ``max_items`` is cut to ``floor(max_exposure *
+    n_items)``."""
+    if max_exposure is None:
+        return options
+    share = max(1, math.floor(max_exposure * n_items))
+    return {**options, "max_items": min(options["max_items"], share)}
+
+
 def _coded(n_items: int, given, answers) -> np.ndarray:
     """A test's answers as a one-row int8 matrix of the bank's items (+1 / -1, 0 not
     given), as :func:`~cbmm.efficient.prediction.reconstruct` reads them."""
@@ -398,15 +410,9 @@ def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.9
         raise ValueError(f"refit must be a function of the data returning the fit, or True, "
                          f"got {refit!r}")
     bank = ItemBank.of(result)
-    try:
-        answers, labels = aligned_answers(reference, bank, coding=coding, layout=layout)
-    except ValueError as exc:
-        raise ValueError("reference: " + str(exc).removeprefix("responses: ")) from None
+    answers, labels = reference_answers(reference, bank, coding, layout)
     models = Reference(answers, bank, refit=refit, labels=labels)
-    needed = reference_models_needed(level)
-    if len(models.answers) < needed:
-        raise ValueError(f"reference: {len(models.answers)} model(s) answered every "
-                         f"calibrated item; a {level:g} interval needs at least {needed}")
+    models.check_enough(level)
     return reference_scale(models, level, seed, **options)
 
 

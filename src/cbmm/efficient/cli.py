@@ -133,13 +133,12 @@ def _content(path: Path, column: str | None):
 
 
 def _adaptive_command(args) -> int:
-    import math
-
     import numpy as np
     import pandas as pd
 
     from ..io import write_csv
-    from .adaptive import ItemExposure, _areas, adaptive_interval_scale, replayed_test
+    from .adaptive import (ItemExposure, _areas, adaptive_interval_scale, alone_like_capped,
+                           replayed_test)
     from .bank import aligned_answers
     from .refit import refit_like
 
@@ -171,14 +170,11 @@ def _adaptive_command(args) -> int:
     scale = 1.0
     if args.reference is not None:
         reference = _read_responses(args, "--reference")
-        alone = options  # tests alone as long as a shared cap's share allows
-        if args.max_exposure is not None:
-            alone = {**options, "max_items": min(args.max_items, max(
-                1, math.floor(args.max_exposure * len(bank))))}
         with _files_named(args, "--reference"):
-            scale = adaptive_interval_scale(bank, reference, refit=refit_like(args.items),
-                                            seed=args.seed, coding=args.coding,
-                                            layout=args.layout, **alone)
+            scale = adaptive_interval_scale(
+                bank, reference, refit=refit_like(args.items), seed=args.seed,
+                coding=args.coding, layout=args.layout,
+                **alone_like_capped(options, args.max_exposure, len(bank)))
         print(f"interval scale {scale:.3f}: the 95% intervals of --reference's models' own "
               "tests, replayed against the calibration refitted without each fifth of them, "
               "held their accuracy at this multiple of the 2PL's width")

@@ -158,14 +158,18 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
     if reference is None:
         columns = reconstruct(answers, bank, level)
     else:
-        try:
-            known, known_labels = aligned_answers(reference, bank, coding=coding,
-                                                  layout=layout)
-        except ValueError as exc:
-            raise ValueError("reference: " + str(exc).removeprefix("responses: ")) from None
+        known, known_labels = reference_answers(reference, bank, coding, layout)
         columns = Reference(known, bank, refit=refit, labels=known_labels).reconstruct(
             answers, level, selection=selection)
     return pd.DataFrame(columns, index=pd.Index(labels, name="model"))
+
+
+def reference_answers(reference, bank: ItemBank, coding, layout):
+    """``aligned_answers`` of a ``reference`` (answers and labels), its errors naming it."""
+    try:
+        return aligned_answers(reference, bank, coding=coding, layout=layout)
+    except ValueError as exc:
+        raise ValueError("reference: " + str(exc).removeprefix("responses: ")) from None
 
 
 def reference_models_needed(level: float) -> int:
@@ -293,14 +297,7 @@ class Reference:
             cross-validation alone, 0.946 by the jackknife; docs/efficiency.md).
         """
         reference = self.answers
-        needed = reference_models_needed(level)
-        if len(reference) < needed:
-            left_out = (f" ({self.incomplete} other(s) skipped some, and a reference model "
-                        "must have answered every item a prediction fills in)"
-                        if self.incomplete else "")
-            raise ValueError(f"reference: {len(reference)} model(s) answered every "
-                             f"calibrated item{left_out}; a {level:g} interval needs at "
-                             f"least {needed}")
+        self.check_enough(level)
         out = reconstruct(answers, self.bank, level)
         rank = int(np.ceil((len(reference) + 1) * level - 1e-9)) - 1
         partly = out["n_items"][out["n_items"] < len(self.bank)]
@@ -319,6 +316,18 @@ class Reference:
             out["lower"][rows] = np.maximum(accuracy - half, low)
             out["upper"][rows] = np.minimum(accuracy + half, high)
         return out
+
+    def check_enough(self, level: float) -> None:
+        """A ValueError unless enough models answered every item for a ``level``
+        interval (:func:`reference_models_needed`)."""
+        needed = reference_models_needed(level)
+        if len(self.answers) < needed:
+            left_out = (f" ({self.incomplete} other(s) skipped some, and a reference model "
+                        "must have answered every item a prediction fills in)"
+                        if self.incomplete else "")
+            raise ValueError(f"reference: {len(self.answers)} model(s) answered every "
+                             f"calibrated item{left_out}; a {level:g} interval needs at "
+                             f"least {needed}")
 
     def _corrected(self, answers, predicted):
         """Per distinct set of answered items that leaves some unanswered: the rows of

@@ -25,12 +25,12 @@ the tables the report shows.
 from __future__ import annotations
 
 import itertools
-import math
 import warnings
 
 import numpy as np
 
-from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
+from .adaptive import (ADAPTIVE_DEFAULTS, ItemExposure, alone_like_capped, reference_scale,
+                       replayed_test)
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
 from .prediction import Reference, reconstruct, reference_models_needed
@@ -268,7 +268,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
             held, bank, truth, coded, theta_full, known = splits[split]
-            alone = _alone(options, max_exposure, len(bank))
+            alone = alone_like_capped(options, max_exposure, len(bank))
             key = (split, _content_name(content), se_target, alone["max_items"])
             if key not in scales:
                 scales[key] = 1.0 if known is None else reference_scale(
@@ -286,17 +286,6 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                 "interval_scale": scales[key], "accuracy": float(np.nanmean(truth[i])),
                 "stop": test.stop, "items": " ".join(map(str, test.items))})
     return pd.DataFrame(rows)
-
-
-def _alone(options: dict, max_exposure, n_items: int) -> dict:
-    """The options of tests taken alone that are as long as tests sharing an exposure cap
-    of ``max_exposure``: a cap gives a planned series about ``max_exposure * n_items``
-    items per test (:class:`ItemExposure`'s share; 9 of LaRT's 100-item `accuracy_3`,
-    where the reference's tests alone took 38-50)."""
-    if max_exposure is None:
-        return options
-    share = max(1, math.floor(max_exposure * n_items))
-    return {**options, "max_items": min(options["max_items"], share)}
 
 
 def _has_reference(values, calibrated, study: str) -> bool:

@@ -133,9 +133,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     for split, (held, result) in enumerate(calibrated):
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
-        calibration = _coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1]
-        known = Reference(calibration, bank, refit=quiet_fit(fit_options),
-                          labels=table.index.delete(held)) if reference else None
+        calibration, labels = _calibration_rows(table, values, held)
+        known = _split_reference(calibration, labels, bank, fit_options) \
+            if reference else None
         if "predictive" in strategies and ks:  # nested: its first k items are its k
             predictive = list(itertools.islice(forward_selection(calibration), max(ks)))
             if known is not None:  # so are the folds' of its width: chosen once for all k
@@ -216,9 +216,10 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         Scale the tests' accuracy intervals by
         :func:`~cbmm.efficient.adaptive.adaptive_interval_scale` on the split's
         calibration models (refitted with ``fit_options`` without each fifth of them),
-        one scale per split, content balance, SE target and exposure setting (False: the
-        2PL's width); under an exposure cap the reference's tests, each taken alone, give
-        at most the items the cap's share allows, ``floor(max_exposure * J)``.
+        one scale per split, content balance, SE target and length of the reference's
+        tests (False: the 2PL's width); under an exposure cap those tests, each taken
+        alone, give at most the items the cap's share allows, ``floor(max_exposure *
+        J)``, and a cap that does not shorten them shares the uncapped scale.
         Where a split's calibration has fewer than 19 models that answered every item,
         the whole study keeps the 2PL's width, with a warning.  The reference tests draw
         from their own stream: the held-out tests are the same either way.
@@ -252,9 +253,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     for held, result in calibrated:
         bank = ItemBank.of(result)
         truth, coded = _coded_rows(values, held)
-        known = Reference(_coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1],
-                          bank, refit=quiet_fit(fit_options),
-                          labels=table.index.delete(held)) if reference else None
+        known = _split_reference(*_calibration_rows(table, values, held), bank,
+                                 fit_options) if reference else None
         splits.append((held, bank, truth, coded, Posterior(coded, bank).mean, known))
     options = {"max_items": max_items, "min_items": min_items, "candidates": candidates,
                "progressive": progressive}
@@ -286,6 +286,18 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                 "interval_scale": scales[key], "accuracy": float(np.nanmean(truth[i])),
                 "stop": test.stop, "items": " ".join(map(str, test.items))})
     return pd.DataFrame(rows)
+
+
+def _calibration_rows(table, values, held):
+    """A split's calibration models (all but ``held``): their coded answers and labels."""
+    return (_coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1],
+            table.index.delete(held))
+
+
+def _split_reference(calibration, labels, bank, fit_options) -> Reference:
+    """A split's calibration models as the Reference of its studies, refitted with
+    ``fit_options`` for the folds."""
+    return Reference(calibration, bank, refit=quiet_fit(fit_options), labels=labels)
 
 
 def _has_reference(values, calibrated, study: str) -> bool:

@@ -250,7 +250,7 @@ def adaptive_table(name, table, calibrated, args, se_targets, content=None):
     """The adaptive tests' table and verdicts; with ``content`` (item -> area), the tests
     balanced over the areas (``cbmm.adaptive_test(content=...)``)."""
     started = time.perf_counter()
-    streams = max(1, math.ceil(args.adaptive_tests / sum(len(held) for held, _ in calibrated)))
+    streams = max(1, math.ceil(args.adaptive_tests / sum(len(split.held) for split in calibrated)))
     summaries = [study.summarise_adaptive(study.adaptive_study(
         table, calibrated, se_targets=se_targets, max_exposures=[None, EXPOSURE_CAP],
         max_items=min(args.max_items, table.shape[1]), contents=[content],

@@ -976,11 +976,17 @@ def test_the_study_predicts_by_tinybenchmarks_gp_irt_beside_the_strategies(simul
     rows = study.selection_study(small, calibrated, ks=[20], strategies=["stratified"],
                                  seed=3, tinybenchmarks=True)
     tiny = rows.query("strategy == 'tinybenchmarks'")
-    held, result = calibrated[0]
+    held, result = calibrated[0].held, calibrated[0].result
     rest = np.setdiff1d(np.arange(len(small)), held)
     (k, predicted), = tinybenchmarks_predictions(small.to_numpy(float), rest, held,
                                                   ItemBank.of(result), [20], seed=3)
     np.testing.assert_allclose(tiny["predicted"], predicted["gp-IRT"])
+    # its validation fit starts from the calibration: the same predictions as a cold refit
+    (_, cold), = tinybenchmarks_predictions(small.to_numpy(float), rest, held,
+                                            ItemBank.of(result), [20], seed=3,
+                                            refit=lambda data: cbmm.fit(data))
+    for estimator, values in predicted.items():
+        np.testing.assert_allclose(values, cold[estimator], atol=1e-3, err_msg=estimator)
     assert predicted["gp-IRT"] is predicted["gp-IRT (irt)"] or \
         predicted["gp-IRT"] is predicted["gp-IRT (correctness)"]
     assert tiny["lower"].isna().all() and len(tiny) == len(held)
@@ -1042,8 +1048,8 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     _, table, _ = simulated
     small = table.iloc[:300, :80]
     calibrated = study.calibrations(small, splits=2, seed=1)
-    assert [len(held) for held, _ in calibrated] == [60, 60]
-    assert set(calibrated[0][0]).isdisjoint(calibrated[0][1].theta.index.map(
+    assert [len(split.held) for split in calibrated] == [60, 60]
+    assert set(calibrated[0].held).isdisjoint(calibrated[0].result.theta.index.map(
         small.index.get_loc))
     rows = study.selection_study(small, calibrated, ks=[10, 80],
                                  strategies=["stratified", "random"], seed=1)
@@ -1055,7 +1061,7 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     assert set(summary.columns) >= {"k", "strategy", "mae", "mae_sd", "rmse", "coverage"}
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
     # what predict_accuracy says with the split's calibration models as the reference
-    held, result = calibrated[1]
+    held, result = calibrated[1].held, calibrated[1].result
     chosen = cbmm.select_items(result, 10, "random", seed=2)
     calibration = small.drop(index=small.index[held])
     for reference in (True, False):
@@ -1104,7 +1110,7 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
                                   adaptive.drop(columns=["lower", "upper", "interval_scale"]))
     assert (plain["interval_scale"] == 1).all()
     for _, test in plain.iloc[::40].iterrows():
-        held, result = calibrated[test["split"]]
+        result = calibrated[test["split"]].result
         given = test["items"].split()
         expected = cbmm.predict_accuracy(small.loc[[test["model"]], given], result)
         np.testing.assert_allclose(test[["predicted", "lower", "upper"]].astype(float),
@@ -1112,9 +1118,10 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
                                    atol=1e-12)
     # under the cap of 0.2 the reference's tests alone are as long as its share allows:
     # 0.2 x 80 items = 16
-    for (split, (held, result)), (cap, length) in itertools.product(
+    for (split, calibration), (cap, length) in itertools.product(
             enumerate(calibrated), ((None, 20), (0.2, 16))):
-        scale = cbmm.adaptive_interval_scale(result, small.drop(index=small.index[held]),
+        scale = cbmm.adaptive_interval_scale(calibration.result,
+                                             small.drop(index=small.index[calibration.held]),
                                              refit=QuietFit(), se_target=0.3,
                                              max_items=length)
         tests = adaptive[(adaptive["split"] == split)
@@ -1154,6 +1161,27 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     with pytest.raises(ValueError, match="'content' given more than once"):
         study.adaptive_study(small, calibrated, se_targets=[0.3],
                              contents=[area.rename(None), area.rename(None)])
+
+
+def test_the_studies_share_each_splits_reference_and_refit_its_folds_once(simulated):
+    _, table, _ = simulated
+    small = table.iloc[:150, :60]
+    shared = study.calibrations(small, splits=1, seed=4)
+    calls = []
+    refit = shared[0].refit  # counted, as a user's refit function (so cold)
+    shared[0].refit = lambda data: calls.append(len(data)) or refit(data)
+    study.selection_study(small, shared, ks=[10], strategies=["information"],
+                          tinybenchmarks=True)
+    # the five folds' refits and tinyBenchmarks' validation fit, each on 4/5 of the 120
+    assert calls == [96] * 6
+    study.adaptive_study(small, shared, se_targets=[0.3], max_items=10)
+    assert len(calls) == 6  # the adaptive study's scale reuses the folds
+    # and sharing changes nothing: the same tests and scales as a calibration used afresh
+    used, fresh = (study.calibrations(small, splits=1, seed=4) for _ in range(2))
+    study.selection_study(small, used, ks=[10], strategies=["information"])
+    pd.testing.assert_frame_equal(
+        study.adaptive_study(small, used, se_targets=[0.3], max_items=10),
+        study.adaptive_study(small, fresh, se_targets=[0.3], max_items=10))
 
 
 def test_a_fit_that_set_items_aside_serves_scoring_prediction_and_the_audit():

@@ -149,6 +149,14 @@ def test_adaptive_with_a_reference_scales_the_intervals_as_the_library_does(cali
         np.testing.assert_allclose([test.lower, test.upper],
                                    scaled.loc[model, ["lower", "upper"]].astype(float),
                                    atol=1e-12)
+    # the items alone record no fit to refit as
+    items = folder / "fit" / "items.csv"
+    status, _, err = call(capsys, *args[:3], "--items", items, "--reference",
+                          folder / "calibration.csv", "--out", tmp_path / "no.csv")
+    assert status == 2 and err == ("error: --reference refits the calibration without each "
+                                   "fifth of its models, as it was fitted: --items must be "
+                                   f"the `cbmm fit` folder, not {items}\n")
+    assert not (tmp_path / "no.csv").exists()
 
 
 def test_adaptive_tests_of_a_file_draw_anew_for_each_model(calibrated, capsys, tmp_path):
@@ -339,3 +347,4 @@ def test_predict_cross_validates_items_chosen_on_the_fit_by_refitting_it(calibra
                           folder / "calibration.csv", "--selection", "information",
                           "--out", tmp_path / "again.csv")
     assert status == 2 and "--items must be the `cbmm fit` folder" in err
+    assert not (tmp_path / "again.csv").exists()

@@ -38,6 +38,8 @@ from snakemake.utils import validate
 import cbmm
 import cbmm.metrics
 import cbmm.simulate
+from cbmm.data import read_matrix
+from cbmm.efficient.study import calibrations
 from cbmm.fidelity import load_published
 from cbmm.figures import plot_runtime
 from cbmm.metrics import SIMULATION_METRICS
@@ -929,6 +931,34 @@ def test_an_efficiency_study_its_dataset_cannot_split_stops_its_job_with_one_lin
                               "calibrate on; at least 2 are needed")
     assert "Traceback" not in log
     assert not (workdir / "results/efficiency").exists() and not (workdir / target).exists()
+
+
+def test_adaptive_tests_keep_the_2pl_intervals_where_the_config_turns_the_scale_off(tmp_path):
+    """real.efficiency.adaptive.interval_scale: false: no scale, each test's interval is
+    predict_accuracy's of its answers on its split's calibration."""
+    config = overlay(tmp_path, "plain", {"real": {
+        **NO_REAL_DATA, "efficiency": {"datasets": ["suite_a"],
+                                       "adaptive": {"interval_scale": False}}}})
+    workdir = tmp_path / "run"
+    target = "results/tables/adaptive/suite_a.csv"
+    result = snakemake(workdir, "--cores", "1", target, configfiles=(TEST_CONFIG, config))
+    assert result.returncode == 0, result.stderr[-3000:]
+    tests = pd.read_csv(workdir / target, dtype={"model": str})
+    assert (tests["interval_scale"] == 1).all()
+    settings = merged_config(TEST_CONFIG, config)
+    efficiency = settings["real"]["efficiency"]
+    table = read_matrix(workdir / "resources/matrices/suite_a.parquet")
+    calibrated = calibrations(table, splits=efficiency["splits"],
+                              test_share=efficiency["test_share"], seed=efficiency["seed"],
+                              fit_options={"sigma": settings["fit"]["sigma"]})
+    assert len(tests) == len(calibrated[0].held) * efficiency["splits"] * len(
+        efficiency["adaptive"]["max_exposures"])
+    for _, test in tests.iterrows():
+        expected = cbmm.predict_accuracy(table.loc[[test["model"]], test["items"].split()],
+                                         calibrated[test["split"]].result)
+        np.testing.assert_allclose(test[["predicted", "lower", "upper"]].astype(float),
+                                   expected.iloc[0][["accuracy", "lower", "upper"]],
+                                   rtol=1e-8)
 
 
 # --------------------------------------------------------------------------- offline

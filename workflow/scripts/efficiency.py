@@ -20,7 +20,6 @@ log = start_log(snakemake.log[0], job="efficiency")
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 settings, adaptive = p.settings, p.settings["adaptive"]
 table = read_matrix(inp.matrix)
-fit_options = {"sigma": p.sigma}  # the calibrations' and tinyBenchmarks' refits
 try:  # splits this dataset's models cannot make: one line, not a traceback from the fits
     study.model_splits(len(table), settings["splits"], settings["test_share"],
                        settings["seed"])
@@ -29,11 +28,10 @@ except ValueError as exc:
     sys.exit(1)
 calibrated = study.calibrations(table, splits=settings["splits"],
                                 test_share=settings["test_share"], seed=settings["seed"],
-                                fit_options=fit_options)
+                                fit_options={"sigma": p.sigma})
 rows = study.selection_study(table, calibrated, ks=settings["k"],
                              strategies=settings["strategies"], seed=settings["seed"],
-                             tinybenchmarks=settings["tinybenchmarks"],
-                             fit_options=fit_options)
+                             tinybenchmarks=settings["tinybenchmarks"])
 write_csv(rows, out.rows, float_format="%.10g")
 summary = study.summarise_selection(rows)
 log.info("selection study of %s (%d x %d):\n%s", snakemake.wildcards.dataset, *table.shape,
@@ -48,6 +46,6 @@ tests = study.adaptive_study(table, calibrated, se_targets=adaptive["se_targets"
                              max_items=adaptive["max_items"], min_items=adaptive["min_items"],
                              candidates=adaptive["candidates"],
                              progressive=adaptive["progressive"], contents=contents,
-                             seed=settings["seed"], fit_options=fit_options)
+                             seed=settings["seed"], reference=adaptive["interval_scale"])
 log.info("adaptive tests:\n%s", study.summarise_adaptive(tests).round(4).to_string())
 write_csv(tests, out.adaptive, float_format="%.10g")

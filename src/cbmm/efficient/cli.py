@@ -28,16 +28,19 @@ __all__ = ["register"]
 
 def _calibration(path: Path):
     """The calibration of ``--items``: a ``cbmm fit`` output folder (its FitResult, with the
-    calibration models' abilities), or an ``items.csv``, as the bank the commands read."""
+    calibration models' abilities), or an ``items.csv``; returns the bank the commands
+    read and the FitResult (None for an ``items.csv``), read once, which the refits of
+    ``--selection`` and ``--reference`` copy (:func:`~cbmm.efficient.refit.refit_like`)."""
     from ..result import FitResult
     from ..score import read_items
     from .bank import ItemBank
 
     if path.is_dir() and all((path / name).is_file() for name in FitResult.OUTPUT_FILES):
         read_items(path)  # bad item parameters are named before anything else is read
-        return ItemBank.of(FitResult.load(path))
+        result = FitResult.load(path)
+        return ItemBank.of(result), result
     _check_input_file(path / "items.csv" if path.is_dir() else path, "--items")
-    return ItemBank.of(path)
+    return ItemBank.of(path), None
 
 
 def _select_command(args) -> int:
@@ -52,7 +55,7 @@ def _select_command(args) -> int:
                        "--strategy predictive and read by no other strategy")
     _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
     _outside("--items", args.items, ("--out", args.out))
-    calibration = _calibration(args.items)
+    calibration, _ = _calibration(args.items)
     if args.k > len(calibration):
         raise CliError(f"--k {args.k}: the calibration has {len(calibration)} items")
     responses = None if args.responses is None else _read_responses(args)
@@ -76,14 +79,14 @@ def _predict_command(args) -> int:
     if args.selection is not None and args.reference is None:
         raise CliError("--selection says how the items were chosen on --reference's "
                        "answers: give --reference")
-    calibration = _calibration(args.items)
+    calibration, fitted = _calibration(args.items)
     refit = None
     if args.selection not in (None, "predictive"):  # chosen on the fit: refitted per fold
-        if not args.items.is_dir():
+        if fitted is None:
             raise CliError(f"--selection {args.selection} refits the calibration without "
                            "each fold of --reference, as it was fitted: --items must be "
                            f"the `cbmm fit` folder, not {args.items}")
-        refit = refit_like(args.items)
+        refit = refit_like(fitted)
     table = _read_responses(args)
     reference = None if args.reference is None else _read_responses(args, "--reference")
     with _files_named(args, "--responses", "--reference"):
@@ -148,11 +151,11 @@ def _adaptive_command(args) -> int:
     _outside("--items", args.items, ("--out", args.out))
     if args.content_column is not None and args.content is None:
         raise CliError("--content-column names a column of --content: give --content")
-    if args.reference is not None and not args.items.is_dir():
+    bank, fitted = _calibration(args.items)  # its grid computed once for all the tests
+    if args.reference is not None and fitted is None:
         raise CliError("--reference refits the calibration without each fifth of its models, "
                        f"as it was fitted: --items must be the `cbmm fit` folder, not "
                        f"{args.items}")
-    bank = _calibration(args.items)  # its grid computed once for all the tests
     content = None
     if args.content is not None:
         content = _content(args.content, args.content_column)
@@ -172,7 +175,7 @@ def _adaptive_command(args) -> int:
         reference = _read_responses(args, "--reference")
         with _files_named(args, "--reference"):
             scale = adaptive_interval_scale(
-                bank, reference, refit=refit_like(args.items), seed=args.seed,
+                bank, reference, refit=refit_like(fitted), seed=args.seed,
                 coding=args.coding, layout=args.layout,
                 **alone_like_capped(options, args.max_exposure, len(bank)))
         print(f"interval scale {scale:.3f}: the 95% intervals of --reference's models' own "
@@ -221,7 +224,7 @@ def _audit_command(args) -> int:
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--figure", args.figure))
     _outside("--items", args.items, ("--out", args.out), ("--figure", args.figure))
-    calibration = _calibration(args.items)
+    calibration, _ = _calibration(args.items)
     responses = _read_responses(args)
     with _files_named(args, "--responses"):
         table = item_audit(calibration, responses, coding=args.coding, layout=args.layout)

@@ -49,7 +49,7 @@ import numpy as np
 
 from .._checks import check_level
 from .bank import ItemBank, Posterior, aligned_answers
-from .refit import QuietFit, refit_like
+from .refit import refit_like, refitted_bank
 from .selection import PREDICTIVE_PENALTY, STRATEGIES, forward_selection, select_items
 
 __all__ = ["predict_accuracy", "reconstruct", "predicted_accuracy", "Reference", "RESIDUAL_PRIOR_ITEMS",
@@ -399,30 +399,10 @@ class Reference:
             self._folds = []
             for f in range(SELECTION_FOLDS):
                 others = self.answers[fold != f]
-                bank = self.bank if self.refit is None else self._refitted(others)
+                bank = self.bank if self.refit is None else refitted_bank(
+                    self.refit, (others > 0).astype(float), self.bank)
                 self._folds.append((np.flatnonzero(fold == f), Reference(others, bank), []))
         return self._folds
-
-    def _refitted(self, answers: np.ndarray) -> ItemBank:
-        """The bank of ``refit`` of these models' answers (1 / 0, with the bank's labels);
-        a :class:`~cbmm.efficient.refit.QuietFit` warm-started at the calibration: its items
-        (an item it set aside is finite in the bank) and the posterior means of these
-        models' abilities."""
-        import pandas as pd
-
-        data = pd.DataFrame((answers > 0).astype(float), columns=self.bank.labels)
-        bank = self.bank
-        if isinstance(self.refit, QuietFit) and self.refit.starts_warm:
-            scale = self.refit.sigma / bank.sigma  # the same probabilities at its temperature
-            result = self.refit(data, start=(Posterior(answers, bank).mean, bank.a * scale,
-                                             bank.b * scale))
-        else:
-            result = self.refit(data)
-        bank = ItemBank.of(result)
-        if not bank.labels.equals(self.bank.labels):
-            raise ValueError("refit: its fit's items are not the calibration's (the same "
-                             "labels in the same order)")
-        return bank
 
 
 def _same_items(answers: np.ndarray) -> list:

@@ -3,7 +3,9 @@
 
 The models are split at random into calibration and held-out models (``splits`` times,
 ``test_share`` held out) and the calibration models of each split are fitted with
-:func:`cbmm.fit` (:func:`calibrations`); then
+:func:`cbmm.fit` (:func:`calibrations`, one :class:`Calibration` per split, whose models
+serve both studies as one :class:`~cbmm.efficient.prediction.Reference`: its folds are
+refitted once); then
 
 * :func:`selection_study`: for each ``k`` and strategy, the held-out models answer the
   k selected items and :func:`cbmm.predict_accuracy` predicts their accuracy over all
@@ -38,7 +40,7 @@ from .refit import quiet_fit
 from .selection import forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions
 
-__all__ = ["model_splits", "calibrations", "selection_study", "adaptive_study",
+__all__ = ["model_splits", "calibrations", "Calibration", "selection_study", "adaptive_study",
            "summarise_selection", "summarise_adaptive", "BASELINE", "TINYBENCHMARKS"]
 
 #: The baseline of the selection study: the mean of the k items of the ``random`` draw.
@@ -68,9 +70,9 @@ def model_splits(n_models: int, splits: int, test_share: float, seed: int):
 
 def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int = 0,
                  fit_options: dict | None = None) -> list:
-    """``[(held-out rows, calibration fit), ...]``, one per split (:func:`model_splits`):
-    :func:`cbmm.fit` with ``fit_options`` of the other models of ``table`` (a
-    pandas.DataFrame, models x items)."""
+    """One :class:`Calibration` per split (:func:`model_splits`) of ``table`` (a
+    pandas.DataFrame, models x items): :func:`cbmm.fit` with ``fit_options`` of the models
+    it does not hold out."""
     import pandas as pd
 
     if not isinstance(table, pd.DataFrame):
@@ -78,20 +80,52 @@ def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int =
                          f"{type(table).__name__}")
 
     refit = quiet_fit(fit_options)  # degenerate items of a split are the audit's
-    return [(held, refit(table.iloc[train]))
+    return [Calibration(table, held, refit(table.iloc[train]), refit)
             for train, held in model_splits(len(table), splits, test_share, seed)]
 
 
+class Calibration:
+    """One split of :func:`calibrations`.
+
+    Attributes
+    ----------
+    held : ndarray of int
+        The held-out models' rows of the table.
+    result : FitResult
+        The fit of the other models, the calibration.
+    bank : ItemBank
+        Its items.
+    refit : QuietFit
+        How it was fitted (:func:`cbmm.fit` with the study's ``fit_options``): the
+        refits of :meth:`reference`'s folds and tinyBenchmarks' validation fit.
+    """
+
+    def __init__(self, table, held: np.ndarray, result, refit):
+        self.held, self.result, self.refit = held, result, refit
+        self.bank = ItemBank.of(result)
+        self._table, self._reference = table, None
+
+    def reference(self) -> Reference:
+        """The calibration models as the Reference of both studies (made once, so that
+        the refits of its folds are shared; those that answered every item)."""
+        if self._reference is None:
+            values = self._table.to_numpy(dtype=float)
+            calibration = np.setdiff1d(np.arange(len(values)), self.held)
+            self._reference = Reference(_coded_rows(values, calibration)[1], self.bank,
+                                        refit=self.refit,
+                                        labels=self._table.index.delete(self.held))
+        return self._reference
+
+
 def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
-                    reference: bool = True, tinybenchmarks: bool = False,
-                    fit_options: dict | None = None):
+                    reference: bool = True, tinybenchmarks: bool = False):
     """Predicted accuracy of held-out models from k selected items.
 
     Parameters
     ----------
     table : pandas.DataFrame
         Models x items, 1 / 0 / NaN.
-    calibrated : list
+    calibrated : list of Calibration
         :func:`calibrations` of ``table``.
     ks : list of int
         Numbers of items; those not below the number of items are skipped.
@@ -99,8 +133,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         Strategies of :func:`cbmm.select_items`.  With the reference, the interval of
         every strategy but ``random`` (whose items do not depend on the calibration) is
         cross-validated over the calibration models:
-        ``predict_accuracy(..., selection=<strategy>, refit=...)``, refitted with
-        ``fit_options``, five refits per split.
+        ``predict_accuracy(..., selection=<strategy>, refit=...)``, refitted as the
+        calibration was (:attr:`Calibration.refit`), five refits per split, shared with
+        :func:`adaptive_study` (:meth:`Calibration.reference`).
     seed : int
         Seeds the selections (``seed + split``).
     reference : bool
@@ -113,8 +148,6 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         ``tinybenchmarks``, no interval; its clustering and ``lambda`` chosen on a fifth of
         the calibration models, refitted without them:
         :func:`~cbmm.efficient.tinybenchmarks.tinybenchmarks_predictions`).
-    fit_options : dict, optional
-        Options of :func:`calibrations`, for these refits and the cross-validation's.
 
     Returns
     -------
@@ -130,14 +163,14 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     values = table.to_numpy(dtype=float)
     ks = [k for k in ks if k < table.shape[1]]
     reference = reference and _has_reference(values, calibrated, "selection_study")
-    for split, (held, result) in enumerate(calibrated):
-        bank = ItemBank.of(result)
+    for split, calibration in enumerate(calibrated):
+        held, bank = calibration.held, calibration.bank
         truth, coded = _coded_rows(values, held)
-        calibration, labels = _calibration_rows(table, values, held)
-        known = _split_reference(calibration, labels, bank, fit_options) \
-            if reference else None
+        rest = np.setdiff1d(np.arange(len(values)), held)
+        known = calibration.reference() if reference else None
         if "predictive" in strategies and ks:  # nested: its first k items are its k
-            predictive = list(itertools.islice(forward_selection(calibration), max(ks)))
+            predictive = list(itertools.islice(forward_selection(_coded_rows(values, rest)[1]),
+                                               max(ks)))
             if known is not None:  # so are the folds' of its width: chosen once for all k
                 known.choose_fold_items(max(ks))
         accuracy = np.nanmean(truth, axis=1)
@@ -161,10 +194,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                         "model": table.index[held], "accuracy": accuracy, "predicted": mean,
                         "lower": np.nan, "upper": np.nan}))
         if tinybenchmarks and ks:
-            rest = np.setdiff1d(np.arange(len(values)), held)
             for k, predicted in tinybenchmarks_predictions(values, rest, held, bank, ks,
                                                            seed=seed + split,
-                                                           fit_options=fit_options):
+                                                           refit=calibration.refit):
                 rows.append(pd.DataFrame({
                     "split": split, "k": k, "strategy": TINYBENCHMARKS,
                     "model": table.index[held], "accuracy": accuracy,
@@ -180,7 +212,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                    min_items: int = ADAPTIVE_DEFAULTS["min_items"],
                    candidates: int = ADAPTIVE_DEFAULTS["candidates"],
                    progressive: int = ADAPTIVE_DEFAULTS["progressive"], contents=(None,),
-                   seed: int = 0, reference: bool = True, fit_options: dict | None = None):
+                   seed: int = 0, reference: bool = True):
     """Adaptive tests of held-out models driven by their own answers.
 
     For each content balance, exposure setting and SE target, the held-out models of
@@ -196,7 +228,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     table : pandas.DataFrame
         Models x items, 1 / 0 / NaN (a test asks only items the model answered: its
         ``pool``).
-    calibrated : list
+    calibrated : list of Calibration
         :func:`calibrations` of ``table``.
     se_targets : list of float
         SE targets of :func:`cbmm.adaptive_test`, one test per model and target.
@@ -215,7 +247,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     reference : bool
         Scale the tests' accuracy intervals by
         :func:`~cbmm.efficient.adaptive.adaptive_interval_scale` on the split's
-        calibration models (refitted with ``fit_options`` without each fifth of them),
+        calibration models (:meth:`Calibration.reference`, refitted without each fifth
+        of them, the refits :func:`selection_study` shares),
         one scale per split, content balance, SE target and length of the reference's
         tests (False: the 2PL's width); under an exposure cap those tests, each taken
         alone, give at most the items the cap's share allows, ``floor(max_exposure *
@@ -223,8 +256,6 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         Where a split's calibration has fewer than 19 models that answered every item,
         the whole study keeps the 2PL's width, with a warning.  The reference tests draw
         from their own stream: the held-out tests are the same either way.
-    fit_options : dict, optional
-        Options of :func:`calibrations`, for the refits.
 
     Returns
     -------
@@ -250,11 +281,10 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     values = table.to_numpy(dtype=float)
     reference = reference and _has_reference(values, calibrated, "adaptive_study")
     splits = []
-    for held, result in calibrated:
-        bank = ItemBank.of(result)
+    for calibration in calibrated:
+        held, bank = calibration.held, calibration.bank
         truth, coded = _coded_rows(values, held)
-        known = _split_reference(*_calibration_rows(table, values, held), bank,
-                                 fit_options) if reference else None
+        known = calibration.reference() if reference else None
         splits.append((held, bank, truth, coded, Posterior(coded, bank).mean, known))
     options = {"max_items": max_items, "min_items": min_items, "candidates": candidates,
                "progressive": progressive}
@@ -288,24 +318,12 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     return pd.DataFrame(rows)
 
 
-def _calibration_rows(table, values, held):
-    """A split's calibration models (all but ``held``): their coded answers and labels."""
-    return (_coded_rows(values, np.setdiff1d(np.arange(len(values)), held))[1],
-            table.index.delete(held))
-
-
-def _split_reference(calibration, labels, bank, fit_options) -> Reference:
-    """A split's calibration models as the Reference of its studies, refitted with
-    ``fit_options`` for the folds."""
-    return Reference(calibration, bank, refit=quiet_fit(fit_options), labels=labels)
-
-
 def _has_reference(values, calibrated, study: str) -> bool:
     """Whether every split's calibration has enough models that answered every item to
     be a reference (those a Reference keeps); if not, a warning that ``study`` goes on
     with the 2PL alone."""
     complete = ~np.isnan(values).any(axis=1)
-    fewest = min(int(np.delete(complete, held).sum()) for held, _ in calibrated)
+    fewest = min(int(np.delete(complete, split.held).sum()) for split in calibrated)
     if fewest >= reference_models_needed(0.95):
         return True
     warnings.warn(f"{study}: a split's calibration has {fewest} model(s) that answered every "

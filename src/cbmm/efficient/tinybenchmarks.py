@@ -29,7 +29,7 @@ import warnings
 import numpy as np
 
 from .bank import ItemBank
-from .refit import quiet_fit
+from .refit import quiet_fit, refitted_bank
 
 __all__ = ["anchor_points", "tinybenchmarks_estimates", "tinybenchmarks_predictions",
            "CLUSTERINGS", "LAMBDAS"]
@@ -147,7 +147,7 @@ def tinybenchmarks_estimates(values: np.ndarray, bank: ItemBank, anchors, weight
 
 
 def tinybenchmarks_predictions(values: np.ndarray, calibration, held, bank: ItemBank, ks,
-                               *, seed: int = 0, fit_options: dict | None = None):
+                               *, seed: int = 0, refit=None):
     """tinyBenchmarks' predictions of the accuracy of the ``held`` rows of ``values`` from
     k anchors chosen on the ``calibration`` rows, for each k of ``ks``.
 
@@ -162,9 +162,11 @@ def tinybenchmarks_predictions(values: np.ndarray, calibration, held, bank: Item
     ks : list of int
     seed : int
         Seeds the split of the calibration models and k-means.
-    fit_options : dict, optional
-        Options of the refit of :func:`cbmm.fit` on the calibration models outside the
-        validation fifth.
+    refit : callable, optional
+        How the calibration was fitted, for its refit on the calibration models outside
+        the validation fifth (:func:`~cbmm.efficient.refit.refitted_bank`: a
+        :class:`~cbmm.efficient.refit.QuietFit` starts from the calibration); default
+        :func:`cbmm.fit`'s defaults.
 
     Yields
     ------
@@ -177,7 +179,7 @@ def tinybenchmarks_predictions(values: np.ndarray, calibration, held, bank: Item
     order = np.random.default_rng([seed, 0x7b]).permutation(calibration)
     cut = max(1, int(len(order) * _VALIDATION_SHARE))
     validation, training = order[:cut], order[cut:]
-    refit = ItemBank.of(quiet_fit(fit_options)(values[training]))
+    refit = refitted_bank(quiet_fit() if refit is None else refit, values[training], bank)
     truth = np.nanmean(values[validation], axis=1)
     for k in ks:
         out, best = {}, None

@@ -73,7 +73,6 @@ from standin_suites import parameters
 import cbmm
 from cbmm.efficient import FLAGS, STRATEGIES, study
 from cbmm.efficient.adaptive import ADAPTIVE_DEFAULTS
-from cbmm.efficient.bank import ItemBank
 from cbmm.efficient.prediction import Reference
 from cbmm.efficient.selection import forward_selection
 from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
@@ -145,7 +144,7 @@ def fitted(table, splits, seed):
     started = time.perf_counter()
     calibrated = study.calibrations(table, splits=splits, seed=seed)
     print(f"\n{table.shape[0]} x {table.shape[1]}: {splits} calibration fits "
-          f"({', '.join(sorted({r.status for _, r in calibrated}))}), "
+          f"({', '.join(sorted({split.result.status for split in calibrated}))}), "
           f"{time.perf_counter() - started:.0f} s")
     return calibrated
 
@@ -193,11 +192,13 @@ def tinybenchmarks_table(name, table, calibrated, ours, args):
     values = table.to_numpy(dtype=float)
     truth = np.nanmean(values, axis=1)
     rows = []
-    for split, (held, result) in enumerate(calibrated):
+    for split, calibrated_split in enumerate(calibrated):
+        held = calibrated_split.held
         calibration = np.setdiff1d(np.arange(len(table)), held)
         for k, predicted in tinybenchmarks_predictions(values, calibration, held,
-                                                       ItemBank.of(result), ks,
-                                                       seed=args.seed + split):
+                                                       calibrated_split.bank, ks,
+                                                       seed=args.seed + split,
+                                                       refit=calibrated_split.refit):
             rows += [{"split": split, "k": k, "estimator": estimator,
                       "mae": np.abs(values_ - truth[held]).mean()}
                      for estimator, values_ in predicted.items()]
@@ -223,8 +224,8 @@ def penalty_table(name, table, calibrated, penalties):
     values = table.to_numpy(dtype=float)
     coded = np.where(np.isnan(values), 0, np.where(values > 0, 1, -1)).astype(np.int8)
     rows = []
-    for split, (held, result) in enumerate(calibrated):
-        bank = ItemBank.of(result)
+    for split, calibrated_split in enumerate(calibrated):
+        held, bank = calibrated_split.held, calibrated_split.bank
         calibration = coded[np.setdiff1d(np.arange(len(table)), held)]
         for penalty in penalties:
             known = Reference(calibration, bank, penalty=penalty)

@@ -39,7 +39,7 @@ import cbmm
 import cbmm.metrics
 import cbmm.simulate
 from cbmm.data import read_matrix
-from cbmm.efficient.study import calibrations
+from cbmm.efficient.study import calibrations, summarise_adaptive
 from cbmm.fidelity import load_published
 from cbmm.figures import plot_runtime
 from cbmm.metrics import SIMULATION_METRICS
@@ -192,7 +192,7 @@ def expected_outputs(config):
     tables += [f"results/tables/stability_{p}.tex" for p in ("theta", "a", "b")]
     tables += [f"results/tables/rankings/{d}.csv" for d in real["interpretability"]["datasets"]]
     tables += [f"results/tables/{table}/{d}.csv" for d in real["efficiency"]["datasets"]
-               for table in ("efficiency", "adaptive", "item_audit")]
+               for table in ("efficiency", "adaptive", "adaptive_summary", "item_audit")]
     return tables + [f"results/figures/{f}.{ext}" for f in figure_names(config)
                      for ext in ("pdf", "png")]
 
@@ -461,6 +461,13 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
         scales = tests.groupby(["split", "content", "se_target", "max_exposure"],
                                dropna=False)["interval_scale"]
         assert scales.nunique().eq(1).all() and (tests["interval_scale"] > 0).all()
+        # the report's summary of the tests: the library's of the rows it shows
+        summary = pd.read_csv(workdir / f"results/tables/adaptive_summary/{dataset}.csv")
+        expected = summarise_adaptive(tests)
+        pd.testing.assert_frame_equal(summary, expected, check_dtype=False, rtol=1e-8)
+        assert len(summary) == len(balances) * len(adaptive["max_exposures"]) * len(
+            adaptive["se_targets"])
+        assert summary["accuracy_coverage"].between(0, 1).all()
         if dataset == "MATH_500":
             subjects = pd.read_csv(workdir / "resources/metadata/math500_items.csv",
                                    dtype={"item": str}).set_index("item")["subject"]

@@ -446,7 +446,7 @@ def test_the_targets_of_the_test_configuration():
         + ["results/tables/abilities/MATH_500.csv", "results/tables/abilities/suite_a.csv",
            "results/tables/heldout/MATH_500.csv"]
         + [f"results/tables/{table}/{d}.csv" for d in ("MATH_500", "suite_a")
-           for table in ("efficiency", "adaptive", "item_audit")])
+           for table in ("efficiency", "adaptive", "adaptive_summary", "item_audit")])
     assert plan.heldout_parts("MATH_500") == ["results/validation/MATH_500/cbmm.csv",
                                               "results/validation/MATH_500/lbfgsb.csv"]
     figures = {Path(p).name for p in plan.all_figures()}

@@ -53,6 +53,7 @@ TABLE_FILES = {
     # efficient evaluation (cbmm.efficient.study): selection, adaptive tests, item audit
     "efficiency": "efficiency/{dataset}.csv",
     "adaptive": "adaptive/{dataset}.csv",
+    "adaptive_summary": "adaptive_summary/{dataset}.csv",
     "item_audit": "item_audit/{dataset}.csv",
 }
 

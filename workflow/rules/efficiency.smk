@@ -26,6 +26,12 @@ rule efficiency:
         adaptive=report_table(
             paths.ADAPTIVE_TABLE, "table_adaptive", "Efficient evaluation", "{dataset}"
         ),
+        adaptive_summary=report_table(
+            paths.ADAPTIVE_SUMMARY_TABLE,
+            "table_adaptive_summary",
+            "Efficient evaluation",
+            "{dataset}",
+        ),
     log:
         paths.log_file("efficiency", "{dataset}"),
     benchmark:

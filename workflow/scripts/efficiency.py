@@ -1,7 +1,7 @@
 """The efficient-evaluation study of one dataset (rule efficiency): the selection study
-(per-model rows and their summary) and the adaptive tests of held-out models (also
-balanced over a column of the item table, where the rule is given one), by
-cbmm.efficient.study.
+(per-model rows and their summary) and the adaptive tests of held-out models (per test
+and their summary; also balanced over a column of the item table, where the rule is
+given one), by cbmm.efficient.study.
 
 Splits the dataset's models cannot make (``real.efficiency.test_share`` that leaves
 fewer than 2 calibration models) end the job with one line in its log naming the key and
@@ -47,5 +47,7 @@ tests = study.adaptive_study(table, calibrated, se_targets=adaptive["se_targets"
                              candidates=adaptive["candidates"],
                              progressive=adaptive["progressive"], contents=contents,
                              seed=settings["seed"], reference=adaptive["interval_scale"])
-log.info("adaptive tests:\n%s", study.summarise_adaptive(tests).round(4).to_string())
+adaptive_summary = study.summarise_adaptive(tests)
+log.info("adaptive tests:\n%s", adaptive_summary.round(4).to_string())
 write_csv(tests, out.adaptive, float_format="%.10g")
+write_csv(adaptive_summary, out.adaptive_summary, float_format="%.10g")

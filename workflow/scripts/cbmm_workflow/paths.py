@@ -68,6 +68,7 @@ HELDOUT_PART = "results/validation/{dataset}/{method}.csv"
 # of the selection study that its table summarises.
 EFFICIENCY_TABLE = table("efficiency")
 ADAPTIVE_TABLE = table("adaptive")
+ADAPTIVE_SUMMARY_TABLE = table("adaptive_summary")
 ITEM_AUDIT_TABLE = table("item_audit")
 EFFICIENCY_ROWS = "results/efficiency/{dataset}/selection.csv"
 FIDELITY = "results/fidelity/fidelity.csv"

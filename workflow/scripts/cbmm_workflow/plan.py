@@ -316,7 +316,8 @@ class Plan:
         tables += [paths.HELDOUT_TABLE.format(dataset=d) for d in self.validation_datasets()]
         for dataset in self.efficiency_datasets():
             tables += [pattern.format(dataset=dataset) for pattern in (
-                paths.EFFICIENCY_TABLE, paths.ADAPTIVE_TABLE, paths.ITEM_AUDIT_TABLE)]
+                paths.EFFICIENCY_TABLE, paths.ADAPTIVE_TABLE, paths.ADAPTIVE_SUMMARY_TABLE,
+                paths.ITEM_AUDIT_TABLE)]
         return tables
 
     def all_figures(self) -> list[str]:

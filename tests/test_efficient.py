@@ -912,6 +912,7 @@ def test_the_interval_scale_multiplies_the_half_width_before_the_bounds():
 
 @pytest.mark.parametrize("kwargs,message", [
     ({"exposure": 0.1}, "options: \\['exposure'\\] not among the tests' options"),
+    ({"max_exposure": 1.5}, "max_exposure must be None or a number in \\(0, 1\\], got 1.5"),
     ({"refit": None}, "refit must be a function of the data returning the fit, or True"),
     ({"level": 0.999}, "reference: 60 model\\(s\\) answered every calibrated item; a "
                        "0.999 interval needs at least 999"),
@@ -1116,14 +1117,13 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
         np.testing.assert_allclose(test[["predicted", "lower", "upper"]].astype(float),
                                    expected.iloc[0][["accuracy", "lower", "upper"]],
                                    atol=1e-12)
-    # under the cap of 0.2 the reference's tests alone are as long as its share allows:
-    # 0.2 x 80 items = 16
-    for (split, calibration), (cap, length) in itertools.product(
-            enumerate(calibrated), ((None, 20), (0.2, 16))):
+    # one scale per split and exposure setting: the library's, the reference's tests
+    # sharing a cap of the same rate
+    for (split, calibration), cap in itertools.product(enumerate(calibrated), (None, 0.2)):
         scale = cbmm.adaptive_interval_scale(calibration.result,
                                              small.drop(index=small.index[calibration.held]),
-                                             refit=QuietFit(), se_target=0.3,
-                                             max_items=length)
+                                             refit=QuietFit(), se_target=0.3, max_items=20,
+                                             max_exposure=cap)
         tests = adaptive[(adaptive["split"] == split)
                          & (adaptive["max_exposure"].isna() if cap is None
                             else adaptive["max_exposure"] == cap)]

@@ -149,6 +149,13 @@ def test_adaptive_with_a_reference_scales_the_intervals_as_the_library_does(cali
         np.testing.assert_allclose([test.lower, test.upper],
                                    scaled.loc[model, ["lower", "upper"]].astype(float),
                                    atol=1e-12)
+    # the file's tests share a cap: so do the reference's, at the same rate
+    status, out, _ = call(capsys, *args, "--reference", folder / "calibration.csv",
+                          "--max-exposure", 0.2, "--out", tmp_path / "capped.csv")
+    capped = cbmm.adaptive_interval_scale(
+        folder / "fit", table.iloc[:300], refit=refit_like(folder / "fit"), seed=2,
+        max_exposure=0.2, se_target=0.3, max_items=20)
+    assert status == 0 and f"interval scale {capped:.3f}" in out and capped != scale
     # the items alone record no fit to refit as
     items = folder / "fit" / "items.csv"
     status, _, err = call(capsys, *args[:3], "--items", items, "--reference",

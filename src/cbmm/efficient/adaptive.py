@@ -321,18 +321,6 @@ def adaptive_test(respond: Callable, result, *, pool=None,
                         stop=stop, trace=_trace_table(trace))
 
 
-def alone_like_capped(options: dict, max_exposure, n_items: int) -> dict:
-    """The options of tests taken alone that are as long as tests sharing an exposure cap
-    of ``max_exposure`` (None: none): an :class:`ItemExposure` gives each of a planned
-    series about ``max_exposure * n_items`` items (9 of LaRT's 100-item `accuracy_3`,
-    where tests alone took 38-50), so ``max_items`` is cut to ``floor(max_exposure *
-    n_items)``."""
-    if max_exposure is None:
-        return options
-    share = max(1, math.floor(max_exposure * n_items))
-    return {**options, "max_items": min(options["max_items"], share)}
-
-
 def _coded(n_items: int, given, answers) -> np.ndarray:
     """A test's answers as a one-row int8 matrix of the bank's items (+1 / -1, 0 not
     given), as :func:`~cbmm.efficient.prediction.reconstruct` reads them."""
@@ -342,7 +330,8 @@ def _coded(n_items: int, given, answers) -> np.ndarray:
 
 
 def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.95,
-                            seed: int = 0, coding: str | None = None, layout: str = "auto",
+                            seed: int = 0, max_exposure: float | None = None,
+                            coding: str | None = None, layout: str = "auto",
                             **options) -> float:
     """The ``interval_scale`` of :func:`adaptive_test` that makes its accuracy's
     interval hold on models of known accuracy, by cross-validation.
@@ -358,10 +347,10 @@ def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.9
     scaled interval, ``accuracy +- scale * z * sd``, would have held the accuracy of
     that share of the reference models (the normalised score of split-conformal
     prediction, Lei et al. 2018, over folds as in Barber et al. 2021's CV).  Tests
-    that will share an exposure cap are shorter than tests alone where the bank is
-    small: an :class:`ItemExposure` of ``max_rate`` gives each of a planned series about
-    ``max_rate * J`` items, so pass ``max_items`` no larger (the study and ``cbmm
-    adaptive`` pass ``floor(max_rate * J)``).
+    that will share an exposure cap are given with one too (``max_exposure``): a cap
+    shortens a small bank's tests (an :class:`ItemExposure` of ``max_rate`` gives each of
+    a planned series about ``max_rate * J`` items) and withholds the most informative
+    items from the later ones, and the scale is measured on tests like that.
 
     Parameters
     ----------
@@ -379,6 +368,9 @@ def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.9
         Coverage of the interval the scale is for: pass the same to the tests.
     seed : int
         Seeds the reference tests' random draws (one stream for them all).
+    max_exposure : float, optional
+        The exposure cap the tests will share, in (0, 1]: the reference's tests then
+        share one ``ItemExposure(max_exposure, tests)`` (None: each test alone).
     coding, layout
         As for :func:`cbmm.as_responses`, of ``reference``.
     **options
@@ -403,7 +395,14 @@ def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.9
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"options: {unknown} not among the tests' options {sorted(known)} "
-                         "(each reference model takes its test alone, from all the items)")
+                         "(a shared exposure cap is max_exposure; each reference model's "
+                         "test draws from all the items)")
+    if max_exposure is not None:  # checked before the refits
+        try:
+            ItemExposure(max_exposure)
+        except ValueError:
+            raise ValueError(f"max_exposure must be None or a number in (0, 1], got "
+                             f"{max_exposure!r}") from None
     if refit is True:
         refit = refit_like(result)
     elif not callable(refit):
@@ -413,10 +412,11 @@ def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.9
     answers, labels = reference_answers(reference, bank, coding, layout)
     models = Reference(answers, bank, refit=refit, labels=labels)
     models.check_enough(level)
-    return reference_scale(models, level, seed, **options)
+    return reference_scale(models, level, seed, max_exposure, **options)
 
 
-def reference_scale(models: Reference, level: float, seed: int, **options) -> float:
+def reference_scale(models: Reference, level: float, seed: int,
+                    max_exposure: float | None = None, **options) -> float:
     """:func:`adaptive_interval_scale` of the models of a
     :class:`~cbmm.efficient.prediction.Reference` (its folds and their refits, made once
     for any number of settings)."""
@@ -425,11 +425,13 @@ def reference_scale(models: Reference, level: float, seed: int, **options) -> fl
     rng = np.random.default_rng(seed)
     tested = np.zeros(len(models.answers), dtype=bool)
     tested[rng.permutation(tested.size)[:INTERVAL_SCALE_TESTS]] = True
+    exposure = None if max_exposure is None else ItemExposure(max_exposure, int(tested.sum()))
     scores = np.full(tested.size, np.nan)
-    for rows, fold, _ in models.folds():
+    for rows, fold, _ in models.folds():  # the folds' banks share the items' labels
         n_items = len(fold.bank)
         for row in rows[tested[rows]]:
-            test = replayed_test(models.answers[row], fold.bank, seed=rng, **options)
+            test = replayed_test(models.answers[row], fold.bank, seed=rng, exposure=exposure,
+                                 **options)
             given = fold.bank.labels.get_indexer(test.items)
             out = predicted_accuracy(_coded(n_items, given, test.answers), fold.bank)
             error = abs(out["accuracy"][0] - models.accuracy[row])

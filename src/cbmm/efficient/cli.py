@@ -140,8 +140,7 @@ def _adaptive_command(args) -> int:
     import pandas as pd
 
     from ..io import write_csv
-    from .adaptive import (ItemExposure, _areas, adaptive_interval_scale, alone_like_capped,
-                           replayed_test)
+    from .adaptive import ItemExposure, _areas, adaptive_interval_scale, replayed_test
     from .bank import aligned_answers
     from .refit import refit_like
 
@@ -176,8 +175,8 @@ def _adaptive_command(args) -> int:
         with _files_named(args, "--reference"):
             scale = adaptive_interval_scale(
                 bank, reference, refit=refit_like(fitted), seed=args.seed,
-                coding=args.coding, layout=args.layout,
-                **alone_like_capped(options, args.max_exposure, len(bank)))
+                max_exposure=args.max_exposure, coding=args.coding, layout=args.layout,
+                **options)
         print(f"interval scale {scale:.3f}: the 95% intervals of --reference's models' own "
               "tests, replayed against the calibration refitted without each fifth of them, "
               "held their accuracy at this multiple of the 2PL's width")
@@ -329,7 +328,8 @@ def register(sub, add_input) -> None:
                                "accuracy), in --responses' format, --items the `cbmm fit` "
                                "folder: scale the accuracy's intervals so that they hold on "
                                "these models' own tests (cbmm.adaptive_interval_scale; five "
-                               "refits)")
+                               "refits; with --max-exposure those tests share a cap of the "
+                               "same rate)")
     adaptive.add_argument("--seed", type=_integer(0), default=0,
                           help="seed of the draws among the candidates, one stream for the "
                                "file's models in order (default 0)")

@@ -31,8 +31,7 @@ import warnings
 
 import numpy as np
 
-from .adaptive import (ADAPTIVE_DEFAULTS, ItemExposure, alone_like_capped, reference_scale,
-                       replayed_test)
+from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior
 from .prediction import Reference, reconstruct, reference_models_needed
@@ -248,11 +247,9 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         Scale the tests' accuracy intervals by
         :func:`~cbmm.efficient.adaptive.adaptive_interval_scale` on the split's
         calibration models (:meth:`Calibration.reference`, refitted without each fifth
-        of them, the refits :func:`selection_study` shares),
-        one scale per split, content balance, SE target and length of the reference's
-        tests (False: the 2PL's width); under an exposure cap those tests, each taken
-        alone, give at most the items the cap's share allows, ``floor(max_exposure *
-        J)``, and a cap that does not shorten them shares the uncapped scale.
+        of them, the refits :func:`selection_study` shares), one scale per split,
+        content balance, exposure setting and SE target (False: the 2PL's width); under
+        an exposure cap the reference's tests share one of the same rate.
         Where a split's calibration has fewer than 19 models that answered every item,
         the whole study keeps the 2PL's width, with a warning.  The reference tests draw
         from their own stream: the held-out tests are the same either way.
@@ -288,7 +285,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         splits.append((held, bank, truth, coded, Posterior(coded, bank).mean, known))
     options = {"max_items": max_items, "min_items": min_items, "candidates": candidates,
                "progressive": progressive}
-    scales = {}  # per split, content balance, SE target and length of the tests alone
+    scales = {}  # per split, content balance, exposure setting and SE target
     tests = [(split, i) for split, (held, *_) in enumerate(splits) for i in range(len(held))]
     order = np.random.default_rng([seed, 0]).permutation(len(tests))
     rows = []
@@ -298,11 +295,11 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
             held, bank, truth, coded, theta_full, known = splits[split]
-            alone = alone_like_capped(options, max_exposure, len(bank))
-            key = (split, _content_name(content), se_target, alone["max_items"])
+            key = (split, setting)
             if key not in scales:
                 scales[key] = 1.0 if known is None else reference_scale(
-                    known, 0.95, seed, se_target=se_target, content=content, **alone)
+                    known, 0.95, seed, max_exposure, se_target=se_target, content=content,
+                    **options)
             test = replayed_test(coded[i], bank, se_target=se_target, exposure=exposure,
                                  content=content, seed=draws, interval_scale=scales[key],
                                  **options)

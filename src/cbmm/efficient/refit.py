@@ -76,10 +76,11 @@ class QuietFit:
     calibration is close to the optimum of its data less a fifth of its models.
     :func:`refitted_bank` warm-starts so (the folds of
     :class:`~cbmm.efficient.prediction.Reference`, tinyBenchmarks' validation fit) where
-    the refit is this class's and :attr:`starts_warm`.  On 4/5 of a split's calibration models of MATH-500,
-    the leaderboard's GSM8K and a simulated 2211 x 12032 matrix, the warm fit lands
-    within 0.001-0.004 of the cold three-start fit in every ``a`` and ``b`` (objective
-    within 1e-8 relative), in 4 s against 38 s on the last (docs/efficiency.md).
+    the refit is this class's and :attr:`starts_warm`.  On 4/5 of a split's calibration
+    models of MATH-500, the leaderboard's GSM8K and a simulated 2211 x 12032 matrix, the
+    warm fit lands within 0.001-0.004 of the cold three-start fit in every ``a`` and
+    ``b`` (objective within 1e-8 relative), in 4 s against 38 s on the last
+    (docs/efficiency.md).
     """
 
     def __init__(self, settings: dict | None = None):

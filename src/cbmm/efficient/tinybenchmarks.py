@@ -179,14 +179,16 @@ def tinybenchmarks_predictions(values: np.ndarray, calibration, held, bank: Item
     order = np.random.default_rng([seed, 0x7b]).permutation(calibration)
     cut = max(1, int(len(order) * _VALIDATION_SHARE))
     validation, training = order[:cut], order[cut:]
-    refit = refitted_bank(quiet_fit() if refit is None else refit, values[training], bank)
+    training_bank = refitted_bank(quiet_fit() if refit is None else refit,
+                                  values[training], bank)
     truth = np.nanmean(values[validation], axis=1)
     for k in ks:
         out, best = {}, None
         for clustering in CLUSTERINGS:
-            anchors, weights = anchor_points(values[training], refit, k, clustering, seed)
-            anchor, p_irt = tinybenchmarks_estimates(values[validation], refit, anchors,
-                                                     weights)
+            anchors, weights = anchor_points(values[training], training_bank, k, clustering,
+                                             seed)
+            anchor, p_irt = tinybenchmarks_estimates(values[validation], training_bank,
+                                                     anchors, weights)
             errors = np.nanmean(np.abs(np.outer(LAMBDAS, anchor)
                                        + np.outer(1 - LAMBDAS, p_irt) - truth), axis=1)
             chosen = LAMBDAS[np.argmin(errors)]

@@ -1060,6 +1060,10 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     assert rows.groupby(["split", "strategy"]).size().eq(60).all()
     summary = study.summarise_selection(rows)
     assert set(summary.columns) >= {"k", "strategy", "mae", "mae_sd", "rmse", "coverage"}
+    # each row says whether its split's calibration fit is an answer, the summary all
+    statuses = [split.result.status for split in calibrated]
+    assert (rows["calibration_status"] == rows["split"].map(dict(enumerate(statuses)))).all()
+    assert (summary["calibration_status"] == study.calibration_statuses(rows)).all()
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
     # what predict_accuracy says with the split's calibration models as the reference
     held, result = calibrated[1].held, calibrated[1].result
@@ -1182,6 +1186,14 @@ def test_the_studies_share_each_splits_reference_and_refit_its_folds_once(simula
     pd.testing.assert_frame_equal(
         study.adaptive_study(small, used, se_targets=[0.3], max_items=10),
         study.adaptive_study(small, fresh, se_targets=[0.3], max_items=10))
+
+
+def test_a_studys_calibration_statuses_name_each_with_its_splits_where_they_differ():
+    rows = pd.DataFrame({"split": [0, 0, 1, 2, 2, 3],
+                         "calibration_status": ["multimodal", "multimodal", "converged",
+                                                "multimodal", "multimodal", "max_iter"]})
+    assert study.calibration_statuses(rows) == "converged 1, max_iter 1, multimodal 2"
+    assert study.calibration_statuses(rows[rows["split"].isin([0, 2])]) == "multimodal"
 
 
 def test_a_fit_that_set_items_aside_serves_scoring_prediction_and_the_audit():

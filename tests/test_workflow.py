@@ -468,6 +468,7 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
         assert len(summary) == len(balances) * len(adaptive["max_exposures"]) * len(
             adaptive["se_targets"])
         assert summary["accuracy_coverage"].between(0, 1).all()
+        assert (selection["calibration_status"] == "converged").all()
         if dataset == "MATH_500":
             subjects = pd.read_csv(workdir / "resources/metadata/math500_items.csv",
                                    dtype={"item": str}).set_index("item")["subject"]
@@ -960,6 +961,8 @@ def test_adaptive_tests_keep_the_2pl_intervals_where_the_config_turns_the_scale_
                               fit_options={"sigma": settings["fit"]["sigma"]})
     assert len(tests) == len(calibrated[0].held) * efficiency["splits"] * len(
         efficiency["adaptive"]["max_exposures"])
+    assert (tests["calibration_status"]
+            == tests["split"].map(lambda split: calibrated[split].result.status)).all()
     for _, test in tests.iterrows():
         expected = cbmm.predict_accuracy(table.loc[[test["model"]], test["items"].split()],
                                          calibrated[test["split"]].result)

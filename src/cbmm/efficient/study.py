@@ -40,7 +40,8 @@ from .selection import forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions
 
 __all__ = ["model_splits", "calibrations", "Calibration", "selection_study", "adaptive_study",
-           "summarise_selection", "summarise_adaptive", "BASELINE", "TINYBENCHMARKS"]
+           "summarise_selection", "summarise_adaptive", "calibration_statuses", "BASELINE",
+           "TINYBENCHMARKS"]
 
 #: The baseline of the selection study: the mean of the k items of the ``random`` draw.
 BASELINE = "random_mean"
@@ -152,9 +153,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     -------
     pandas.DataFrame
         One row per split, k, strategy (and ``random_mean``, ``tinybenchmarks``) and
-        held-out model:
-        ``split, k, strategy, model, accuracy`` (over the items the model answered),
-        ``predicted, lower, upper``; no rows where every k is skipped.
+        held-out model: ``split, calibration_status`` (the status of the split's
+        calibration fit), ``k, strategy, model, accuracy`` (over the items the model
+        answered), ``predicted, lower, upper``; no rows where every k is skipped.
     """
     import pandas as pd
 
@@ -163,7 +164,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     ks = [k for k in ks if k < table.shape[1]]
     reference = reference and _has_reference(values, calibrated, "selection_study")
     for split, calibration in enumerate(calibrated):
-        held, bank = calibration.held, calibration.bank
+        held, bank, status = calibration.held, calibration.bank, calibration.result.status
         truth, coded = _coded_rows(values, held)
         rest = np.setdiff1d(np.arange(len(values)), held)
         known = calibration.reference() if reference else None
@@ -182,14 +183,16 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                 predicted = reconstruct(answers, bank) if known is None else known.reconstruct(
                     answers, selection=None if strategy == "random" else strategy)
                 rows.append(pd.DataFrame({
-                    "split": split, "k": k, "strategy": strategy,
+                    "split": split, "calibration_status": status, "k": k,
+                    "strategy": strategy,
                     "model": table.index[held], "accuracy": accuracy,
                     "predicted": predicted["accuracy"], "lower": predicted["lower"],
                     "upper": predicted["upper"]}))
                 if strategy == "random":
                     mean = np.nanmean(truth[:, chosen], axis=1)
                     rows.append(pd.DataFrame({
-                        "split": split, "k": k, "strategy": BASELINE,
+                        "split": split, "calibration_status": status, "k": k,
+                        "strategy": BASELINE,
                         "model": table.index[held], "accuracy": accuracy, "predicted": mean,
                         "lower": np.nan, "upper": np.nan}))
         if tinybenchmarks and ks:
@@ -197,12 +200,13 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                                                            seed=seed + split,
                                                            refit=calibration.refit):
                 rows.append(pd.DataFrame({
-                    "split": split, "k": k, "strategy": TINYBENCHMARKS,
+                    "split": split, "calibration_status": status, "k": k,
+                    "strategy": TINYBENCHMARKS,
                     "model": table.index[held], "accuracy": accuracy,
                     "predicted": predicted["gp-IRT"], "lower": np.nan, "upper": np.nan}))
     if not rows:
-        return pd.DataFrame(columns=["split", "k", "strategy", "model", "accuracy",
-                                     "predicted", "lower", "upper"])
+        return pd.DataFrame(columns=["split", "calibration_status", "k", "strategy", "model",
+                                     "accuracy", "predicted", "lower", "upper"])
     return pd.concat(rows, ignore_index=True)
 
 
@@ -258,7 +262,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     -------
     pandas.DataFrame
         One row per content balance, exposure setting, SE target and test, in the order
-        given: ``split, content`` (the Series' name, ``none`` for None), ``max_exposure``
+        given: ``split, calibration_status`` (as :func:`selection_study`'s), ``content``
+        (the Series' name, ``none`` for None), ``max_exposure``
         (NaN: none), ``se_target, model, n_items, theta, se, theta_full``
         (posterior mean from all the model's answers), ``theta_error`` (``theta -
         theta_full``), ``predicted`` (accuracy), ``lower`` and ``upper`` (its 95 %
@@ -282,7 +287,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         held, bank = calibration.held, calibration.bank
         truth, coded = _coded_rows(values, held)
         known = calibration.reference() if reference else None
-        splits.append((held, bank, truth, coded, Posterior(coded, bank).mean, known))
+        splits.append((held, bank, truth, coded, Posterior(coded, bank).mean, known,
+                       calibration.result.status))
     options = {"max_items": max_items, "min_items": min_items, "candidates": candidates,
                "progressive": progressive}
     scales = {}  # per split, content balance, exposure setting and SE target
@@ -294,7 +300,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         exposure = None if max_exposure is None else ItemExposure(max_exposure, len(tests))
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
-            held, bank, truth, coded, theta_full, known = splits[split]
+            held, bank, truth, coded, theta_full, known, status = splits[split]
             key = (split, setting)
             if key not in scales:
                 scales[key] = 1.0 if known is None else reference_scale(
@@ -304,7 +310,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                                  content=content, seed=draws, interval_scale=scales[key],
                                  **options)
             rows.append({
-                "split": split, "content": _content_name(content),
+                "split": split, "calibration_status": status,
+                "content": _content_name(content),
                 "max_exposure": np.nan if max_exposure is None else max_exposure,
                 "se_target": se_target, "model": table.index[held[i]],
                 "n_items": len(test.items), "theta": test.theta, "se": test.se,
@@ -345,8 +352,8 @@ def _content_name(content) -> str:
 
 def summarise_selection(rows):
     """Per k and strategy: ``mae``, ``rmse`` of the predicted accuracy (mean over splits of
-    each split's value, and its sd ``mae_sd``), ``coverage`` of the intervals and
-    ``n_models`` per split."""
+    each split's value, and its sd ``mae_sd``), ``coverage`` of the intervals,
+    ``n_models`` per split and ``calibration_status`` (:func:`calibration_statuses`)."""
     import pandas as pd
 
     error = rows["predicted"] - rows["accuracy"]
@@ -360,6 +367,7 @@ def summarise_selection(rows):
     grouped = per_split.groupby(level=["k", "strategy"])
     out = grouped[["mae", "rmse", "coverage", "n_models"]].mean()
     out.insert(1, "mae_sd", grouped["mae"].std())
+    out["calibration_status"] = calibration_statuses(rows)
     return pd.DataFrame(out).reset_index()
 
 
@@ -369,7 +377,7 @@ def summarise_adaptive(rows):
     (over the tests), ``accuracy_mae``, ``accuracy_coverage`` (the share of the tests
     whose interval holds the accuracy over all the model's answers), ``interval_scale``
     (the mean over the splits' tests), ``exposure`` (the largest share of the tests that
-    gave one item) and ``n_tests``."""
+    gave one item), ``n_tests`` and ``calibration_status`` (:func:`calibration_statuses`)."""
     keys = ["content", "max_exposure", "se_target"]
     frame = rows.assign(abs_theta=rows["theta_error"].abs(),
                         abs_accuracy=(rows["predicted"] - rows["accuracy"]).abs(),
@@ -383,7 +391,19 @@ def summarise_adaptive(rows):
         interval_scale=("interval_scale", "mean"))
     out["exposure"] = grouped["items"].apply(_largest_exposure)
     out["n_tests"] = grouped.size()
+    out["calibration_status"] = calibration_statuses(rows)
     return out.reset_index()
+
+
+def calibration_statuses(rows) -> str:
+    """The statuses of the splits' calibration fits in a study's ``rows``: the status
+    where every split's is the same (``converged``), else each with its number of splits
+    (``converged 3, multimodal 2``), so that a table says whether its numbers rest on fits
+    that are an answer (docs/trust.md)."""
+    counts = rows.drop_duplicates("split")["calibration_status"].value_counts().sort_index()
+    if len(counts) == 1:
+        return str(counts.index[0])
+    return ", ".join(f"{status} {count}" for status, count in counts.items())
 
 
 def _largest_exposure(items):

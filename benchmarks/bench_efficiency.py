@@ -73,6 +73,7 @@ from standin_suites import parameters
 import cbmm
 from cbmm.efficient import FLAGS, STRATEGIES, study
 from cbmm.efficient.adaptive import ADAPTIVE_DEFAULTS
+from cbmm.efficient.bank import coded_answers
 from cbmm.efficient.prediction import Reference
 from cbmm.efficient.selection import forward_selection
 from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
@@ -222,7 +223,7 @@ def penalty_table(name, table, calibrated, penalties):
         return
     started = time.perf_counter()
     values = table.to_numpy(dtype=float)
-    coded = np.where(np.isnan(values), 0, np.where(values > 0, 1, -1)).astype(np.int8)
+    coded = coded_answers(values)
     rows = []
     for split, calibrated_split in enumerate(calibrated):
         held, bank = calibrated_split.held, calibrated_split.bank

@@ -30,7 +30,7 @@ from ..score import aligned_responses, read_items
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "grid_moments"]
+__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "coded_answers", "grid_moments"]
 
 #: Abilities at which posteriors are evaluated: the canonical scale (sd 1 over the
 #: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
@@ -131,6 +131,12 @@ def aligned_answers(responses, bank: ItemBank, *, coding=None, layout="auto"):
 
     table = pd.DataFrame({"a": bank.a, "b": bank.b}, index=bank.labels)
     return aligned_responses(responses, table, coding, layout)
+
+
+def coded_answers(values: np.ndarray) -> np.ndarray:
+    """A models x items matrix of 1 / 0 / NaN (not answered) coded +1 / -1 / 0 (int8), as
+    the bank's functions read answers."""
+    return np.where(np.isnan(values), 0, np.where(values > 0, 1, -1)).astype(np.int8)
 
 
 class Posterior:

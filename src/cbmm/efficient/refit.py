@@ -44,14 +44,13 @@ def refitted_bank(refit, values: np.ndarray, bank):
     """
     import pandas as pd
 
-    from .bank import ItemBank, Posterior
+    from .bank import ItemBank, Posterior, coded_answers
 
     data = pd.DataFrame(values, columns=bank.labels)
     if isinstance(refit, QuietFit) and refit.starts_warm:
-        coded = np.where(np.isnan(values), 0, np.where(values > 0, 1, -1)).astype(np.int8)
         scale = refit.sigma / bank.sigma  # the same probabilities at its temperature
-        result = refit(data, start=(Posterior(coded, bank).mean, bank.a * scale,
-                                    bank.b * scale))
+        result = refit(data, start=(Posterior(coded_answers(values), bank).mean,
+                                    bank.a * scale, bank.b * scale))
     else:
         result = refit(data)
     refitted = ItemBank.of(result)

@@ -33,7 +33,7 @@ import numpy as np
 
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
 from .._checks import check_integer
-from .bank import ItemBank, Posterior
+from .bank import ItemBank, Posterior, coded_answers
 from .prediction import Reference, reconstruct, reference_models_needed
 from .refit import quiet_fit
 from .selection import forward_selection, select_items
@@ -340,7 +340,7 @@ def _coded_rows(values, rows):
     """The ``rows`` of a 1 / 0 / NaN matrix, and the same coded +1 / -1 / 0 (int8), as the
     bank's functions read answers."""
     truth = values[rows]
-    return truth, np.where(np.isnan(truth), 0, np.where(truth > 0, 1, -1)).astype(np.int8)
+    return truth, coded_answers(truth)
 
 
 def _content_name(content) -> str:

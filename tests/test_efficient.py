@@ -1063,7 +1063,7 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     # each row says whether its split's calibration fit is an answer, the summary all
     statuses = [split.result.status for split in calibrated]
     assert (rows["calibration_status"] == rows["split"].map(dict(enumerate(statuses)))).all()
-    assert (summary["calibration_status"] == study.calibration_statuses(rows)).all()
+    assert (summary["calibration_status"] == study.calibration_statuses(statuses)).all()
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
     # what predict_accuracy says with the split's calibration models as the reference
     held, result = calibrated[1].held, calibrated[1].result
@@ -1189,11 +1189,9 @@ def test_the_studies_share_each_splits_reference_and_refit_its_folds_once(simula
 
 
 def test_a_studys_calibration_statuses_name_each_with_its_splits_where_they_differ():
-    rows = pd.DataFrame({"split": [0, 0, 1, 2, 2, 3],
-                         "calibration_status": ["multimodal", "multimodal", "converged",
-                                                "multimodal", "multimodal", "max_iter"]})
-    assert study.calibration_statuses(rows) == "converged 1, max_iter 1, multimodal 2"
-    assert study.calibration_statuses(rows[rows["split"].isin([0, 2])]) == "multimodal"
+    per_split = ["multimodal", "converged", "multimodal", "max_iter"]
+    assert study.calibration_statuses(per_split) == "converged 1, max_iter 1, multimodal 2"
+    assert study.calibration_statuses(per_split[::2]) == "multimodal"
 
 
 def test_a_fit_that_set_items_aside_serves_scoring_prediction_and_the_audit():

@@ -29,11 +29,11 @@ except ValueError as exc:
 calibrated = study.calibrations(table, splits=settings["splits"],
                                 test_share=settings["test_share"], seed=settings["seed"],
                                 fit_options={"sigma": p.sigma})
-statuses = sorted({split.result.status for split in calibrated})
-if statuses != ["converged"]:  # the tables say so too (calibration_status)
+statuses = study.calibration_statuses(split.result.status for split in calibrated)
+if statuses != "converged":  # in the tables' words (calibration_status)
     log.warning("real.efficiency, dataset %r: the splits' calibration fits are %s, not all "
                 "converged (docs/trust.md): the study's numbers rest on fits that may not "
-                "be the answer", snakemake.wildcards.dataset, ", ".join(statuses))
+                "be the answer", snakemake.wildcards.dataset, statuses)
 rows = study.selection_study(table, calibrated, ks=settings["k"],
                              strategies=settings["strategies"], seed=settings["seed"],
                              tinybenchmarks=settings["tinybenchmarks"])

@@ -367,7 +367,7 @@ def summarise_selection(rows):
     grouped = per_split.groupby(level=["k", "strategy"])
     out = grouped[["mae", "rmse", "coverage", "n_models"]].mean()
     out.insert(1, "mae_sd", grouped["mae"].std())
-    out["calibration_status"] = calibration_statuses(rows)
+    out["calibration_status"] = _calibration_status(rows)
     return pd.DataFrame(out).reset_index()
 
 
@@ -391,19 +391,26 @@ def summarise_adaptive(rows):
         interval_scale=("interval_scale", "mean"))
     out["exposure"] = grouped["items"].apply(_largest_exposure)
     out["n_tests"] = grouped.size()
-    out["calibration_status"] = calibration_statuses(rows)
+    out["calibration_status"] = _calibration_status(rows)
     return out.reset_index()
 
 
-def calibration_statuses(rows) -> str:
-    """The statuses of the splits' calibration fits in a study's ``rows``: the status
+def calibration_statuses(statuses) -> str:
+    """The statuses of a study's calibration fits, one per split, in words: the status
     where every split's is the same (``converged``), else each with its number of splits
-    (``converged 3, multimodal 2``), so that a table says whether its numbers rest on fits
-    that are an answer (docs/trust.md)."""
-    counts = rows.drop_duplicates("split")["calibration_status"].value_counts().sort_index()
+    (``converged 3, multimodal 2``), so that a table or a log says whether its numbers rest
+    on fits that are an answer (docs/trust.md)."""
+    import pandas as pd
+
+    counts = pd.Series(list(statuses), dtype=object).value_counts().sort_index()
     if len(counts) == 1:
         return str(counts.index[0])
     return ", ".join(f"{status} {count}" for status, count in counts.items())
+
+
+def _calibration_status(rows) -> str:
+    """:func:`calibration_statuses` of the splits in a study's ``rows``."""
+    return calibration_statuses(rows.drop_duplicates("split")["calibration_status"])
 
 
 def _largest_exposure(items):

@@ -228,3 +228,32 @@ def test_dense_values_outside_the_coding_are_refused_and_elementwise_checks_leng
     with pytest.raises(TypeError):
         _fused.elementwise(np.ones(3, np.int8), np.zeros(3), 1.0, np.empty(3, np.float32),
                            np.empty(3))
+
+
+def test_loo_scores_are_the_closed_form_at_any_thread_count_and_refuse_bad_arguments():
+    """The predictive strategy's pass (cbmm.efficient.selection.forward_selection): per
+    item k, sum_i ((e_i - r_ki g_k) / (keep_i - r_ki^2 h_k))^2."""
+    from cbmm import _fused
+
+    rng = np.random.default_rng(3)
+    n, j = 37, 11
+    residual = rng.normal(size=(j, n))
+    error, gain = rng.normal(size=n), rng.normal(size=j)
+    keep, inv_pivot = 1 - 0.3 * rng.random(n), 1 / (50 + rng.random(j))
+    expected = (((error - residual * gain[:, None])
+                 / (keep - residual ** 2 * inv_pivot[:, None])) ** 2).sum(axis=1)
+    good = [residual, error, keep, gain, inv_pivot, np.empty(j), 1]
+    for threads in (1, 3, j, 64):  # more threads than items: one item each
+        out = np.full(j, np.nan)
+        _fused.loo_scores(*good[:5], out, threads)
+        np.testing.assert_allclose(out, expected, rtol=1e-13)
+    for position, value in enumerate(good[:6]):
+        for bad in (value[:-1].copy(), value.astype(np.float32), [0.0] * value.size):
+            with pytest.raises((ValueError, TypeError)):
+                _fused.loo_scores(*good[:position], bad, *good[position + 1:])
+    for bad in (residual.ravel(), residual.T.copy(), np.asfortranarray(residual)):
+        with pytest.raises((ValueError, BufferError)):  # items x models, C order
+            _fused.loo_scores(bad, *good[1:])
+    for threads in (0, 10**6):
+        with pytest.raises(ValueError, match="threads"):
+            _fused.loo_scores(*good[:6], threads)

@@ -13,6 +13,9 @@
  *                       at the new point; float32 or float64 per-entry math;
  *   loss / loss_gradient  loss (3) and its gradient in float64 at any sigma.
  *
+ * One module function works on no response matrix: loo_scores, each step's
+ * pass of the predictive item selection (cbmm/efficient/selection.py).
+ *
  * Per entry a pass needs w = y expit(z) and the loss term softplus(z),
  * z = -y x / sigma, x = theta_i a_j + b_j.  Both come from one
  * e = exp(-|z|): expit(z) = 1/(1+e) or e/(1+e), softplus(z) = max(z,0) + log1p(e).
@@ -97,6 +100,8 @@ typedef struct {
     Py_ssize_t (*count)(const Data *, Py_ssize_t, Py_ssize_t, double *, int32_t *);
     void (*elementwise64)(const int8_t *, const double *, double, double *, double *, Py_ssize_t);
     void (*elementwise32)(const int8_t *, const float *, float, float *, float *, Py_ssize_t);
+    void (*loo_scores)(const double *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const double *,
+                       const double *, const double *, const double *, double *);
 } Kernels;
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -814,9 +819,65 @@ fail:
     return NULL;
 }
 
+/* loo_scores: the items' scores of one step of the predictive strategy's forward
+ * selection, threaded over chunks of items. */
+typedef struct {
+    const double *residual, *error, *keep, *gain, *inv_pivot;
+    double *out;
+    Py_ssize_t n, j, n_chunks;
+} LooArgs;
+
+static void loo_chunk(void *context, Py_ssize_t chunk)
+{
+    const LooArgs *p = context;
+    Py_ssize_t j0 = p->j * chunk / p->n_chunks, j1 = p->j * (chunk + 1) / p->n_chunks;
+    kernels->loo_scores(p->residual, p->n, j0, j1, p->error, p->keep, p->gain, p->inv_pivot,
+                        p->out);
+}
+
+static PyObject *py_loo_scores(PyObject *self, PyObject *args)
+{
+    PyObject *ores, *oerr, *okeep, *ogain, *opiv, *oout;
+    Py_ssize_t threads;
+    if (!PyArg_ParseTuple(args, "OOOOOOn", &ores, &oerr, &okeep, &ogain, &opiv, &oout, &threads))
+        return NULL;
+    if (check_threads(threads) < 0)
+        return NULL;
+    Buffer b[6];
+    memset(b, 0, sizeof b);
+    if (get_buffer(oerr, &b[0], "error", "d", 8, -1, 0) < 0
+        || get_buffer(ogain, &b[1], "gain", "d", 8, -1, 0) < 0)
+        goto fail;
+    Py_ssize_t n = b[0].view.len / 8, j = b[1].view.len / 8;
+    if (get_buffer(ores, &b[2], "residual", "d", 8, n * j, 0) < 0
+        || get_buffer(okeep, &b[3], "keep", "d", 8, n, 0) < 0
+        || get_buffer(opiv, &b[4], "inv_pivot", "d", 8, j, 0) < 0
+        || get_buffer(oout, &b[5], "out", "d", 8, j, 1) < 0)
+        goto fail;
+    if (b[2].view.ndim != 2 || b[2].view.shape[0] != j) {
+        PyErr_SetString(PyExc_ValueError, "residual: expected items x models (C order)");
+        goto fail;
+    }
+    LooArgs p = {b[2].view.buf, b[0].view.buf, b[3].view.buf, b[1].view.buf, b[4].view.buf,
+                 b[5].view.buf, n, j, threads < j ? threads : (j > 0 ? j : 1)};
+    Py_BEGIN_ALLOW_THREADS
+    parallel_chunks(p.n_chunks, loo_chunk, &p);
+    Py_END_ALLOW_THREADS
+    release(b, 6);
+    Py_RETURN_NONE;
+fail:
+    release(b, 6);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"elementwise", py_elementwise, METH_VARARGS,
      "elementwise(y, x, inv_sigma, w_out, softplus_out)\n\nPer-entry w and softplus (tests)."},
+    {"loo_scores", py_loo_scores, METH_VARARGS,
+     "loo_scores(residual, error, keep, gain, inv_pivot, out, threads)\n\nPer item k (a row "
+     "of residual, items x models): sum_i ((error_i - residual_ki gain_k) / (keep_i - "
+     "residual_ki^2 inv_pivot_k))^2 into out (the predictive strategy's leave-one-out "
+     "scores)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_fused",

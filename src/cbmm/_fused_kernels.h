@@ -298,7 +298,28 @@ static void KERNEL(elementwise32)(const int8_t *y, const float *x, float inv_sig
         KERNEL(entry32)(y[k], x[k], inv_sigma, w + k, softplus + k);
 }
 
+/* Leave-one-out scores of the candidate items [j0, j1) of a forward ridge
+ * selection (cbmm/efficient/selection.py): item k's residual column r (n
+ * doubles, contiguous) gives sum_i ((e_i - r_i g_k) / (keep_i - r_i^2 h_k))^2,
+ * g = gain, h = 1 / pivot, keep = 1 - leverage. */
+static void KERNEL(loo_scores)(const double *residual, Py_ssize_t n, Py_ssize_t j0, Py_ssize_t j1,
+                               const double *error, const double *keep, const double *gain,
+                               const double *inv_pivot, double *out)
+{
+    for (Py_ssize_t k = j0; k < j1; k++) {
+        const double *r = residual + k * n;
+        const double g = gain[k], h = inv_pivot[k];
+        double score = 0.0;
+        _Pragma("omp simd reduction(+ : score)") for (Py_ssize_t i = 0; i < n; i++)
+        {
+            const double loo = (error[i] - r[i] * g) / (keep[i] - r[i] * r[i] * h);
+            score += loo * loo;
+        }
+        out[k] = score;
+    }
+}
+
 static const Kernels KERNEL(kernels) = {
     KERNEL(mm_rows64),     KERNEL(mm_rows32),     KERNEL(loss_rows),
     KERNEL(gradient_rows), KERNEL(curvature_rows), KERNEL(count_rows),
-    KERNEL(elementwise64), KERNEL(elementwise32)};
+    KERNEL(elementwise64), KERNEL(elementwise32), KERNEL(loo_scores)};

@@ -64,7 +64,6 @@ _ANCHOR_LEVELS = 50  # ability quantiles at which the anchor strategy compares i
 #: MAE 0.0148, 0.0148 and 0.0146: the choice matters little where the strategy is meant
 #: for, and a penalty worth 100 models restrains it where there are few.
 PREDICTIVE_PENALTY = 100.0
-_PREDICTIVE_BLOCK = 2 ** 17  # values scored at once (1 MB): the temporaries stay in cache
 
 
 def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
@@ -196,13 +195,19 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
     ``((I - H) t)_i / (1 - H_ii)``.  Adding item ``j`` with centred answers ``x`` adds
     ``u u' / s`` to ``H``, where ``u = (I - H) x`` and ``s = lambda + x'u`` (the block
     inverse), so every candidate's errors follow from the ``(I - H) x`` of all items,
-    which one rank-one update keeps current after each choice: ``O(n J)`` a step.
+    which one rank-one update keeps current after each choice: ``O(n J)`` a step.  The
+    candidates' scores are one threaded pass of the C extension
+    (``cbmm._fused.loo_scores``): 0.046 s a step on 1,768 models x 12,032 items (2 cores),
+    against 0.155 s for the same sums in blocks of NumPy operations.
     """
     x = answers[np.count_nonzero(answers, axis=1) > 0].astype(float)
     if len(x) < 2:
         raise ValueError(f"responses: {len(x)} model(s) answered a calibrated item; the "
                          "predictive strategy needs at least 2")
     from scipy.linalg.blas import dger
+
+    from .._fused import loo_scores
+    from ..engine import thread_count
 
     n, n_items = x.shape
     target = np.count_nonzero(x > 0, axis=1) / np.count_nonzero(x, axis=1)
@@ -222,16 +227,12 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
     # item lowers the error, MATH-500's dozen such items came first, as a block
     free = _differing(answers)
     alike = np.flatnonzero(~free)
-    width = max(8, _PREDICTIVE_BLOCK // n)  # items scored at once
+    threads = thread_count(n * n_items, n_items)
+    score = np.empty(n_items)
     for _ in range(int(free.sum())):
         gain = covariance / pivot
-        score = np.empty(n_items)
-        for start in range(0, n_items, width):
-            block = slice(start, start + width)
-            part = residual[:, block]
-            loo = error[:, None] - part * gain[block]
-            loo /= (1.0 - leverage)[:, None] - part * part / pivot[block]
-            score[block] = np.einsum("ij,ij->j", loo, loo)
+        # each item's sum over the models of its leave-one-out errors squared, one pass
+        loo_scores(residual.T, error, 1.0 - leverage, gain, 1.0 / pivot, score, threads)
         score[~free] = np.inf
         j = int(np.argmin(score))
         free[j] = False

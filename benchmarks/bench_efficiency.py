@@ -40,7 +40,8 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
 Then the planted-mislabel check: 5 % of the items of a matrix get reversed answers;
 recall and precision of the audit's ``negative_discrimination`` (target >= 0.9, >= 0.8).
 
-Data: the real MATH-500 matrix (``../shared``), any other real matrices given with
+Data: the real MATH-500 matrix (``../shared``, where it is there; the simulated shapes
+need it), any other real matrices given with
 ``--real`` (CSV files, models x items, 1 / 0 / empty; docs/efficiency.md names those
 measured), and simulated matrices of the Open LLM Leaderboard suites' shapes whose
 parameters are those of a converged fit of MATH-500 resampled (the calibrated stand-ins
@@ -93,10 +94,11 @@ DEFAULT_PARTS = tuple(part for part in PARTS if part != "penalties")
 
 
 def read_math500():
+    """The real MATH-500 matrix, or None where ``../shared`` does not hold it."""
     for path in MATH500_CANDIDATES:
         if path.is_file():
             return pd.read_csv(path, index_col=0)
-    raise SystemExit(f"MATH_500.csv not found in {[str(p) for p in MATH500_CANDIDATES]}")
+    return None
 
 
 def read_content(spec):
@@ -261,9 +263,10 @@ def adaptive_table(name, table, calibrated, args, se_targets, content=None):
         name += f", balanced over {content.nunique()} content areas ({content.name})"
     keys = ["content", "max_exposure", "se_target"]
     grouped = pd.concat(summaries).groupby(keys, dropna=False, sort=False)
-    summary = grouped.agg(
-        {column: "max" if column in ("max_items", "exposure") else "mean"
-         for column in summaries[0].columns.drop(keys)}).reset_index()
+    # the streams share the splits' calibration fits, so their status too
+    how = {"max_items": "max", "exposure": "max", "calibration_status": "first"}
+    summary = grouped.agg({column: how.get(column, "mean")
+                           for column in summaries[0].columns.drop(keys)}).reset_index()
     summary["stream_se"] = grouped["theta_mae"].sem().to_numpy()
     print(f"\n{name}: adaptive tests ({len(calibrated)} splits, {streams} "
           f"random streams, {time.perf_counter() - started:.0f} s); means over the streams "
@@ -384,17 +387,24 @@ def main() -> None:
     print(machine())
 
     math500 = read_math500()
+    shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s]
+    if math500 is None:
+        print(f"MATH_500.csv not found in {[str(p) for p in MATH500_CANDIDATES]}: skipped")
+        if shapes:
+            raise SystemExit("--shapes: the simulated shapes take their parameters from a fit "
+                             "of MATH_500.csv; without it, pass --shapes ''")
     real = {path: read_real(path) for path in args.real}
-    datasets = {"MATH-500 (140 x 500, real)": math500, **dict(real.values())}
+    datasets = {} if math500 is None else {"MATH-500 (140 x 500, real)": math500}
+    datasets.update(real.values())
     contents = {"MATH-500 (140 x 500, real)": math500_subjects()}
     for path, areas in args.content:
         if path not in real:
             raise SystemExit(f"--content {path}: not one of the --real matrices")
         contents[real[path][0]] = areas
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        calibration = cbmm.fit(math500, tol=1e-8, max_iter=20000, accelerate="auto")
-    shapes = [tuple(map(int, s.split("x"))) for s in args.shapes.split(",") if s]
+    if shapes:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            calibration = cbmm.fit(math500, tol=1e-8, max_iter=20000, accelerate="auto")
 
     suspects = {}
     for name, table in datasets.items():

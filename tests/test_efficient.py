@@ -15,7 +15,7 @@ from scipy.special import expit
 import cbmm
 from cbmm.efficient import study
 from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
-from cbmm.efficient.bank import ItemBank
+from cbmm.efficient.bank import ItemBank, Posterior, aligned_answers
 from cbmm.efficient.prediction import (RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS,
                                        Reference)
 from cbmm.efficient.refit import QuietFit
@@ -1022,6 +1022,64 @@ def test_the_audit_finds_planted_mislabelled_items():
     zero = {f"q{j}" for j in np.flatnonzero(sim.a == 0)} - planted_items
     assert audit.loc[sorted(zero), "no_information"].mean() >= 0.8
     assert not audit.loc[sorted(zero), "negative_discrimination"].any()
+
+
+def test_the_abilities_agree_with_accuracy_as_the_fit_implies_where_the_2pl_holds():
+    sim, table, _ = planted(1000, 200, 0.0, seed=2)
+    fit = quiet_fit(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cbmm.efficient.AbilityAgreementWarning)
+        audit = cbmm.item_audit(fit, table)
+    agreement = audit.attrs["ability_agreement"]
+    assert agreement == cbmm.efficient.ability_agreement(fit, table)  # seeded: the same
+    # observed: Spearman's rank correlation of the posterior-mean abilities with accuracy
+    bank = ItemBank.of(fit)
+    answers, _ = aligned_answers(table, bank)
+    expected = stats.spearmanr(Posterior(answers, bank).mean, table.mean(axis=1)).statistic
+    assert agreement.observed == pytest.approx(expected, abs=1e-12)
+    assert agreement.n_models == 1000 and agreement.agrees
+    assert abs(agreement.observed - agreement.implied) < 0.02
+    assert (audit["ability_rank_correlation"] == agreement.observed).all()
+    assert (audit["implied_rank_correlation"] == agreement.implied).all()
+
+
+def unrelated_skills(n_models, n_items, reversed_share, seed):
+    """Answers to items of two independent skills in equal shares (slope 1.5 on one each),
+    with ``reversed_share`` of the items' answers reversed."""
+    rng = np.random.default_rng(seed)
+    skills = rng.normal(size=(n_models, 2))
+    half = n_items // 2
+    logits = np.hstack([np.outer(skills[:, 0], np.full(half, 1.5)),
+                        np.outer(skills[:, 1], np.full(n_items - half, 1.5))])
+    answers = rng.random((n_models, n_items)) < expit(logits + rng.normal(size=n_items))
+    answers = answers.astype(float)
+    reversed_items = rng.choice(n_items, int(reversed_share * n_items), replace=False)
+    answers[:, reversed_items] = 1 - answers[:, reversed_items]
+    return pd.DataFrame(answers, columns=[f"q{j}" for j in range(n_items)])
+
+
+def test_the_audit_says_when_one_dimension_does_not_describe_the_answers():
+    # (two_skills' skills, correlated 0.3, still rank the models alike: 0.96-0.985 against
+    # 0.984-0.989 implied over three seeds, and the audit trusts its flags there)
+    table = unrelated_skills(600, 80, 0.1, seed=0)
+    with pytest.warns(cbmm.efficient.AbilityAgreementWarning, match="one dimension"):
+        audit = cbmm.item_audit(quiet_fit(table), table)
+    agreement = audit.attrs["ability_agreement"]
+    # the fit's ability is one skill, or a mix; accuracy counts both
+    assert not agreement.agrees and agreement.observed < agreement.implied - 0.1
+    flagged = audit.loc[audit["negative_discrimination"], "reason"]
+    assert len(flagged) and flagged.str.contains("no evidence of a wrong key").all()
+    assert not flagged.str.contains("likely a wrong answer key").any()
+
+
+def test_ability_agreement_is_undefined_without_spread_and_refuses_no_answers():
+    items = bank_table([1.0, 1.0, 1.0], [0.0, 0.5, -0.5])
+    alike = pd.DataFrame(np.ones((5, 3)), columns=items.index)  # every model alike
+    agreement = cbmm.efficient.ability_agreement(items, alike)
+    assert np.isnan(agreement.observed) and agreement.agrees  # no evidence either way
+    with pytest.raises(ValueError, match="no model answered"):
+        cbmm.efficient.ability_agreement(items, pd.DataFrame(np.nan, index=range(3),
+                                                             columns=items.index))
 
 
 def test_the_audit_flags_unanswerable_and_out_of_range_items():

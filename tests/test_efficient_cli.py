@@ -97,7 +97,13 @@ def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tm
                           "--figure", tmp_path / "audit.png")
     assert status == 0 and "audited 60 item(s)" in out
     audit = pd.read_csv(tmp_path / "audit.csv", index_col="item", keep_default_na=False)
-    assert list(audit.columns[-5:]) == [*cbmm.efficient.FLAGS, "reason"]
+    assert list(audit.columns[-7:]) == [*cbmm.efficient.FLAGS, "ability_rank_correlation",
+                                        "implied_rank_correlation", "reason"]
+    # the benchmark's ability agreement, on every row and in the command's output
+    agreement = cbmm.efficient.ability_agreement(folder / "fit", table.iloc[:300])
+    assert (audit["ability_rank_correlation"] == agreement.observed).all()
+    assert (audit["implied_rank_correlation"] == agreement.implied).all()
+    assert str(agreement).capitalize() in out
     assert (tmp_path / "audit.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -5,7 +5,7 @@ import warnings
 
 import cbmm
 from cbmm.data import read_matrix
-from cbmm.efficient import FLAGS
+from cbmm.efficient import FLAGS, AbilityAgreementWarning
 from cbmm.io import write_csv
 from cbmm_workflow.jobs import start_log
 
@@ -15,7 +15,15 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)  # the audit names those items
     result = cbmm.fit(table, sigma=snakemake.params.sigma)
 log.info("fit of %d x %d: %s", *table.shape, result.status)
-audit = cbmm.item_audit(result, table)
+with warnings.catch_warnings():  # the log says it, once
+    warnings.simplefilter("ignore", AbilityAgreementWarning)
+    audit = cbmm.item_audit(result, table)
 log.info("flags: %s", {flag: int(audit[flag].sum()) for flag in FLAGS})
+agreement = audit.attrs["ability_agreement"]
+if agreement.agrees:
+    log.info("%s", agreement)
+else:
+    log.warning("%s: one dimension does not describe these answers; the negative-discrimination "
+                "flags are no evidence of wrong keys (their reasons say so)", agreement)
 audit["status"] = result.status  # the fit's: its caption says whether it is an answer
 write_csv(audit.reset_index(), snakemake.output[0], float_format="%.10g")

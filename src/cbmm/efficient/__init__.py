@@ -9,7 +9,8 @@
   error is small enough; :func:`adaptive_interval_scale`, the width its accuracy's
   interval needs to hold on the calibration models;
 * :func:`item_audit`: items not identified, without information, discriminating the wrong
-  way (likely mislabelled) or outside the models' abilities.
+  way (likely mislabelled) or outside the models' abilities; :func:`ability_agreement`,
+  whether the fit's ability ranks the models as their accuracy does.
 
 All of them read the calibration from a fit (``FitResult``, ``items.csv`` or a table of
 ``a`` and ``b``) and put abilities on its canonical scale.  docs/efficiency.md says what
@@ -17,9 +18,10 @@ was measured.
 """
 
 from .adaptive import AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test
-from .audit import FLAGS, item_audit
+from .audit import FLAGS, AbilityAgreement, AbilityAgreementWarning, ability_agreement, item_audit
 from .prediction import predict_accuracy
 from .selection import STRATEGIES, select_items
 
 __all__ = ["select_items", "STRATEGIES", "predict_accuracy", "adaptive_test",
-           "adaptive_interval_scale", "AdaptiveTest", "ItemExposure", "item_audit", "FLAGS"]
+           "adaptive_interval_scale", "AdaptiveTest", "ItemExposure", "item_audit", "FLAGS",
+           "ability_agreement", "AbilityAgreement", "AbilityAgreementWarning"]

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from ..efficient.audit import AbilityAgreement
 from ..tables import read_result_table
 from .style import FIGURE_WIDTH_IN, paper_style, save_figure
 
@@ -50,7 +51,21 @@ def plot_item_audit(audit, out_paths=(), title: str | None = None):
                           cmap="viridis", vmin=0, vmax=max(np.nanmax(information), 1e-12),
                           linewidths=0, zorder=2)
         fig.colorbar(dots, ax=ax, label="information over the models' abilities")
+        agrees = True
+        if {"ability_rank_correlation", "implied_rank_correlation"} <= set(audit.columns):
+            observed, implied = audit[["ability_rank_correlation",
+                                       "implied_rank_correlation"]].iloc[0]
+            agrees = AbilityAgreement(observed, implied, len(audit)).agrees
+            low, high = ax.get_ylim()
+            ax.set_ylim(low, high + 0.14 * (high - low))  # room above the dots for the note
+            ax.text(0.99, 0.99, f"abilities vs accuracy: rank correlation {observed:.3f}, "
+                    f"the fit implies {implied:.3f}"
+                    + ("" if agrees else "\n(one dimension does not describe these answers)"),
+                    transform=ax.transAxes, ha="right", va="top", fontsize=6,
+                    color="#404040" if agrees else "#b2182b")
         for flag, (label, marker, color) in _MARKS.items():
+            if flag == "negative_discrimination" and not agrees:
+                label = "negative discrimination"  # the note says why not mislabelled
             flagged = audit[audit[flag].astype(bool)]
             if len(flagged):
                 # a line marker (x) takes a colour, the open ones an edge colour
@@ -80,4 +95,7 @@ def caption(config_summary: dict | None = None) -> str:
             "identified), items with â ≈ 0 (no information), items held at â = 0 whose "
             "answers weaker models get right more often than stronger ones (negative "
             "discrimination: likely a wrong answer key) and items whose difficulty lies "
-            "beyond every model's ability (cbmm.item_audit).")
+            "beyond every model's ability (cbmm.item_audit). Top left: the rank correlation "
+            "of the models' abilities with their accuracy, beside the one answers drawn from "
+            "the fit give; far below it, the fit's one dimension is not what the benchmark's "
+            "score measures, and negative discrimination is no evidence of a wrong key.")

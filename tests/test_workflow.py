@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -481,6 +482,15 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
         caption = (workdir / f"results/figures/item_audit_{dataset}.caption.rst").read_text()
         assert audit["status"].nunique() == 1 and ((
             "The fit shown converged" in caption) == (audit["status"].iloc[0] == "converged"))
+        # the audit's check of its ability against accuracy: the library's on the same fit
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)
+            fit = cbmm.fit(source, sigma=config["fit"]["sigma"])
+        agreement = cbmm.efficient.ability_agreement(fit, source)
+        assert audit["ability_rank_correlation"].to_numpy() == pytest.approx(
+            agreement.observed, abs=1e-9)
+        assert audit["implied_rank_correlation"].to_numpy() == pytest.approx(
+            agreement.implied, abs=1e-9)
 
 
 def test_interpretability_uses_the_converged_fit_beside_the_paper_rule(test_run):

@@ -30,7 +30,8 @@ For each data set, on random 80/20 splits of its models (calibration fitted with
   fifth of the calibration models held out from a refit on the others), and gp-IRT with
   the clustering also chosen there (the workflow's ``tinybenchmarks`` line;
   ``cbmm.efficient.tinybenchmarks``);
-* **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models;
+* **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models, and its check
+  that the fit's ability ranks the models as their accuracy does (``ability_agreement``);
 * **penalties** (only when named in ``--parts``), for each real data set: the
   ``predictive`` strategy's error at k = 100 per ridge penalty, cross-validated on each
   split's calibration models (``Reference.selection_errors``, the selection inside) and
@@ -312,6 +313,9 @@ def audit_line(name, table):
         audit = cbmm.item_audit(cbmm.fit(table), table)
     counts = ", ".join(f"{flag} {int(audit[flag].sum())}" for flag in FLAGS)
     print(f"\n{name}: item audit of {len(audit)} items: {counts}")
+    agreement = audit.attrs["ability_agreement"]
+    print(f"  {agreement}, short by {agreement.implied - agreement.observed:.3f}: "
+          + ("agrees" if agreement.agrees else "one dimension does not describe the answers"))
     return audit
 
 

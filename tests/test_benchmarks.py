@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+import cbmm
 from cbmm.efficient import STRATEGIES, study
 from cbmm.simulate import simulate
 
@@ -54,6 +55,8 @@ def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path
     flags = re.search(rf"{re.escape(name)}: item audit of 60 items: (.*)", out).group(1)
     assert [flag.split()[0] for flag in flags.split(", ")] == [
         "not_identified", "no_information", "negative_discrimination", "out_of_range"]
+    agreement = cbmm.efficient.ability_agreement(cbmm.fit(table), table)
+    assert f"  {agreement}, short by " in out  # the audit's line of the same fit
     planted = _row(out, "planted mislabels", "small")
     recall, precision = map(float, planted[-2:])
     assert 0 <= recall <= 1 and 0 <= precision <= 1

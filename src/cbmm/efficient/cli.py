@@ -234,7 +234,8 @@ def _audit_command(args) -> int:
         plot_item_audit(table.reset_index(), out_paths=[args.figure])
     counts = ", ".join(f"{int(table[flag].sum())} {flag}" for flag in FLAGS)
     print(f"audited {len(table)} item(s): {counts} -> {args.out}")
-    print(f"{table.attrs['ability_agreement']}".capitalize())
+    agreement = str(table.attrs["ability_agreement"])
+    print(agreement[0].upper() + agreement[1:])
     return 0
 
 

@@ -20,7 +20,7 @@ from cbmm.efficient.prediction import (RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SE
                                        Reference)
 from cbmm.efficient.refit import QuietFit
 from cbmm.efficient.selection import PREDICTIVE_PENALTY, forward_selection
-from cbmm.efficient.tinybenchmarks import (_kmeans, anchor_points, tinybenchmarks_estimates,
+from cbmm.efficient.tinybenchmarks import (_kmeans, _lloyd, anchor_points, tinybenchmarks_estimates,
                                            tinybenchmarks_predictions)
 from cbmm.simulate import simulate
 
@@ -936,6 +936,20 @@ def test_kmeans_draws_scipys_kmeans_plus_plus_start_in_k_passes(seed):
                                          seed=np.random.default_rng(seed))
     np.testing.assert_allclose(centres, expected, atol=1e-12)
     np.testing.assert_array_equal(cluster, expected_cluster)
+
+
+def test_lloyds_iterations_are_scipys_kmeans2_with_an_empty_cluster_kept_in_place():
+    from scipy.cluster.vq import kmeans2
+
+    features = np.random.default_rng(4).normal(size=(300, 4))
+    start = np.vstack([features[:5], np.full(4, 50.0)])  # the last centre gets no row
+    centres, label = _lloyd(features, np.einsum("ij,ij->i", features, features), start)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SciPy warns of the empty cluster
+        expected, expected_label = kmeans2(features, start, minit="matrix")
+    np.testing.assert_allclose(centres, expected, atol=1e-12)
+    np.testing.assert_array_equal(label, expected_label)
+    np.testing.assert_array_equal(centres[-1], start[-1])
 
 
 def test_anchor_points_are_cluster_medoids_weighted_by_cluster_share():

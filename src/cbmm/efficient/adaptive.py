@@ -446,8 +446,11 @@ def replayed_test(answers: np.ndarray, bank: ItemBank, **options) -> AdaptiveTes
     """:func:`adaptive_test` of a model whose answers are known: ``answers`` is its int8
     row aligned with ``bank`` (+1 correct, -1 wrong, 0 not answered); only the items it
     answered can be given.  ``options`` as for :func:`adaptive_test`."""
+    answered = answers != 0
+    # a model that answered every item (as every reference model did) needs no pool: the
+    # labels' checks cost 3 ms a test on 5,761 items
     return adaptive_test(lambda label: int(answers[bank.labels.get_loc(label)] > 0), bank,
-                         pool=bank.labels[answers != 0], **options)
+                         pool=None if answered.all() else bank.labels[answered], **options)
 
 
 def _pool(bank, pool) -> np.ndarray:

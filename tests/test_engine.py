@@ -232,7 +232,8 @@ def test_dense_values_outside_the_coding_are_refused_and_elementwise_checks_leng
 
 def test_loo_scores_are_the_closed_form_at_any_thread_count_and_refuse_bad_arguments():
     """The predictive strategy's pass (cbmm.efficient.selection.forward_selection): per
-    item k, sum_i ((e_i - r_ki g_k) / (keep_i - r_ki^2 h_k))^2."""
+    item k, sum_i ((e_i - r_ki g_k) / (keep_i - r_ki^2 h_k))^2, after r_k -= c_k u where u
+    and c are given."""
     from cbmm import _fused
 
     rng = np.random.default_rng(3)
@@ -242,7 +243,7 @@ def test_loo_scores_are_the_closed_form_at_any_thread_count_and_refuse_bad_argum
     keep, inv_pivot = 1 - 0.3 * rng.random(n), 1 / (50 + rng.random(j))
     expected = (((error - residual * gain[:, None])
                  / (keep - residual ** 2 * inv_pivot[:, None])) ** 2).sum(axis=1)
-    good = [residual, error, keep, gain, inv_pivot, np.empty(j), 1]
+    good = [residual, error, keep, gain, inv_pivot, np.zeros(j), 1]
     for threads in (1, 3, j, 64):  # more threads than items: one item each
         out = np.full(j, np.nan)
         _fused.loo_scores(*good[:5], out, threads)
@@ -257,3 +258,23 @@ def test_loo_scores_are_the_closed_form_at_any_thread_count_and_refuse_bad_argum
     for threads in (0, 10**6):
         with pytest.raises(ValueError, match="threads"):
             _fused.loo_scores(*good[:6], threads)
+    # with u and coef: each item's column updated first, in place, in the same pass
+    u, coef = rng.normal(size=n), rng.normal(size=j)
+    coef[2] = 0.0  # an item the last choice left alone
+    updated = residual - coef[:, None] * u
+    expected = (((error - updated * gain[:, None])
+                 / (keep - updated ** 2 * inv_pivot[:, None])) ** 2).sum(axis=1)
+    for threads in (1, 4):
+        column, out = residual.copy(), np.empty(j)
+        _fused.loo_scores(column, *good[1:5], out, threads, u, coef)
+        np.testing.assert_allclose(column, updated, rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(out, expected, rtol=1e-12)
+    with pytest.raises(TypeError, match="both or neither"):
+        _fused.loo_scores(residual.copy(), *good[1:], u)
+    for bad in ((u[:-1].copy(), coef), (u, coef[:-1].copy()), (u.astype(np.float32), coef)):
+        with pytest.raises((ValueError, TypeError)):
+            _fused.loo_scores(residual.copy(), *good[1:], *bad)
+    frozen = residual.copy()
+    frozen.flags.writeable = False  # updated in place: must be writable
+    with pytest.raises((ValueError, TypeError, BufferError)):
+        _fused.loo_scores(frozen, *good[1:], u, coef)

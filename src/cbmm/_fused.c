@@ -100,8 +100,9 @@ typedef struct {
     Py_ssize_t (*count)(const Data *, Py_ssize_t, Py_ssize_t, double *, int32_t *);
     void (*elementwise64)(const int8_t *, const double *, double, double *, double *, Py_ssize_t);
     void (*elementwise32)(const int8_t *, const float *, float, float *, float *, Py_ssize_t);
-    void (*loo_scores)(const double *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const double *,
-                       const double *, const double *, const double *, double *);
+    void (*loo_scores)(double *, Py_ssize_t, Py_ssize_t, Py_ssize_t, const double *,
+                       const double *, const double *, const double *, const double *,
+                       const double *, double *);
 } Kernels;
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -820,9 +821,11 @@ fail:
 }
 
 /* loo_scores: the items' scores of one step of the predictive strategy's forward
- * selection, threaded over chunks of items. */
+ * selection, threaded over chunks of items, each column first updated by the last
+ * choice where u and coef are given. */
 typedef struct {
-    const double *residual, *error, *keep, *gain, *inv_pivot;
+    double *residual;
+    const double *error, *keep, *gain, *inv_pivot, *u, *coef;
     double *out;
     Py_ssize_t n, j, n_chunks;
 } LooArgs;
@@ -832,41 +835,50 @@ static void loo_chunk(void *context, Py_ssize_t chunk)
     const LooArgs *p = context;
     Py_ssize_t j0 = p->j * chunk / p->n_chunks, j1 = p->j * (chunk + 1) / p->n_chunks;
     kernels->loo_scores(p->residual, p->n, j0, j1, p->error, p->keep, p->gain, p->inv_pivot,
-                        p->out);
+                        p->u, p->coef, p->out);
 }
 
 static PyObject *py_loo_scores(PyObject *self, PyObject *args)
 {
-    PyObject *ores, *oerr, *okeep, *ogain, *opiv, *oout;
+    PyObject *ores, *oerr, *okeep, *ogain, *opiv, *oout, *ou = NULL, *ocoef = NULL;
     Py_ssize_t threads;
-    if (!PyArg_ParseTuple(args, "OOOOOOn", &ores, &oerr, &okeep, &ogain, &opiv, &oout, &threads))
+    if (!PyArg_ParseTuple(args, "OOOOOOn|OO", &ores, &oerr, &okeep, &ogain, &opiv, &oout,
+                          &threads, &ou, &ocoef))
         return NULL;
     if (check_threads(threads) < 0)
         return NULL;
-    Buffer b[6];
+    if ((ou == NULL) != (ocoef == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "u and coef: give both or neither");
+        return NULL;
+    }
+    int update = ou != NULL;
+    Buffer b[8];
     memset(b, 0, sizeof b);
     if (get_buffer(oerr, &b[0], "error", "d", 8, -1, 0) < 0
         || get_buffer(ogain, &b[1], "gain", "d", 8, -1, 0) < 0)
         goto fail;
     Py_ssize_t n = b[0].view.len / 8, j = b[1].view.len / 8;
-    if (get_buffer(ores, &b[2], "residual", "d", 8, n * j, 0) < 0
+    if (get_buffer(ores, &b[2], "residual", "d", 8, n * j, update) < 0
         || get_buffer(okeep, &b[3], "keep", "d", 8, n, 0) < 0
         || get_buffer(opiv, &b[4], "inv_pivot", "d", 8, j, 0) < 0
-        || get_buffer(oout, &b[5], "out", "d", 8, j, 1) < 0)
+        || get_buffer(oout, &b[5], "out", "d", 8, j, 1) < 0
+        || (update && (get_buffer(ou, &b[6], "u", "d", 8, n, 0) < 0
+                       || get_buffer(ocoef, &b[7], "coef", "d", 8, j, 0) < 0)))
         goto fail;
     if (b[2].view.ndim != 2 || b[2].view.shape[0] != j) {
         PyErr_SetString(PyExc_ValueError, "residual: expected items x models (C order)");
         goto fail;
     }
     LooArgs p = {b[2].view.buf, b[0].view.buf, b[3].view.buf, b[1].view.buf, b[4].view.buf,
-                 b[5].view.buf, n, j, threads < j ? threads : (j > 0 ? j : 1)};
+                 update ? b[6].view.buf : NULL, update ? b[7].view.buf : NULL, b[5].view.buf,
+                 n, j, threads < j ? threads : (j > 0 ? j : 1)};
     Py_BEGIN_ALLOW_THREADS
     parallel_chunks(p.n_chunks, loo_chunk, &p);
     Py_END_ALLOW_THREADS
-    release(b, 6);
+    release(b, 8);
     Py_RETURN_NONE;
 fail:
-    release(b, 6);
+    release(b, 8);
     return NULL;
 }
 
@@ -874,10 +886,10 @@ static PyMethodDef methods[] = {
     {"elementwise", py_elementwise, METH_VARARGS,
      "elementwise(y, x, inv_sigma, w_out, softplus_out)\n\nPer-entry w and softplus (tests)."},
     {"loo_scores", py_loo_scores, METH_VARARGS,
-     "loo_scores(residual, error, keep, gain, inv_pivot, out, threads)\n\nPer item k (a row "
-     "of residual, items x models): sum_i ((error_i - residual_ki gain_k) / (keep_i - "
+     "loo_scores(residual, error, keep, gain, inv_pivot, out, threads[, u, coef])\n\nPer item "
+     "k (a row of residual, items x models): sum_i ((error_i - residual_ki gain_k) / (keep_i - "
      "residual_ki^2 inv_pivot_k))^2 into out (the predictive strategy's leave-one-out "
-     "scores)."},
+     "scores); with u (models) and coef (items), residual_k -= coef_k u first, in place."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_fused",

@@ -301,19 +301,32 @@ static void KERNEL(elementwise32)(const int8_t *y, const float *x, float inv_sig
 /* Leave-one-out scores of the candidate items [j0, j1) of a forward ridge
  * selection (cbmm/efficient/selection.py): item k's residual column r (n
  * doubles, contiguous) gives sum_i ((e_i - r_i g_k) / (keep_i - r_i^2 h_k))^2,
- * g = gain, h = 1 / pivot, keep = 1 - leverage. */
-static void KERNEL(loo_scores)(const double *residual, Py_ssize_t n, Py_ssize_t j0, Py_ssize_t j1,
+ * g = gain, h = 1 / pivot, keep = 1 - leverage.  With u (not NULL), each column
+ * is first updated in place, r -= coef_k u (the last choice's rank-one update),
+ * in the same pass. */
+static void KERNEL(loo_scores)(double *residual, Py_ssize_t n, Py_ssize_t j0, Py_ssize_t j1,
                                const double *error, const double *keep, const double *gain,
-                               const double *inv_pivot, double *out)
+                               const double *inv_pivot, const double *u, const double *coef,
+                               double *out)
 {
     for (Py_ssize_t k = j0; k < j1; k++) {
-        const double *r = residual + k * n;
-        const double g = gain[k], h = inv_pivot[k];
+        double *r = residual + k * n;
+        const double g = gain[k], h = inv_pivot[k], c = u ? coef[k] : 0.0;
         double score = 0.0;
-        _Pragma("omp simd reduction(+ : score)") for (Py_ssize_t i = 0; i < n; i++)
-        {
-            const double loo = (error[i] - r[i] * g) / (keep[i] - r[i] * r[i] * h);
-            score += loo * loo;
+        if (c != 0.0) {
+            _Pragma("omp simd reduction(+ : score)") for (Py_ssize_t i = 0; i < n; i++)
+            {
+                const double ri = r[i] - c * u[i];
+                const double loo = (error[i] - ri * g) / (keep[i] - ri * ri * h);
+                r[i] = ri;
+                score += loo * loo;
+            }
+        } else {
+            _Pragma("omp simd reduction(+ : score)") for (Py_ssize_t i = 0; i < n; i++)
+            {
+                const double loo = (error[i] - r[i] * g) / (keep[i] - r[i] * r[i] * h);
+                score += loo * loo;
+            }
         }
         out[k] = score;
     }

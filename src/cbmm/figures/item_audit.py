@@ -95,7 +95,7 @@ def caption(config_summary: dict | None = None) -> str:
             "identified), items with â ≈ 0 (no information), items held at â = 0 whose "
             "answers weaker models get right more often than stronger ones (negative "
             "discrimination: likely a wrong answer key) and items whose difficulty lies "
-            "beyond every model's ability (cbmm.item_audit). Top left: the rank correlation "
+            "beyond every model's ability (cbmm.item_audit). Top right: the rank correlation "
             "of the models' abilities with their accuracy, beside the one answers drawn from "
             "the fit give; far below it, the fit's one dimension is not what the benchmark's "
             "score measures, and negative discrimination is no evidence of a wrong key.")

@@ -48,6 +48,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engine import row_blocks
+from ..metrics import spearman
 from .bank import ItemBank, Posterior, aligned_answers
 
 __all__ = ["item_audit", "FLAGS", "NEGLIGIBLE_SLOPE", "FAMILY_ERROR",
@@ -226,37 +228,18 @@ def _agreement(answers, abilities, bank) -> AbilityAgreement:
     at their posterior-mean ``abilities``."""
     answered = answers != 0
     count = answered.sum(axis=1)
-    observed = _rank_correlation(abilities, (answers > 0).sum(axis=1) / count)
+    observed = spearman(abilities, (answers > 0).sum(axis=1) / count)
     rng = np.random.default_rng(0)
     implied = []
     for _ in range(AGREEMENT_SIMULATIONS):
         drawn = np.empty_like(answers)
-        for rows in _row_blocks(len(answers), answers.shape[1]):  # memory: a block at a time
+        for rows in row_blocks(len(answers), answers.shape[1], 1 << 22):  # memory: a block
             correct = rng.random((rows.stop - rows.start, answers.shape[1])) \
                 < bank.probabilities(abilities[rows])
             drawn[rows] = np.where(answered[rows], np.where(correct, 1, -1), 0)
-        implied.append(_rank_correlation(Posterior(drawn, bank).mean,
-                                         (drawn > 0).sum(axis=1) / count))
+        implied.append(spearman(Posterior(drawn, bank).mean, (drawn > 0).sum(axis=1) / count))
     return AbilityAgreement(observed=observed, implied=float(np.mean(implied)),
                             n_models=len(answers))
-
-
-def _row_blocks(n_rows: int, n_items: int, cells: int = 1 << 22):
-    step = max(1, cells // max(n_items, 1))
-    return [slice(start, min(start + step, n_rows)) for start in range(0, n_rows, step)]
-
-
-def _rank_correlation(x, y) -> float:
-    """Spearman's rank correlation (ties at their mean rank); NaN where either is
-    constant or there are fewer than three models."""
-    from scipy.stats import rankdata
-
-    if len(x) < 3:
-        return float("nan")
-    rx, ry = rankdata(x), rankdata(y)
-    if rx.std() == 0 or ry.std() == 0:
-        return float("nan")
-    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def _slope_scores(answers, answered, abilities):

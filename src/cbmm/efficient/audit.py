@@ -49,7 +49,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import row_blocks
-from ..metrics import spearman
 from .bank import ItemBank, Posterior, aligned_answers
 
 __all__ = ["item_audit", "FLAGS", "NEGLIGIBLE_SLOPE", "FAMILY_ERROR",
@@ -226,6 +225,8 @@ def ability_agreement(result, responses, *, coding: str | None = None,
 def _agreement(answers, abilities, bank) -> AbilityAgreement:
     """:func:`ability_agreement` of ``answers`` (int8 +-1/0, every row answering an item)
     at their posterior-mean ``abilities``."""
+    from ..metrics import spearman  # with pandas: not at ``import cbmm``
+
     answered = answers != 0
     count = answered.sum(axis=1)
     observed = spearman(abilities, (answers > 0).sum(axis=1) / count)

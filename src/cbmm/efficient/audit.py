@@ -152,12 +152,8 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     from scipy.special import ndtri
 
     bank = ItemBank.of(result)
-    answers, _ = aligned_answers(responses, bank, coding=coding, layout=layout)
+    answers = _answering(responses, bank, coding, layout)
     answered = answers != 0
-    if not answered.any(axis=1).any():
-        raise ValueError("responses: no model answered any calibrated item")
-    rows = answered.any(axis=1)
-    answers, answered = answers[rows], answered[rows]
     abilities = Posterior(answers, bank).mean
 
     n_models = answered.sum(axis=0)
@@ -215,11 +211,18 @@ def ability_agreement(result, responses, *, coding: str | None = None,
         seed: the same data give the same value), and ``agrees``.
     """
     bank = ItemBank.of(result)
+    answers = _answering(responses, bank, coding, layout)
+    return _agreement(answers, Posterior(answers, bank).mean, bank)
+
+
+def _answering(responses, bank, coding, layout) -> np.ndarray:
+    """The aligned answers (int8 +-1/0) of the models that answered a calibrated item; a
+    ValueError where none did."""
     answers, _ = aligned_answers(responses, bank, coding=coding, layout=layout)
     answers = answers[(answers != 0).any(axis=1)]
     if not len(answers):
         raise ValueError("responses: no model answered any calibrated item")
-    return _agreement(answers, Posterior(answers, bank).mean, bank)
+    return answers
 
 
 def _agreement(answers, abilities, bank) -> AbilityAgreement:

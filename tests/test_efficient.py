@@ -14,7 +14,7 @@ from scipy.special import expit
 
 import cbmm
 from cbmm.efficient import study
-from cbmm.efficient.audit import NEGLIGIBLE_SLOPE
+from cbmm.efficient.audit import FALSE_DISCOVERY_RATE, NEGLIGIBLE_SLOPE
 from cbmm.efficient.bank import ItemBank, Posterior, aligned_answers
 from cbmm.efficient.prediction import (RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS,
                                        Reference)
@@ -1032,10 +1032,39 @@ def test_the_audit_finds_planted_mislabelled_items():
     precision = len(flagged & planted_items) / max(len(flagged), 1)
     assert recall >= 0.9 and precision >= 0.8
     assert audit.loc[sorted(flagged), "reason"].str.contains("likely a wrong answer key").all()
-    # the generator's a = 0 items that kept their key carry no information
-    zero = {f"q{j}" for j in np.flatnonzero(sim.a == 0)} - planted_items
-    assert audit.loc[sorted(zero), "no_information"].mean() >= 0.8
-    assert not audit.loc[sorted(zero), "negative_discrimination"].any()
+    # reversed keys depend on one another as ordinary items do
+    dependence = audit.attrs["wrong_way_dependence"]
+    assert np.isfinite(dependence.observed) and not dependence.shared
+    assert dependence.n_items == len(flagged)
+    # the generator's a = 0 items that kept their key carry no information, but for the
+    # false discoveries the rate allows (2 of 10 on this seed, 0.025 of the flags over 20
+    # seeds; the precision above) and an estimate above the negligible slope (1)
+    zero = sorted({f"q{j}" for j in np.flatnonzero(sim.a == 0)} - planted_items)
+    assert audit.loc[zero, "no_information"].mean() >= 0.7
+
+
+def test_the_audit_controls_the_false_discovery_rate_and_finds_reversals_among_few_models():
+    from scipy.stats import false_discovery_control
+
+    # 80 models and 1,000 items: a family-wise bound over the ~95 items tested found a
+    # quarter of the reversals
+    _, table, planted_items = planted(80, 1000, 0.05, seed=0)
+    audit = cbmm.item_audit(quiet_fit(table), table)
+    tested = audit["slope_z"].notna()
+    adjusted = false_discovery_control(stats.norm.cdf(audit.loc[tested, "slope_z"]), method="bh")
+    np.testing.assert_array_equal(audit.loc[tested, "negative_discrimination"],
+                                  adjusted <= FALSE_DISCOVERY_RATE)
+    assert not audit.loc[~tested, "negative_discrimination"].any()
+    flagged = set(audit.index[audit["negative_discrimination"]])
+    assert len(flagged & planted_items) >= 0.6 * len(planted_items)
+    assert len(flagged & planted_items) >= 0.9 * len(flagged)
+    # a score short of the bound is named, not called no dependence
+    short = audit[tested & ~audit["negative_discrimination"] & (audit["slope_z"] < -1.645)]
+    assert len(short) and short["reason"].str.contains(
+        r"somewhat more often \(z = -\d\.\d\), short of the flag's bound over the "
+        rf"{tested.sum()} items tested").all()
+    assert not audit.loc[tested & (audit["slope_z"] > 0), "reason"].str.contains(
+        "somewhat").any()
 
 
 def test_the_abilities_agree_with_accuracy_as_the_fit_implies_where_the_2pl_holds():
@@ -1084,6 +1113,75 @@ def test_the_audit_says_when_one_dimension_does_not_describe_the_answers():
     flagged = audit.loc[audit["negative_discrimination"], "reason"]
     assert len(flagged) and flagged.str.contains("no evidence of a wrong key").all()
     assert not flagged.str.contains("likely a wrong answer key").any()
+
+
+def test_the_audit_says_when_the_wrong_way_items_share_a_skill_of_their_own():
+    # 85 items of one skill and 15 of another correlated -0.4 with it: the 15 discriminate
+    # the wrong way, yet the ability still ranks the models as their accuracy does
+    rng = np.random.default_rng(0)
+    skills = rng.multivariate_normal([0, 0], [[1, -0.4], [-0.4, 1]], size=600)
+    slopes = np.zeros((100, 2))
+    slopes[:85, 0], slopes[85:, 1] = rng.uniform(0.8, 2.0, 85), rng.uniform(0.8, 2.0, 15)
+    logits = skills @ slopes.T + rng.normal(size=100)
+    table = pd.DataFrame((rng.random((600, 100)) < expit(logits)).astype(float),
+                         columns=[f"q{j}" for j in range(100)])
+    with pytest.warns(cbmm.efficient.WrongWayDependenceWarning, match="of their own"):
+        audit = cbmm.item_audit(quiet_fit(table), table)
+    assert audit.attrs["ability_agreement"].agrees  # the agreement alone would trust them
+    assert set(audit.index[audit["negative_discrimination"]]) == {f"q{j}" for j in
+                                                                   range(85, 100)}
+    dependence = audit.attrs["wrong_way_dependence"]
+    assert dependence.shared and dependence.n_items == 15
+    assert (audit["wrong_way_dependence"] == dependence.observed).all()
+    assert (audit["ordinary_dependence"] == dependence.ordinary).all()
+    flagged = audit.loc[audit["negative_discrimination"], "reason"]
+    assert flagged.str.contains("no evidence of a wrong key here, since the wrong-way "
+                                "items depend on one another").all()
+    # the information map, drawn from the written table, says it too
+    import matplotlib.pyplot as plt
+
+    from cbmm.figures.item_audit import plot_item_audit
+
+    figure = plot_item_audit(audit.reset_index())
+    texts = [text.get_text() for text in figure.axes[0].texts]
+    labels = figure.axes[0].get_legend_handles_labels()[1]
+    plt.close(figure)
+    assert any("(a dimension of their own)" in text for text in texts)
+    assert "negative discrimination (15)" in labels and not any(
+        "mislabelled" in label for label in labels)
+
+
+def test_the_residual_dependence_is_the_top_eigenvalue_of_the_residual_correlations():
+    from scipy.optimize import minimize
+
+    from cbmm.efficient.audit import _dependence
+
+    def by_hand(correct, theta):  # each item's own logistic regression, then correlations
+        residuals = []
+        for y in correct.T:
+            def loss(c, y=y):
+                eta = c[0] + c[1] * theta
+                p = expit(eta)
+                return np.sum(np.logaddexp(0, eta) - y * eta), [np.sum(p - y),
+                                                                 np.sum((p - y) * theta)]
+            c = minimize(loss, np.zeros(2), jac=True, method="BFGS", tol=1e-12).x
+            p = expit(c[0] + c[1] * theta)
+            residuals.append((y - p) / np.sqrt(p * (1 - p)))
+        return np.linalg.eigvalsh(np.corrcoef(residuals))[-1]
+
+    rng = np.random.default_rng(1)
+    for n_models, n_items in [(300, 12), (700, 520)]:  # a dense and a sparse solver
+        theta = rng.normal(size=n_models)
+        shared = rng.normal(size=n_models)  # a second skill in some of the items
+        logits = np.outer(theta, rng.uniform(-1, 2, n_items)) + rng.normal(size=n_items)
+        logits[:, ::3] += np.outer(shared, np.ones(len(range(0, n_items, 3))))
+        correct = rng.random((n_models, n_items)) < expit(logits)
+        answers = np.where(correct, 1, -1).astype(np.int8)
+        assert _dependence(answers, theta) == pytest.approx(
+            by_hand(correct.astype(float), theta), rel=1e-4)
+    # two copies of an item are one: their dependence is 2
+    copies = np.repeat(answers[:, :1], 2, axis=1)
+    assert _dependence(copies, theta) == pytest.approx(2.0)
 
 
 def test_ability_agreement_is_undefined_without_spread_and_refuses_no_answers():

@@ -97,13 +97,20 @@ def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tm
                           "--figure", tmp_path / "audit.png")
     assert status == 0 and "audited 60 item(s)" in out
     audit = pd.read_csv(tmp_path / "audit.csv", index_col="item", keep_default_na=False)
-    assert list(audit.columns[-7:]) == [*cbmm.efficient.FLAGS, "ability_rank_correlation",
-                                        "implied_rank_correlation", "reason"]
-    # the benchmark's ability agreement, on every row and in the command's output
+    assert list(audit.columns[-9:]) == [*cbmm.efficient.FLAGS, "ability_rank_correlation",
+                                        "implied_rank_correlation", "wrong_way_dependence",
+                                        "ordinary_dependence", "reason"]
+    # the benchmark's checks, on every row and in the command's output
+    library = cbmm.item_audit(folder / "fit", table.iloc[:300])
     agreement = cbmm.efficient.ability_agreement(folder / "fit", table.iloc[:300])
+    assert agreement == library.attrs["ability_agreement"]
     assert (audit["ability_rank_correlation"] == agreement.observed).all()
     assert (audit["implied_rank_correlation"] == agreement.implied).all()
-    assert "T" + str(agreement)[1:] in out
+    dependence = library.attrs["wrong_way_dependence"]
+    for column, value in [("wrong_way_dependence", dependence.observed),
+                          ("ordinary_dependence", dependence.ordinary)]:  # NaN: empty
+        np.testing.assert_array_equal(pd.to_numeric(audit[column], errors="coerce"), value)
+    assert "T" + str(agreement)[1:] in out and "T" + str(dependence)[1:] in out
     assert (tmp_path / "audit.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -5,7 +5,7 @@ import warnings
 
 import cbmm
 from cbmm.data import read_matrix
-from cbmm.efficient import FLAGS, AbilityAgreementWarning
+from cbmm.efficient import FLAGS, AbilityAgreementWarning, WrongWayDependenceWarning
 from cbmm.io import write_csv
 from cbmm_workflow.jobs import start_log
 
@@ -21,7 +21,9 @@ with warnings.catch_warnings(record=True) as caught:  # into the log, in the lib
 log.info("flags: %s", {flag: int(audit[flag].sum()) for flag in FLAGS})
 for warning in caught:
     log.warning("%s", warning.message)
-if not any(issubclass(w.category, AbilityAgreementWarning) for w in caught):
-    log.info("%s", audit.attrs["ability_agreement"])
+for check, warned in (("ability_agreement", AbilityAgreementWarning),
+                      ("wrong_way_dependence", WrongWayDependenceWarning)):
+    if not any(issubclass(w.category, warned) for w in caught):
+        log.info("%s", audit.attrs[check])
 audit["status"] = result.status  # the fit's: its caption says whether it is an answer
 write_csv(audit.reset_index(), snakemake.output[0], float_format="%.10g")

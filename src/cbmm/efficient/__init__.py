@@ -10,7 +10,8 @@
   interval needs to hold on the calibration models;
 * :func:`item_audit`: items not identified, without information, discriminating the wrong
   way (likely mislabelled) or outside the models' abilities; :func:`ability_agreement`,
-  whether the fit's ability ranks the models as their accuracy does.
+  whether the fit's ability ranks the models as their accuracy does, and
+  :class:`WrongWayDependence`, whether the wrong-way items share a dimension of their own.
 
 All of them read the calibration from a fit (``FitResult``, ``items.csv`` or a table of
 ``a`` and ``b``) and put abilities on its canonical scale.  docs/efficiency.md says what
@@ -18,10 +19,12 @@ was measured.
 """
 
 from .adaptive import AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test
-from .audit import FLAGS, AbilityAgreement, AbilityAgreementWarning, ability_agreement, item_audit
+from .audit import (FLAGS, AbilityAgreement, AbilityAgreementWarning, WrongWayDependence,
+                    WrongWayDependenceWarning, ability_agreement, item_audit)
 from .prediction import predict_accuracy
 from .selection import STRATEGIES, select_items
 
 __all__ = ["select_items", "STRATEGIES", "predict_accuracy", "adaptive_test",
            "adaptive_interval_scale", "AdaptiveTest", "ItemExposure", "item_audit", "FLAGS",
-           "ability_agreement", "AbilityAgreement", "AbilityAgreementWarning"]
+           "ability_agreement", "AbilityAgreement", "AbilityAgreementWarning",
+           "WrongWayDependence", "WrongWayDependenceWarning"]

@@ -234,8 +234,9 @@ def _audit_command(args) -> int:
         plot_item_audit(table.reset_index(), out_paths=[args.figure])
     counts = ", ".join(f"{int(table[flag].sum())} {flag}" for flag in FLAGS)
     print(f"audited {len(table)} item(s): {counts} -> {args.out}")
-    agreement = str(table.attrs["ability_agreement"])
-    print(agreement[0].upper() + agreement[1:])
+    for check in ("ability_agreement", "wrong_way_dependence"):
+        line = str(table.attrs[check])
+        print(line[0].upper() + line[1:])
     return 0
 
 

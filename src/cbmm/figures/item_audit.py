@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ..efficient.audit import AbilityAgreement
+from ..efficient.audit import AbilityAgreement, WrongWayDependence
 from ..tables import read_result_table
 from .style import FIGURE_WIDTH_IN, paper_style, save_figure
 
@@ -51,20 +51,29 @@ def plot_item_audit(audit, out_paths=(), title: str | None = None):
                           cmap="viridis", vmin=0, vmax=max(np.nanmax(information), 1e-12),
                           linewidths=0, zorder=2)
         fig.colorbar(dots, ax=ax, label="information over the models' abilities")
-        agrees = True
+        agrees, shared = True, False
         if {"ability_rank_correlation", "implied_rank_correlation"} <= set(audit.columns):
             observed, implied = audit[["ability_rank_correlation",
                                        "implied_rank_correlation"]].iloc[0]
             agrees = AbilityAgreement(observed, implied, len(audit)).agrees
+            note = (f"abilities vs accuracy: rank correlation {observed:.3f}, the fit "
+                    f"implies {implied:.3f}"
+                    + ("" if agrees else "\n(one dimension does not describe these answers)"))
+            if {"wrong_way_dependence", "ordinary_dependence"} <= set(audit.columns):
+                dependence = WrongWayDependence(
+                    *audit[["wrong_way_dependence", "ordinary_dependence"]].iloc[0],
+                    n_items=int(audit["negative_discrimination"].sum()))
+                shared = dependence.shared
+                if shared:
+                    note += (f"\nwrong-way items' residual dependence "
+                             f"{dependence.observed:.1f}, ordinary items' at most "
+                             f"{dependence.ordinary:.1f} (a dimension of their own)")
             low, high = ax.get_ylim()
             ax.set_ylim(low, high + 0.14 * (high - low))  # room above the dots for the note
-            ax.text(0.99, 0.99, f"abilities vs accuracy: rank correlation {observed:.3f}, "
-                    f"the fit implies {implied:.3f}"
-                    + ("" if agrees else "\n(one dimension does not describe these answers)"),
-                    transform=ax.transAxes, ha="right", va="top", fontsize=6,
-                    color="#404040" if agrees else "#b2182b")
+            ax.text(0.99, 0.99, note, transform=ax.transAxes, ha="right", va="top",
+                    fontsize=6, color="#404040" if agrees and not shared else "#b2182b")
         for flag, (label, marker, color) in _MARKS.items():
-            if flag == "negative_discrimination" and not agrees:
+            if flag == "negative_discrimination" and not (agrees and not shared):
                 label = "negative discrimination"  # the note says why not mislabelled
             flagged = audit[audit[flag].astype(bool)]
             if len(flagged):
@@ -98,4 +107,7 @@ def caption(config_summary: dict | None = None) -> str:
             "beyond every model's ability (cbmm.item_audit). Top right: the rank correlation "
             "of the models' abilities with their accuracy, beside the one answers drawn from "
             "the fit give; far below it, the fit's one dimension is not what the benchmark's "
-            "score measures, and negative discrimination is no evidence of a wrong key.")
+            "score measures, and negative discrimination is no evidence of a wrong key. "
+            "Neither is it where the wrong-way items' residuals depend on one another more "
+            "than those of every one of 19 random sets of as many ordinary items (the note "
+            "then says so): they share a skill or format of their own.")

@@ -110,6 +110,17 @@ def test_the_ability_is_the_posterior_mean_under_the_normal_prior():
                                                           abs=1e-5)
 
 
+def test_a_posterior_without_some_items_is_the_posterior_of_the_other_answers():
+    rng = np.random.default_rng(3)
+    bank = ItemBank.of(bank_table(rng.uniform(0.5, 3, 300), rng.normal(0, 2, 300)))
+    answers = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=(40, 300), p=[.45, .1, .45])
+    items = rng.choice(300, 120, replace=False)  # many: weights that underflowed before
+    rest = answers.copy()
+    rest[:, items] = 0
+    np.testing.assert_allclose(Posterior(answers, bank).mean_without(answers, bank, items),
+                               Posterior(rest, bank).mean, atol=1e-10)
+
+
 def test_temperature_scales_the_items():
     items = bank_table([1.0, 2.0], [0.5, -0.5])
     scaled = bank_table([3.0, 6.0], [1.5, -1.5])  # the same items at sigma = 3

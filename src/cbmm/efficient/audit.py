@@ -233,7 +233,8 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     bank = ItemBank.of(result)
     answers = _answering(responses, bank, coding, layout)
     answered = answers != 0
-    abilities = Posterior(answers, bank).mean
+    posterior = Posterior(answers, bank)
+    abilities = posterior.mean
 
     n_models = answered.sum(axis=0)
     n_correct = (answers > 0).sum(axis=0)
@@ -272,7 +273,7 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
                       "are no evidence of wrong keys (docs/efficiency.md)",
                       AbilityAgreementWarning, stacklevel=2)
     ordinary = ~np.logical_or.reduce([flags[flag] for flag in FLAGS])
-    dependence = _wrong_way_dependence(answers, abilities, negative, ordinary)
+    dependence = _wrong_way_dependence(answers, posterior, bank, negative, ordinary)
     table["wrong_way_dependence"] = dependence.observed
     table["ordinary_dependence"] = dependence.ordinary
     if dependence.shared:
@@ -339,46 +340,82 @@ def _agreement(answers, abilities, bank) -> AbilityAgreement:
                             n_models=len(answers))
 
 
-def _wrong_way_dependence(answers, abilities, wrong_way, ordinary) -> WrongWayDependence:
+def _wrong_way_dependence(answers, posterior, bank, wrong_way,
+                          ordinary) -> WrongWayDependence:
     """:class:`WrongWayDependence` of the ``wrong_way`` items against random sets of the
-    ``ordinary`` ones (boolean masks over the columns of ``answers``)."""
+    ``ordinary`` ones (boolean masks over the columns of ``answers``) that discriminate
+    as much.  Each set's residuals are taken from abilities without its own answers: an
+    item that informs the ability leaves less of its noise in its residuals, and a
+    wrong-way item, held at ``a = 0``, informs none."""
     wrong_way, ordinary = np.flatnonzero(wrong_way), np.flatnonzero(ordinary)
     size = min(len(wrong_way), len(ordinary))
     if size < 2:
         return WrongWayDependence(observed=np.nan, ordinary=np.nan, n_items=size)
     rng = np.random.default_rng(0)
-    observed = _dependence(answers[:, rng.choice(wrong_way, size, replace=False)], abilities)
-    sets = [_dependence(answers[:, rng.choice(ordinary, size, replace=False)], abilities)
-            for _ in range(ORDINARY_SETS)]
+    chosen = rng.choice(wrong_way, size, replace=False)
+    abilities = posterior.mean_without(answers, bank, chosen)
+    coef = _logistic_fits(answers[:, chosen], abilities)
+    observed = _dependence(answers[:, chosen], abilities, coef)
+    sets = []
+    for _ in range(ORDINARY_SETS):
+        # matched on the slope: the residuals of items that discriminate more share
+        # more of the abilities' own error, and reversed keys are found among those
+        items = _matched(np.abs(coef[1]), ordinary, bank.slope[ordinary], rng)
+        sets.append(_dependence(answers[:, items],
+                                posterior.mean_without(answers, bank, items)))
     return WrongWayDependence(observed=observed, ordinary=float(max(sets)), n_items=size)
 
 
-def _dependence(answers, abilities, iterations: int = 25) -> float:
-    """The largest eigenvalue of the correlations of the columns' standardised residuals
-    from a logistic regression of each on ``abilities`` (its own intercept and slope, by
-    Newton's method; unanswered cells count as residual 0)."""
-    from scipy.sparse.linalg import svds
+def _matched(targets, candidates, slopes, rng, pool: int = 5) -> np.ndarray:
+    """For each target slope, in random order, one of the ``pool`` candidates not yet
+    taken whose ``slopes`` are nearest it, at random."""
+    free = np.ones(len(candidates), dtype=bool)
+    taken = []
+    for target in rng.permutation(targets):
+        left = np.flatnonzero(free)
+        distance = np.abs(slopes[left] - target)
+        nearest = left[np.argpartition(distance, min(pool, len(left)) - 1)[:pool]]
+        pick = rng.choice(nearest)
+        free[pick] = False
+        taken.append(pick)
+    return candidates[taken]
+
+
+def _logistic_fits(answers, abilities, iterations: int = 25) -> np.ndarray:
+    """``2 x items``: each column's logistic regression on ``abilities`` (its own intercept
+    and slope, of either sign) by Newton's method, over the models that answered."""
     from scipy.special import expit
 
     answered = answers != 0
     correct = (answers > 0).astype(float)
     theta = abilities[:, None]
-    weight_0 = answered.sum(axis=0)
+    ridge = 1e-6 * answered.sum(axis=0)  # keeps an item that separates the models finite
     coef = np.zeros((2, answers.shape[1]))
     for _ in range(iterations):
         p = expit(coef[0] + theta * coef[1])
         w = np.where(answered, p * (1 - p), 0.0)
         r = np.where(answered, correct - p, 0.0)
         g0, g1 = r.sum(axis=0), (r * theta).sum(axis=0)
-        # a small ridge keeps an item that separates the models finite
-        h00 = w.sum(axis=0) + 1e-6 * weight_0
-        h01, h11 = (w * theta).sum(axis=0), (w * theta ** 2).sum(axis=0) + 1e-6 * weight_0
+        h00, h01 = w.sum(axis=0) + ridge, (w * theta).sum(axis=0)
+        h11 = (w * theta ** 2).sum(axis=0) + ridge
         det = h00 * h11 - h01 ** 2
         coef += np.array([h11 * g0 - h01 * g1, h00 * g1 - h01 * g0]) / det
         np.clip(coef, -30.0, 30.0, out=coef)
-    p = np.clip(expit(coef[0] + theta * coef[1]), 1e-9, 1 - 1e-9)
-    residual = np.where(answered, (correct - p) / np.sqrt(p * (1 - p)), 0.0)
-    residual -= residual.sum(axis=0) / np.maximum(weight_0, 1)
+    return coef
+
+
+def _dependence(answers, abilities, coef=None) -> float:
+    """The largest eigenvalue of the correlations of the columns' standardised residuals
+    from their :func:`_logistic_fits` (``coef``, computed where not given; unanswered
+    cells count as residual 0)."""
+    from scipy.sparse.linalg import svds
+    from scipy.special import expit
+
+    coef = _logistic_fits(answers, abilities) if coef is None else coef
+    answered = answers != 0
+    p = np.clip(expit(coef[0] + abilities[:, None] * coef[1]), 1e-9, 1 - 1e-9)
+    residual = np.where(answered, ((answers > 0) - p) / np.sqrt(p * (1 - p)), 0.0)
+    residual -= residual.sum(axis=0) / np.maximum(answered.sum(axis=0), 1)
     residual = np.where(answered, residual, 0.0)
     residual /= np.maximum(np.sqrt((residual ** 2).sum(axis=0)), 1e-12)
     if min(residual.shape) <= 500:

@@ -151,9 +151,21 @@ class Posterior:
         correct, wrong = _indicators(answers)
         log_weights = correct @ grid["log_p"] + wrong @ grid["log_q"] + _LOG_PRIOR
         log_weights -= log_weights.max(axis=1, keepdims=True)
+        self.log_weights = log_weights  # finite where the weights underflow
         weights = np.exp(log_weights)
         self.weights = weights / weights.sum(axis=1, keepdims=True)
         self.answered = correct + wrong
+
+    def mean_without(self, answers: np.ndarray, bank: "ItemBank", items) -> np.ndarray:
+        """The posterior means had the models not answered ``items`` (column indices of
+        ``answers``, the int8 matrix this posterior was computed from): their terms taken
+        out of the log weights."""
+        grid = bank.grid
+        held = answers[:, items]
+        log_weights = self.log_weights - ((held > 0) @ grid["log_p"][items]
+                                          + (held < 0) @ grid["log_q"][items])
+        weights = np.exp(log_weights - log_weights.max(axis=1, keepdims=True))
+        return grid_moments(weights / weights.sum(axis=1, keepdims=True))[0]
 
     @property
     def mean(self) -> np.ndarray:

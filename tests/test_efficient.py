@@ -1146,8 +1146,8 @@ def test_the_audit_says_when_the_wrong_way_items_share_a_skill_of_their_own():
     assert (audit["wrong_way_dependence"] == dependence.observed).all()
     assert (audit["ordinary_dependence"] == dependence.ordinary).all()
     flagged = audit.loc[audit["negative_discrimination"], "reason"]
-    assert flagged.str.contains("no evidence of a wrong key here, since the wrong-way "
-                                "items depend on one another").all()
+    assert flagged.str.contains("no evidence of a wrong key of its own here, since the "
+                                "wrong-way items depend on one another").all()
     # the information map, drawn from the written table, says it too
     import matplotlib.pyplot as plt
 

@@ -110,4 +110,5 @@ def caption(config_summary: dict | None = None) -> str:
             "score measures, and negative discrimination is no evidence of a wrong key. "
             "Neither is it where the wrong-way items' residuals depend on one another more "
             "than those of every one of 19 random sets of as many ordinary items (the note "
-            "then says so): they share a skill or format of their own.")
+            "then says so): they share a cause, a skill or format the ability does not "
+            "measure or a fault common to their keys, not one item's wrong key each.")

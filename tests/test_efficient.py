@@ -1157,7 +1157,7 @@ def test_the_audit_says_when_the_wrong_way_items_share_a_skill_of_their_own():
     texts = [text.get_text() for text in figure.axes[0].texts]
     labels = figure.axes[0].get_legend_handles_labels()[1]
     plt.close(figure)
-    assert any("(a dimension of their own)" in text for text in texts)
+    assert any("a dimension of their own)" in text for text in texts)
     assert "negative discrimination (15)" in labels and not any(
         "mislabelled" in label for label in labels)
 

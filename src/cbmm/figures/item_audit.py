@@ -66,10 +66,11 @@ def plot_item_audit(audit, out_paths=(), title: str | None = None):
                 shared = dependence.shared
                 if shared:
                     note += (f"\nwrong-way items' residual dependence "
-                             f"{dependence.observed:.1f}, ordinary items' at most "
-                             f"{dependence.ordinary:.1f} (a dimension of their own)")
+                             f"{dependence.observed:.1f}\n(ordinary items' at most "
+                             f"{dependence.ordinary:.1f}: a dimension of their own)")
             low, high = ax.get_ylim()
-            ax.set_ylim(low, high + 0.14 * (high - low))  # room above the dots for the note
+            # room above the dots for the note, a line at a time
+            ax.set_ylim(low, high + 0.07 * (note.count("\n") + 2) * (high - low))
             ax.text(0.99, 0.99, note, transform=ax.transAxes, ha="right", va="top",
                     fontsize=6, color="#404040" if agrees and not shared else "#b2182b")
         for flag, (label, marker, color) in _MARKS.items():

@@ -491,6 +491,13 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
             agreement.observed, abs=1e-9)
         assert audit["implied_rank_correlation"].to_numpy() == pytest.approx(
             agreement.implied, abs=1e-9)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            library = cbmm.item_audit(fit, source)
+        np.testing.assert_array_equal(audit["negative_discrimination"],
+                                      library["negative_discrimination"])
+        for column in ("wrong_way_dependence", "ordinary_dependence"):
+            np.testing.assert_allclose(audit[column], library[column], atol=1e-9)
 
 
 def test_interpretability_uses_the_converged_fit_beside_the_paper_rule(test_run):

@@ -1046,7 +1046,7 @@ def test_the_audit_finds_planted_mislabelled_items():
     # reversed keys depend on one another as ordinary items do
     dependence = audit.attrs["wrong_way_dependence"]
     assert np.isfinite(dependence.observed) and not dependence.shared
-    assert dependence.n_items == len(flagged)
+    assert dependence.n_items == len(flagged) and audit["shared_z"].isna().all()
     # the generator's a = 0 items that kept their key carry no information, but for the
     # false discoveries the rate allows (2 of 10 on this seed, 0.025 of the flags over 20
     # seeds; the precision above) and an estimate above the negligible slope (1)
@@ -1128,26 +1128,35 @@ def test_the_audit_says_when_one_dimension_does_not_describe_the_answers():
 
 def test_the_audit_says_when_the_wrong_way_items_share_a_skill_of_their_own():
     # 85 items of one skill and 15 of another correlated -0.4 with it: the 15 discriminate
-    # the wrong way, yet the ability still ranks the models as their accuracy does
+    # the wrong way, yet the ability still ranks the models as their accuracy does; and
+    # four of the first skill's items have reversed keys
     rng = np.random.default_rng(0)
     skills = rng.multivariate_normal([0, 0], [[1, -0.4], [-0.4, 1]], size=600)
     slopes = np.zeros((100, 2))
     slopes[:85, 0], slopes[85:, 1] = rng.uniform(0.8, 2.0, 85), rng.uniform(0.8, 2.0, 15)
     logits = skills @ slopes.T + rng.normal(size=100)
-    table = pd.DataFrame((rng.random((600, 100)) < expit(logits)).astype(float),
-                         columns=[f"q{j}" for j in range(100)])
+    answers = (rng.random((600, 100)) < expit(logits)).astype(float)
+    answers[:, :4] = 1 - answers[:, :4]
+    table = pd.DataFrame(answers, columns=[f"q{j}" for j in range(100)])
     with pytest.warns(cbmm.efficient.WrongWayDependenceWarning, match="of their own"):
         audit = cbmm.item_audit(quiet_fit(table), table)
     assert audit.attrs["ability_agreement"].agrees  # the agreement alone would trust them
-    assert set(audit.index[audit["negative_discrimination"]]) == {f"q{j}" for j in
-                                                                   range(85, 100)}
+    second, reversed_keys = [f"q{j}" for j in range(85, 100)], ["q0", "q1", "q2", "q3"]
+    assert set(audit.index[audit["negative_discrimination"]]) == {*second, *reversed_keys}
     dependence = audit.attrs["wrong_way_dependence"]
-    assert dependence.shared and dependence.n_items == 15
+    assert dependence.shared and dependence.n_items == 19
     assert (audit["wrong_way_dependence"] == dependence.observed).all()
     assert (audit["ordinary_dependence"] == dependence.ordinary).all()
-    flagged = audit.loc[audit["negative_discrimination"], "reason"]
-    assert flagged.str.contains("no evidence of a wrong key of its own here, since the "
-                                "wrong-way items depend on one another").all()
+    # item by item: the second skill's go with one another, the reversed keys do not
+    assert (audit.loc[second, "shared_z"] > audit.loc[second, "shared_bound"]).all()
+    assert (audit.loc[reversed_keys, "shared_z"]
+            <= audit.loc[reversed_keys, "shared_bound"]).all()
+    assert audit.loc[second, "reason"].str.contains(
+        "no evidence of a wrong key of its own here, since it goes with the other wrong-way "
+        "items").all()
+    assert audit.loc[reversed_keys, "reason"].str.contains(
+        "possibly a wrong answer key: unlike 15 of the wrong-way items").all()
+    assert audit.loc[~audit["negative_discrimination"], "shared_z"].isna().all()
     # the information map, drawn from the written table, says it too
     import matplotlib.pyplot as plt
 
@@ -1158,7 +1167,7 @@ def test_the_audit_says_when_the_wrong_way_items_share_a_skill_of_their_own():
     labels = figure.axes[0].get_legend_handles_labels()[1]
     plt.close(figure)
     assert any("a dimension of their own)" in text for text in texts)
-    assert "negative discrimination (15)" in labels and not any(
+    assert "negative discrimination (19)" in labels and not any(
         "mislabelled" in label for label in labels)
 
 

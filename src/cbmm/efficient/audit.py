@@ -41,20 +41,23 @@ that correlate from -0.26 to 0.88.  Short of the fit's by more than
 negative-discrimination reasons say that they are no evidence of a wrong key.
 
 A wrong key is a fault of one item: reversed, the item is an ordinary one, and its
-answers depend on the other items' no more than an ordinary item's do.  Items that
+answers depend on the other items' no more than an ordinary item's do. Items that
 discriminate the wrong way together, sharing a skill or a format the fit's ability does
-not measure (or a fault common to their keys), depend on one another more.  The audit checks it
-(:class:`WrongWayDependence`, in ``attrs["wrong_way_dependence"]``): the largest
-eigenvalue of the wrong-way items' residual correlations against the same for
-:data:`ORDINARY_SETS` random sets of as many of the benchmark's unflagged items.  Above
+not measure (or a fault common to their keys), depend on one another more. The audit
+checks it (:class:`WrongWayDependence`, in ``attrs["wrong_way_dependence"]``): the
+largest eigenvalue of the wrong-way items' residual correlations against the same for
+:data:`ORDINARY_SETS` random sets of as many of the benchmark's unflagged items. Above
 them all (a Monte Carlo p-value of 0.05), the audit warns
-(:class:`WrongWayDependenceWarning`) and the reasons say that these items are no evidence
-of wrong keys either.  Reversing an item flips the sign of its residuals and leaves their
-correlations with other reversed items as they were, so reversed keys pass: the reversed
-items found among 5 % reversed on 14 real matrices (two seeds each) passed 25 times of 28,
-and on data drawn from the 2PL 55 times of 60 (the test's nominal error is 1 in 20); the
-wrong-way items of IFEval, BBH and MMLU-Pro of the v2 leaderboard and of ARC and MMLU of
-the v1 leaderboard did not (docs/efficiency.md).
+(:class:`WrongWayDependenceWarning`), and each wrong-way item is set against the others'
+first component: one that goes with them more than the ordinary items of its slope do is
+no evidence of a wrong key of its own, one that does not is "possibly a wrong answer
+key". Reversing an item flips the sign of its residuals and leaves their correlations
+with other reversed items as they were, so reversed keys pass: the reversed items found
+among 5 % reversed on 14 real matrices (two seeds each) passed 25 times of 28, and on
+data drawn from the 2PL 55 times of 60 (the test's nominal error is 1 in 20), and where
+they did not, item by item they mostly do; the wrong-way items of IFEval, BBH and
+MMLU-Pro of the v2 leaderboard and of ARC and MMLU of the v1 leaderboard did not
+(docs/efficiency.md).
 """
 
 from __future__ import annotations
@@ -212,8 +215,11 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
         ``implied_rank_correlation`` (the benchmark's :class:`AbilityAgreement`, the same
         on every row; the object itself in ``attrs["ability_agreement"]``),
         ``wrong_way_dependence`` and ``ordinary_dependence`` (the benchmark's
-        :class:`WrongWayDependence`, likewise; ``attrs["wrong_way_dependence"]``) and
-        ``reason``.
+        :class:`WrongWayDependence`, likewise; ``attrs["wrong_way_dependence"]``),
+        ``shared_z`` and ``shared_bound`` (where the wrong-way items share a dimension,
+        for each of them: ``z`` of its residuals' correlation with the others' first
+        component, and the largest of the 19 ordinary items nearest its slope; NaN
+        elsewhere) and ``reason``.
 
     Warns
     -----
@@ -278,13 +284,19 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     dependence = _wrong_way_dependence(answers, posterior, bank, negative, ordinary)
     table["wrong_way_dependence"] = dependence.observed
     table["ordinary_dependence"] = dependence.ordinary
+    # which of them share it: the set's verdict alone would take the words from an
+    # independent wrong key among them too
+    table["shared_z"] = table["shared_bound"] = np.nan
     if dependence.shared:
+        table.loc[negative, "shared_z"], table.loc[negative, "shared_bound"] = \
+            _item_shares(answers, posterior, bank, negative, ordinary)
         warnings.warn(f"{dependence}: the items that discriminate the wrong way share a "
                       "dimension of their own (a skill or a format the fit's ability does "
                       "not measure, or a fault common to their keys), so their flags are no "
                       "evidence of one item's wrong key; read them together "
                       "(docs/efficiency.md)", WrongWayDependenceWarning, stacklevel=2)
-    table["reason"] = [_reason(row, abilities, agreement, dependence, bound,
+    n_sharing = int((table["shared_z"] > table["shared_bound"]).sum())
+    table["reason"] = [_reason(row, abilities, agreement, dependence, n_sharing, bound,
                                int(tested.sum())) for row in table.itertuples()]
     table.attrs["ability_agreement"] = agreement
     table.attrs["wrong_way_dependence"] = dependence
@@ -407,11 +419,10 @@ def _logistic_fits(answers, abilities, iterations: int = 25) -> np.ndarray:
     return coef
 
 
-def _dependence(answers, abilities, coef=None) -> float:
-    """The largest eigenvalue of the correlations of the columns' standardised residuals
-    from their :func:`_logistic_fits` (``coef``, computed where not given; unanswered
-    cells count as residual 0)."""
-    from scipy.sparse.linalg import svds
+def _residuals(answers, abilities, coef=None) -> np.ndarray:
+    """The columns' standardised residuals from their :func:`_logistic_fits` (``coef``,
+    computed where not given), centred and scaled to unit length over the models that
+    answered (unanswered cells 0): their inner products are correlations."""
     from scipy.special import expit
 
     coef = _logistic_fits(answers, abilities) if coef is None else coef
@@ -420,11 +431,54 @@ def _dependence(answers, abilities, coef=None) -> float:
     residual = np.where(answered, ((answers > 0) - p) / np.sqrt(p * (1 - p)), 0.0)
     residual -= residual.sum(axis=0) / np.maximum(answered.sum(axis=0), 1)
     residual = np.where(answered, residual, 0.0)
-    residual /= np.maximum(np.sqrt((residual ** 2).sum(axis=0)), 1e-12)
+    return residual / np.maximum(np.sqrt((residual ** 2).sum(axis=0)), 1e-12)
+
+
+def _top_component(residual):
+    """The largest singular value of ``residual`` and its right singular vector."""
+    from scipy.sparse.linalg import svds
+
     if min(residual.shape) <= 500:
-        return float(np.linalg.svd(residual, compute_uv=False)[0] ** 2)
-    top = svds(residual, k=1, return_singular_vectors=False, random_state=0)
-    return float(top[0] ** 2)
+        _, values, vectors = np.linalg.svd(residual, full_matrices=False)
+        return values[0], vectors[0]
+    _, values, vectors = svds(residual, k=1, random_state=0)
+    return values[0], vectors[0]
+
+
+def _dependence(answers, abilities, coef=None) -> float:
+    """The largest eigenvalue of the correlations of the columns' :func:`_residuals`."""
+    return float(_top_component(_residuals(answers, abilities, coef))[0] ** 2)
+
+
+def _item_shares(answers, posterior, bank, wrong_way, ordinary):
+    """Per wrong-way item (boolean masks over the columns of ``answers``), ``z`` of its
+    residuals' correlation with the other wrong-way items' first component (their
+    residuals weighted by its singular vector, the item's own taken out, as a corrected
+    item-total correlation), and the largest ``z`` of the :data:`ORDINARY_SETS` ordinary
+    items nearest its slope against the whole component."""
+    wrong_way, ordinary = np.flatnonzero(wrong_way), np.flatnonzero(ordinary)
+    abilities = posterior.mean_without(answers, bank, wrong_way)
+    coef = _logistic_fits(answers[:, wrong_way], abilities)
+    residual = _residuals(answers[:, wrong_way], abilities, coef)
+    _, weights = _top_component(residual)
+    score = residual @ weights
+    rest = score[:, None] - residual * weights
+    rest -= rest.mean(axis=0)
+    count = np.sqrt((answers[:, wrong_way] != 0).sum(axis=0))
+    z = np.abs((residual * rest).sum(axis=0)) / np.maximum(
+        np.linalg.norm(rest, axis=0), 1e-12) * count
+    slopes = bank.slope[ordinary]
+    nearest = [np.argpartition(np.abs(slopes - abs(slope)),
+                               min(ORDINARY_SETS, len(ordinary)) - 1)[:ORDINARY_SETS]
+               for slope in coef[1]]
+    pool = np.unique(np.concatenate(nearest))
+    reference = _residuals(answers[:, ordinary[pool]], abilities)
+    centred = score - score.mean()
+    reference_z = np.abs(reference.T @ centred) / max(np.linalg.norm(centred), 1e-12) \
+        * np.sqrt((answers[:, ordinary[pool]] != 0).sum(axis=0))
+    at = {item: k for k, item in enumerate(pool)}
+    bound = np.array([reference_z[[at[item] for item in near]].max() for near in nearest])
+    return z, bound
 
 
 def _slope_scores(answers, answered, abilities):
@@ -450,7 +504,7 @@ def _discovery_threshold(p_values) -> float:
 
 
 def _reason(row, abilities, agreement: AbilityAgreement, dependence: WrongWayDependence,
-            bound: float, n_tested: int) -> str:
+            n_sharing: int, bound: float, n_tested: int) -> str:
     reasons = []
     if row.not_identified:
         reasons.append("no model answered it" if row.n_models == 0 else
@@ -461,12 +515,19 @@ def _reason(row, abilities, agreement: AbilityAgreement, dependence: WrongWayDep
             why = (f"no evidence of a wrong key here, since the ability ranks the models "
                    f"unlike their accuracy (rank correlation {agreement.observed:.2f}; the "
                    f"fit implies {agreement.implied:.2f})")
+        elif dependence.shared and row.shared_z > row.shared_bound:
+            why = (f"no evidence of a wrong key of its own here, since it goes with the "
+                   f"other wrong-way items (z = {row.shared_z:.1f}; ordinary items of its "
+                   f"slope at most {row.shared_bound:.1f}), which depend on one another "
+                   f"more than ordinary items do (residual dependence "
+                   f"{dependence.observed:.1f}; at most {dependence.ordinary:.1f}): a cause "
+                   f"they share, a skill or format the ability does not measure or a fault "
+                   f"common to their keys")
         elif dependence.shared:
-            why = (f"no evidence of a wrong key of its own here, since the wrong-way items "
-                   f"depend on one another more than ordinary items do (residual dependence "
-                   f"{dependence.observed:.1f}; ordinary items at most "
-                   f"{dependence.ordinary:.1f}): a cause they share, a skill or format the "
-                   f"ability does not measure or a fault common to their keys")
+            why = (f"possibly a wrong answer key: unlike {n_sharing} of the wrong-way "
+                   f"items, which share a dimension, it does not go with them detectably "
+                   f"(z = {row.shared_z:.1f}; ordinary items of its slope up to "
+                   f"{row.shared_bound:.1f})")
         else:
             why = "likely a wrong answer key"
         reasons.append(f"weaker models answer it correctly more often than stronger ones "

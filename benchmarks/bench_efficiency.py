@@ -324,6 +324,10 @@ def audit_line(name, table):
     dependence = audit.attrs["wrong_way_dependence"]
     print(f"  {dependence}: " + ("a dimension of their own" if dependence.shared else
                                  "no more than ordinary items"))
+    reasons = audit.loc[audit["negative_discrimination"], "reason"]
+    print(f"  wrong-way reasons: {reasons.str.contains('likely a wrong').sum()} likely a "
+          f"wrong key, {reasons.str.contains('possibly a wrong').sum()} possibly, "
+          f"{reasons.str.contains('no evidence').sum()} no evidence")
     return audit
 
 

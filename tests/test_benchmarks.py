@@ -58,6 +58,11 @@ def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path
         "not_identified", "no_information", "negative_discrimination", "out_of_range"]
     agreement = cbmm.efficient.ability_agreement(cbmm.fit(table), table)
     assert f"  {agreement}, short by " in out  # the audit's line of the same fit
+    # every wrong-way item's reason names one cause
+    counts = re.search(rf"{re.escape(name)}: item audit.*\n.*\n.*\n  wrong-way reasons: "
+                       r"(\d+) likely a wrong key, (\d+) possibly, (\d+) no evidence", out)
+    negative = int(flags.split(", ")[2].split()[1])
+    assert sum(map(int, counts.groups())) == negative
     planted = _row(out, "planted mislabels", "small")
     recall, precision, labelled = map(float, planted[-3:])
     assert 0 <= recall <= 1 and 0 <= precision <= 1 and (0 <= labelled <= 1

@@ -398,7 +398,8 @@ def _matched(targets, candidates, slopes, rng, pool: int = 5) -> np.ndarray:
 
 def _logistic_fits(answers, abilities, iterations: int = 25) -> np.ndarray:
     """``2 x items``: each column's logistic regression on ``abilities`` (its own intercept
-    and slope, of either sign) by Newton's method, over the models that answered."""
+    and slope, of either sign) by Newton's method, over the models that answered, until
+    no step moves a coefficient by 1e-10 (at most ``iterations``)."""
     from scipy.special import expit
 
     answered = answers != 0
@@ -414,8 +415,10 @@ def _logistic_fits(answers, abilities, iterations: int = 25) -> np.ndarray:
         h00, h01 = w.sum(axis=0) + ridge, (w * theta).sum(axis=0)
         h11 = (w * theta ** 2).sum(axis=0) + ridge
         det = h00 * h11 - h01 ** 2
-        coef += np.array([h11 * g0 - h01 * g1, h00 * g1 - h01 * g0]) / det
-        np.clip(coef, -30.0, 30.0, out=coef)
+        step = np.array([h11 * g0 - h01 * g1, h00 * g1 - h01 * g0]) / det
+        coef = np.clip(coef + step, -30.0, 30.0)
+        if np.abs(step).max() < 1e-10:
+            break
     return coef
 
 

@@ -1202,6 +1202,16 @@ def test_the_residual_dependence_is_the_top_eigenvalue_of_the_residual_correlati
     # two copies of an item are one: their dependence is 2
     copies = np.repeat(answers[:, :1], 2, axis=1)
     assert _dependence(copies, theta) == pytest.approx(2.0)
+    # the first component, by either solver, is LAPACK's
+    from cbmm.efficient.audit import _top_component
+
+    for shape in [(300, 12), (700, 600)]:
+        matrix = rng.normal(size=shape)
+        _, values, vectors = np.linalg.svd(matrix)
+        value, vector = _top_component(matrix)
+        assert value == pytest.approx(values[0], rel=1e-10)
+        assert abs(vector @ vectors[0]) == pytest.approx(1.0, abs=1e-8)
+        assert _top_component(matrix, vector=False) == (pytest.approx(values[0]), None)
 
 
 def test_ability_agreement_is_undefined_without_spread_and_refuses_no_answers():

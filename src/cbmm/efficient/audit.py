@@ -437,20 +437,25 @@ def _residuals(answers, abilities, coef=None) -> np.ndarray:
     return residual / np.maximum(np.sqrt((residual ** 2).sum(axis=0)), 1e-12)
 
 
-def _top_component(residual):
-    """The largest singular value of ``residual`` and its right singular vector."""
+def _top_component(residual, vector: bool = True):
+    """The largest singular value of ``residual`` and, where ``vector``, its right singular
+    vector (else None: not computed)."""
     from scipy.sparse.linalg import svds
 
     if min(residual.shape) <= 500:
+        if not vector:
+            return np.linalg.svd(residual, compute_uv=False)[0], None
         _, values, vectors = np.linalg.svd(residual, full_matrices=False)
         return values[0], vectors[0]
-    _, values, vectors = svds(residual, k=1, random_state=0)
+    if not vector:
+        return svds(residual, k=1, return_singular_vectors=False, random_state=0)[0], None
+    _, values, vectors = svds(residual, k=1, return_singular_vectors="vh", random_state=0)
     return values[0], vectors[0]
 
 
 def _dependence(answers, abilities, coef=None) -> float:
     """The largest eigenvalue of the correlations of the columns' :func:`_residuals`."""
-    return float(_top_component(_residuals(answers, abilities, coef))[0] ** 2)
+    return float(_top_component(_residuals(answers, abilities, coef), vector=False)[0] ** 2)
 
 
 def _item_shares(answers, posterior, bank, wrong_way, ordinary):

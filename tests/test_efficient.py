@@ -1066,6 +1066,8 @@ def test_the_audit_controls_the_false_discovery_rate_and_finds_reversals_among_f
     np.testing.assert_array_equal(audit.loc[tested, "negative_discrimination"],
                                   adjusted <= FALSE_DISCOVERY_RATE)
     assert not audit.loc[~tested, "negative_discrimination"].any()
+    np.testing.assert_array_equal(audit.loc[tested, "negative_discrimination"],
+                                  audit.loc[tested, "slope_z"] <= audit.attrs["slope_bound"])
     flagged = set(audit.index[audit["negative_discrimination"]])
     assert len(flagged & planted_items) >= 0.6 * len(planted_items)
     assert len(flagged & planted_items) >= 0.9 * len(flagged)
@@ -1076,6 +1078,16 @@ def test_the_audit_controls_the_false_discovery_rate_and_finds_reversals_among_f
         rf"{tested.sum()} items tested").all()
     assert not audit.loc[tested & (audit["slope_z"] > 0), "reason"].str.contains(
         "somewhat").any()
+
+
+def test_the_family_wise_name_of_0_2_0_still_imports_and_says_it_has_no_effect():
+    from cbmm.efficient import audit
+
+    with pytest.warns(DeprecationWarning, match="no effect.*false discovery rate"):
+        from cbmm.efficient.audit import FAMILY_ERROR
+    assert FAMILY_ERROR == audit.FALSE_DISCOVERY_RATE
+    with pytest.raises(AttributeError, match="NO_SUCH_NAME"):
+        audit.NO_SUCH_NAME
 
 
 def test_the_abilities_agree_with_accuracy_as_the_fit_implies_where_the_2pl_holds():

@@ -104,6 +104,17 @@ AGREEMENT_SIMULATIONS = 20
 ORDINARY_SETS = 19
 
 
+def __getattr__(name: str):
+    # 0.2.0's name, kept so that code written for it still imports; it no longer sets a bound
+    if name == "FAMILY_ERROR":
+        warnings.warn("cbmm.efficient.audit.FAMILY_ERROR is deprecated and has no effect: "
+                      "the negative-discrimination flags control the false discovery rate "
+                      "FALSE_DISCOVERY_RATE (Benjamini-Hochberg), not a Bonferroni "
+                      "family-wise error", DeprecationWarning, stacklevel=2)
+        return FALSE_DISCOVERY_RATE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class AbilityAgreementWarning(UserWarning):
     """The fitted abilities rank the models unlike their accuracy, by more than the fit
     itself implies (:func:`ability_agreement`)."""
@@ -219,7 +230,9 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
         ``shared_z`` and ``shared_bound`` (where the wrong-way items share a dimension,
         for each of them: ``z`` of its residuals' correlation with the others' first
         component, and the largest of the 19 ordinary items nearest its slope; NaN
-        elsewhere) and ``reason``.
+        elsewhere) and ``reason``; ``attrs["slope_bound"]``, the score at or below which
+        an item tested is flagged ``negative_discrimination`` (the false discovery rate's
+        bound over the items tested).
 
     Warns
     -----
@@ -300,6 +313,7 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
                                int(tested.sum())) for row in table.itertuples()]
     table.attrs["ability_agreement"] = agreement
     table.attrs["wrong_way_dependence"] = dependence
+    table.attrs["slope_bound"] = bound
     return table
 
 

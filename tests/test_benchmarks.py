@@ -52,7 +52,7 @@ def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path
     adaptive = out[out.index(f"{name}: adaptive tests"):]
     assert len(re.findall(r"^\s+none\s+\S+\s+0\.3000 .* converged ", adaptive, re.M)) >= 2
     assert "exposure <= 0.099:" in adaptive and "no exposure control:" in adaptive
-    # the audit's flags, and the planted mislabels' recall and precision in [0, 1]
+    # the audit's flags, and the planted mislabels' recall, precision and shares in [0, 1]
     flags = re.search(rf"{re.escape(name)}: item audit of 60 items: (.*)", out).group(1)
     assert [flag.split()[0] for flag in flags.split(", ")] == [
         "not_identified", "no_information", "negative_discrimination", "out_of_range"]
@@ -64,7 +64,7 @@ def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path
     negative = int(flags.split(", ")[2].split()[1])
     assert sum(map(int, counts.groups())) == negative
     planted = _row(out, "planted mislabels", "small")
-    recall, precision, labelled = map(float, planted[-3:])
-    assert 0 <= recall <= 1 and 0 <= precision <= 1 and (0 <= labelled <= 1
-                                                         or math.isnan(labelled))
+    recall, precision, labelled, visible, visible_found = map(float, planted[-5:])
+    assert 0 <= recall <= 1 and 0 <= precision <= 1 and 0 <= visible <= 1
+    assert all(0 <= share <= 1 or math.isnan(share) for share in (labelled, visible_found))
     assert re.search(r"met on \d+ of \d+", out)

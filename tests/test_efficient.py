@@ -110,6 +110,25 @@ def test_the_ability_is_the_posterior_mean_under_the_normal_prior():
                                                           abs=1e-5)
 
 
+@pytest.mark.parametrize("share_answered", [0.9, 0.1])  # dense, and sparse (a short test)
+def test_the_posterior_from_sufficient_statistics_is_the_product_of_the_answers_likelihoods(
+        share_answered):
+    from cbmm.efficient.bank import GRID
+
+    rng = np.random.default_rng(4)
+    slopes, intercepts = rng.uniform(0.0, 4, 400), rng.normal(0, 3, 400)
+    bank = ItemBank.of(bank_table(slopes, intercepts))
+    answers = np.where(rng.random((30, 400)) < share_answered,
+                       rng.choice(np.array([-1, 1], dtype=np.int8), (30, 400)), 0).astype(np.int8)
+    x = np.multiply.outer(GRID, slopes) + intercepts  # grid x items
+    log_likelihood = np.where(answers[:, None, :] > 0, -np.logaddexp(0, -x),
+                              np.where(answers[:, None, :] < 0, -np.logaddexp(0, x), 0)).sum(-1)
+    log_density = log_likelihood - GRID ** 2 / 2
+    expected = np.exp(log_density - log_density.max(axis=1, keepdims=True))
+    expected /= expected.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(Posterior(answers, bank).weights, expected, atol=1e-12)
+
+
 def test_a_posterior_without_some_items_is_the_posterior_of_the_other_answers():
     rng = np.random.default_rng(3)
     bank = ItemBank.of(bank_table(rng.uniform(0.5, 3, 300), rng.normal(0, 2, 300)))

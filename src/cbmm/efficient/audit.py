@@ -68,7 +68,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import row_blocks
-from .bank import ItemBank, Posterior, aligned_answers
+from .bank import (ItemBank, Posterior, aligned_answers, grid_moments, log_weights,
+                   normalised_weights)
 
 __all__ = ["item_audit", "FLAGS", "NEGLIGIBLE_SLOPE", "FALSE_DISCOVERY_RATE",
            "OUT_OF_RANGE_PROBABILITY", "ability_agreement", "AbilityAgreement",
@@ -284,7 +285,7 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
                           "n_models": n_models, "share_correct": share,
                           "information": information, "slope_z": slope_z, **flags},
                          index=pd.Index(bank.labels, name="item"))
-    agreement = _agreement(answers, abilities, bank)
+    agreement = _agreement(answers, posterior, bank)
     table["ability_rank_correlation"] = agreement.observed
     table["implied_rank_correlation"] = agreement.implied
     if not agreement.agrees:
@@ -335,7 +336,7 @@ def ability_agreement(result, responses, *, coding: str | None = None,
     """
     bank = ItemBank.of(result)
     answers = _answering(responses, bank, coding, layout)
-    return _agreement(answers, Posterior(answers, bank).mean, bank)
+    return _agreement(answers, Posterior(answers, bank), bank)
 
 
 def _answering(responses, bank, coding, layout) -> np.ndarray:
@@ -348,23 +349,27 @@ def _answering(responses, bank, coding, layout) -> np.ndarray:
     return answers
 
 
-def _agreement(answers, abilities, bank) -> AbilityAgreement:
+def _agreement(answers, posterior: Posterior, bank) -> AbilityAgreement:
     """:func:`ability_agreement` of ``answers`` (int8 +-1/0, every row answering an item)
-    at their posterior-mean ``abilities``."""
+    and their ``posterior``."""
     from ..metrics import spearman  # with pandas: not at ``import cbmm``
 
     answered = answers != 0
     count = answered.sum(axis=1)
+    abilities = posterior.mean
     observed = spearman(abilities, (answers > 0).sum(axis=1) / count)
     rng = np.random.default_rng(0)
     implied = []
     for _ in range(AGREEMENT_SIMULATIONS):
-        drawn = np.empty_like(answers)
+        # a drawn matrix answers the same items: its posterior needs only the slopes and
+        # the number of the items it answered correctly (bank.log_weights)
+        correct_slope, n_correct = np.empty(len(answers)), np.empty(len(answers))
         for rows in row_blocks(len(answers), answers.shape[1], 1 << 22):  # memory: a block
-            correct = rng.random((rows.stop - rows.start, answers.shape[1])) \
-                < bank.probabilities(abilities[rows])
-            drawn[rows] = np.where(answered[rows], np.where(correct, 1, -1), 0)
-        implied.append(spearman(Posterior(drawn, bank).mean, (drawn > 0).sum(axis=1) / count))
+            correct = (rng.random((rows.stop - rows.start, answers.shape[1]))
+                       < bank.probabilities(abilities[rows])) & answered[rows]
+            correct_slope[rows], n_correct[rows] = correct @ bank.slope, correct.sum(axis=1)
+        drawn = normalised_weights(log_weights(posterior.answered_log_q, correct_slope))
+        implied.append(spearman(grid_moments(drawn)[0], n_correct / count))
     return AbilityAgreement(observed=observed, implied=float(np.mean(implied)),
                             n_models=len(answers))
 

@@ -30,7 +30,8 @@ from ..score import aligned_responses, read_items
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "coded_answers", "grid_moments"]
+__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "coded_answers", "grid_moments",
+           "log_weights", "normalised_weights"]
 
 #: Abilities at which posteriors are evaluated: the canonical scale (sd 1 over the
 #: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
@@ -147,25 +148,21 @@ class Posterior:
     """
 
     def __init__(self, answers: np.ndarray, bank: ItemBank):
-        grid = bank.grid
-        correct, wrong = _indicators(answers)
-        log_weights = correct @ grid["log_p"] + wrong @ grid["log_q"] + _LOG_PRIOR
-        log_weights -= log_weights.max(axis=1, keepdims=True)
-        self.log_weights = log_weights  # finite where the weights underflow
-        weights = np.exp(log_weights)
-        self.weights = weights / weights.sum(axis=1, keepdims=True)
-        self.answered = correct + wrong
+        correct, self.answered = _indicators(answers)
+        #: ``models x grid``: the sum of ``log (1 - p)`` over the items each model answered,
+        #: which answers drawn on the same items share (:func:`log_weights`)
+        self.answered_log_q = self.answered_sums(bank.grid["log_q"])
+        self.log_weights = log_weights(self.answered_log_q, correct @ bank.slope)
+        self.weights = normalised_weights(self.log_weights)
 
     def mean_without(self, answers: np.ndarray, bank: "ItemBank", items) -> np.ndarray:
         """The posterior means had the models not answered ``items`` (column indices of
         ``answers``, the int8 matrix this posterior was computed from): their terms taken
         out of the log weights."""
-        grid = bank.grid
         held = answers[:, items]
-        log_weights = self.log_weights - ((held > 0) @ grid["log_p"][items]
-                                          + (held < 0) @ grid["log_q"][items])
-        weights = np.exp(log_weights - log_weights.max(axis=1, keepdims=True))
-        return grid_moments(weights / weights.sum(axis=1, keepdims=True))[0]
+        terms = ((held != 0) @ bank.grid["log_q"][items]
+                 + np.multiply.outer((held > 0) @ bank.slope[items], GRID))
+        return grid_moments(normalised_weights(self.log_weights - terms))[0]
 
     @property
     def mean(self) -> np.ndarray:
@@ -183,6 +180,26 @@ class Posterior:
         return np.asarray(self.answered @ values)
 
 
+def log_weights(answered_log_q, correct_slope) -> np.ndarray:
+    """``models x grid`` log posterior weights (each row's largest 0) from the answers'
+    sufficient statistics: ``answered_log_q``, the sum of ``log (1 - p)`` at each grid
+    ability over the items a model answered (``models x grid``), and ``correct_slope``, the
+    sum of the slopes of those it answered correctly (per model).  As ``log p = log (1 - p)
+    + slope t + intercept``, the answers' log likelihood is the first plus ``t`` times the
+    second plus the correct items' intercepts, the same at every ability: one product of
+    the answered items with the grid, where the correct and the wrong ones took one each,
+    and none for answers drawn on the same items."""
+    weights = answered_log_q + np.multiply.outer(np.ravel(correct_slope), GRID) + _LOG_PRIOR
+    return weights - weights.max(axis=1, keepdims=True)
+
+
+def normalised_weights(log_weights) -> np.ndarray:
+    """The weights whose logarithms are ``log_weights`` (up to a constant per row), each
+    row summing to 1."""
+    weights = np.exp(log_weights - log_weights.max(axis=1, keepdims=True))
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
 def grid_moments(weights):
     """Mean and standard deviation of the ability under posterior ``weights`` on
     :data:`GRID` (the last axis; each row sums to 1)."""
@@ -191,12 +208,11 @@ def grid_moments(weights):
 
 
 def _indicators(answers: np.ndarray):
-    """Correct and wrong indicators of an int8 +-1/0 matrix, as float matrices: dense,
+    """Correct and answered indicators of an int8 +-1/0 matrix, as float matrices: dense,
     or CSR when few cells are answered (a short test of a large bank)."""
-    answered = np.count_nonzero(answers)
-    correct, wrong = (answers > 0), (answers < 0)
-    if answered < 0.25 * answers.size:
+    correct, answered = (answers > 0), (answers != 0)
+    if np.count_nonzero(answered) < 0.25 * answers.size:
         from scipy.sparse import csr_matrix
 
-        return csr_matrix(correct, dtype=float), csr_matrix(wrong, dtype=float)
-    return correct.astype(float), wrong.astype(float)
+        return csr_matrix(correct, dtype=float), csr_matrix(answered, dtype=float)
+    return correct.astype(float), answered.astype(float)

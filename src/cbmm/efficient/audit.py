@@ -361,8 +361,8 @@ def _agreement(answers, posterior: Posterior, bank) -> AbilityAgreement:
     rng = np.random.default_rng(0)
     implied = []
     for _ in range(AGREEMENT_SIMULATIONS):
-        # a drawn matrix answers the same items: its posterior needs only the slopes and
-        # the number of the items it answered correctly (bank.log_weights)
+        # a drawn matrix answers the same items: its posterior needs only the sum of the
+        # slopes of those it answered correctly (bank.log_weights), its accuracy their number
         correct_slope, n_correct = np.empty(len(answers)), np.empty(len(answers))
         for rows in row_blocks(len(answers), answers.shape[1], 1 << 22):  # memory: a block
             correct = (rng.random((rows.stop - rows.start, answers.shape[1]))

@@ -44,9 +44,8 @@ Then the planted-mislabel check: 5 % of the items of a matrix get reversed answe
 recall and precision of the audit's ``negative_discrimination`` (target >= 0.9, >= 0.8),
 the share of the reversed items found whose reason names a wrong key as the cause
 (likely, or possible where the wrong-way items share a dimension), and the share whose
-answers before the reversal rose with ability as steeply as the flag asks of a wrong-way
-one (``visible``: a reversal shows in the slope only where the right key did), with the
-share of those found.
+keys the audit before the reversals says the answers could check (``visible``: the
+``key_checked`` column), with the share of those found.
 
 Data: the real MATH-500 matrix (``../shared``, where it is there; the simulated shapes
 need it), any other real matrices given with
@@ -83,8 +82,8 @@ from standin_suites import parameters
 import cbmm
 from cbmm.efficient import FLAGS, STRATEGIES, study
 from cbmm.efficient.adaptive import ADAPTIVE_DEFAULTS
-from cbmm.efficient.audit import _slope_scores
-from cbmm.efficient.bank import ItemBank, Posterior, coded_answers
+from cbmm.efficient.audit import key_check_summary
+from cbmm.efficient.bank import coded_answers
 from cbmm.efficient.prediction import Reference
 from cbmm.efficient.selection import forward_selection
 from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
@@ -332,6 +331,7 @@ def audit_line(name, table):
     print(f"  wrong-way reasons: {reasons.str.contains('likely a wrong').sum()} likely a "
           f"wrong key, {reasons.str.contains('possibly a wrong').sum()} possibly, "
           f"{reasons.str.contains('no evidence').sum()} no evidence")
+    print(f"  {key_check_summary(audit)}")
     return audit
 
 
@@ -351,27 +351,13 @@ def planted(table, share, seed, suspect=frozenset()):
 WRONG_KEY_WORDS = r"(?:likely|possibly) a wrong answer key"
 
 
-def slope_scores(table):
-    """The audit's slope score (``item_audit``'s ``slope_z``) of every item of ``table``,
-    not only of those whose ``a`` is held at 0, on the abilities of ``table``'s own fit; NaN
-    for items every model answered alike."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        bank = ItemBank.of(cbmm.fit(table))
-    answers = coded_answers(table[list(bank.labels)].to_numpy(float))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return pd.Series(_slope_scores(answers, answers != 0, Posterior(answers, bank).mean),
-                         index=bank.labels)
-
-
 def mislabel_rows(name, make, seeds, suspect=frozenset()):
     """Recall and precision of the audit's ``negative_discrimination`` for planted
     reversals. ``suspect``: items of a real matrix the audit flags before any reversal
     (keys that may be wrong already): none is reversed, and flagging one again counts
-    neither way. ``visible``: the share of the reversed items whose answers before the
-    reversal rose with ability as steeply as the flag asks of a wrong-way item (the score
-    at least ``-attrs["slope_bound"]``): a reversal shows in the slope only where the
-    right key did; ``visible_found``: the share of those the audit flags."""
+    neither way. ``visible``: the share of the reversed items whose keys the audit of the
+    answers before the reversals says the answers could check (``key_checked``);
+    ``visible_found``: the share of those it flags after."""
     rows = []
     for seed in seeds:
         original = make(seed)
@@ -382,8 +368,10 @@ def mislabel_rows(name, make, seeds, suspect=frozenset()):
         flagged = set(audit.index[audit["negative_discrimination"]]) - set(suspect)
         found = sorted(flagged & truth)
         labelled = audit.loc[found, "reason"].str.contains(WRONG_KEY_WORDS)
-        before = slope_scores(original.set_axis(original.columns.astype(str), axis=1))
-        visible = set(before.index[-before <= audit.attrs["slope_bound"]]) & truth
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            before = cbmm.item_audit(cbmm.fit(original), original)
+        visible = set(before.index[before["key_checked"]]) & truth
         rows.append({"data": name, "seed": seed, "suspect": len(suspect),
                      "planted": len(truth), "flagged": len(flagged),
                      "recall": len(found) / len(truth),

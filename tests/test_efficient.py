@@ -1079,8 +1079,12 @@ def test_the_audit_controls_the_false_discovery_rate_and_finds_reversals_among_f
     # 80 models and 1,000 items: a family-wise bound over the ~95 items tested found a
     # quarter of the reversals
     _, table, planted_items = planted(80, 1000, 0.05, seed=0)
-    audit = cbmm.item_audit(quiet_fit(table), table)
-    tested = audit["slope_z"].notna()
+    fit = quiet_fit(table)
+    audit = cbmm.item_audit(fit, table)
+    # the flag tests the items whose a is held at 0 (the score is there for every item
+    # some models answered correctly and some wrongly)
+    assert audit["slope_z"].notna().equals(~audit["not_identified"])
+    tested = (audit["a"] / fit.sigma < NEGLIGIBLE_SLOPE) & ~audit["not_identified"]
     adjusted = false_discovery_control(stats.norm.cdf(audit.loc[tested, "slope_z"]), method="bh")
     np.testing.assert_array_equal(audit.loc[tested, "negative_discrimination"],
                                   adjusted <= FALSE_DISCOVERY_RATE)
@@ -1107,6 +1111,65 @@ def test_the_family_wise_name_of_0_2_0_still_imports_and_says_it_has_no_effect()
     assert FAMILY_ERROR == audit.FALSE_DISCOVERY_RATE
     with pytest.raises(AttributeError, match="NO_SUCH_NAME"):
         audit.NO_SUCH_NAME
+
+
+def test_the_slope_score_is_the_score_test_of_a_logistic_regression_on_the_abilities():
+    sim = simulate(120, 40, sparsity=0.1, seed=6)
+    values = sim.responses.astype(float)
+    values[np.random.default_rng(6).random(values.shape) < 0.2] = np.nan
+    table = pd.DataFrame(values, columns=[f"q{j}" for j in range(40)])
+    fit = quiet_fit(table)
+    audit = cbmm.item_audit(fit, table)
+    bank = ItemBank.of(fit)
+    answers, _ = aligned_answers(table, bank)
+    theta = Posterior(answers, bank).mean
+    for j in range(0, 40, 7):
+        seen = answers[:, j] != 0
+        y, t = (answers[seen, j] > 0).astype(float), theta[seen]
+
+        def log_likelihood(alpha, beta, y=y, t=t):
+            eta = alpha + beta * t
+            return float((y * eta - np.logaddexp(0, eta)).sum())
+
+        # at the intercept's estimate under a zero slope: the score and the information
+        # left for the slope once the intercept is estimated, by central differences
+        alpha, h = np.log(y.mean() / (1 - y.mean())), 1e-4
+        score = (log_likelihood(alpha, h) - log_likelihood(alpha, -h)) / (2 * h)
+
+        def second(da, db):
+            return (log_likelihood(alpha + h * (da[0] + db[0]), h * (da[1] + db[1]))
+                    - log_likelihood(alpha + h * (da[0] - db[0]), h * (da[1] - db[1]))
+                    - log_likelihood(alpha - h * (da[0] - db[0]), -h * (da[1] - db[1]))
+                    + log_likelihood(alpha - h * (da[0] + db[0]), -h * (da[1] + db[1]))
+                    ) / (4 * h * h)
+
+        i_aa, i_bb, i_ab = -second((1, 0), (1, 0)), -second((0, 1), (0, 1)), -second((1, 0), (0, 1))
+        z = score / np.sqrt(i_bb - i_ab ** 2 / i_aa)
+        assert audit["slope_z"].iloc[j] == pytest.approx(z, rel=1e-4, abs=1e-6), j
+
+
+def test_the_audit_says_on_which_items_the_answers_could_show_a_wrong_key():
+    from cbmm.efficient.audit import key_check_summary
+
+    # 80 models: a regime where many keys cannot be checked
+    sim = simulate(80, 600, sparsity=0.05, seed=0)
+    items = [f"q{j}" for j in range(600)]
+    original = pd.DataFrame(sim.responses, columns=items)
+    before = cbmm.item_audit(quiet_fit(original), original)
+    checked = before["key_checked"]
+    # the generator's a = 0 items: no key of theirs can show
+    assert not checked[[items[j] for j in np.flatnonzero(sim.a == 0)]].any()
+    assert 0.2 < checked.mean() < 0.8
+    assert key_check_summary(before).startswith(
+        f"the answers could show a wrong key on {checked.sum()} of 600 items")
+    # reversed, every checked key is flagged
+    reversed_items = np.random.default_rng(0).choice(600, 30, replace=False)
+    table = original.copy()
+    table.iloc[:, reversed_items] = 1 - table.iloc[:, reversed_items]
+    after = cbmm.item_audit(quiet_fit(table), table)
+    reversed_checked = [items[j] for j in reversed_items if checked.iloc[j]]
+    assert len(reversed_checked) >= 5
+    assert after.loc[reversed_checked, "negative_discrimination"].all()
 
 
 def test_the_abilities_agree_with_accuracy_as_the_fit_implies_where_the_2pl_holds():
@@ -1198,6 +1261,8 @@ def test_the_audit_says_when_the_wrong_way_items_share_a_skill_of_their_own():
     labels = figure.axes[0].get_legend_handles_labels()[1]
     plt.close(figure)
     assert any("a dimension of their own)" in text for text in texts)
+    assert any(f"a wrong key could show on {audit['key_checked'].sum()} of {len(audit)} items"
+               in text for text in texts)
     assert "negative discrimination (19)" in labels and not any(
         "mislabelled" in label for label in labels)
 

@@ -97,12 +97,16 @@ def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tm
                           "--figure", tmp_path / "audit.png")
     assert status == 0 and "audited 60 item(s)" in out
     audit = pd.read_csv(tmp_path / "audit.csv", index_col="item", keep_default_na=False)
-    assert list(audit.columns[-11:]) == [*cbmm.efficient.FLAGS, "ability_rank_correlation",
+    assert list(audit.columns[-12:]) == [*cbmm.efficient.FLAGS, "key_checked",
+                                         "ability_rank_correlation",
                                          "implied_rank_correlation", "wrong_way_dependence",
                                          "ordinary_dependence", "shared_z", "shared_bound",
                                          "reason"]
     # the benchmark's checks, on every row and in the command's output
     library = cbmm.item_audit(folder / "fit", table.iloc[:300])
+    checked = int(library["key_checked"].sum())
+    assert audit["key_checked"].sum() == checked
+    assert f"The answers could show a wrong key on {checked} of 60 items" in out
     agreement = cbmm.efficient.ability_agreement(folder / "fit", table.iloc[:300])
     assert agreement == library.attrs["ability_agreement"]
     assert (audit["ability_rank_correlation"] == agreement.observed).all()

@@ -40,6 +40,7 @@ import cbmm
 import cbmm.metrics
 import cbmm.simulate
 from cbmm.data import read_matrix
+from cbmm.efficient.audit import key_check_summary
 from cbmm.efficient.study import calibrations, summarise_adaptive
 from cbmm.fidelity import load_published
 from cbmm.figures import plot_runtime
@@ -494,8 +495,10 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             library = cbmm.item_audit(fit, source)
-        np.testing.assert_array_equal(audit["negative_discrimination"],
-                                      library["negative_discrimination"])
+        for column in ("negative_discrimination", "key_checked"):
+            np.testing.assert_array_equal(audit[column], library[column])
+        log = (workdir / f"logs/item_audit/{dataset}.log").read_text()
+        assert key_check_summary(library) in log
         for column in ("wrong_way_dependence", "ordinary_dependence"):
             np.testing.assert_allclose(audit[column], library[column], atol=1e-9)
 

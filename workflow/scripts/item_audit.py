@@ -6,6 +6,7 @@ import warnings
 import cbmm
 from cbmm.data import read_matrix
 from cbmm.efficient import FLAGS, AbilityAgreementWarning, WrongWayDependenceWarning
+from cbmm.efficient.audit import key_check_summary
 from cbmm.io import write_csv
 from cbmm_workflow.jobs import start_log
 
@@ -19,6 +20,7 @@ with warnings.catch_warnings(record=True) as caught:  # into the log, in the lib
     warnings.simplefilter("always")
     audit = cbmm.item_audit(result, table)
 log.info("flags: %s", {flag: int(audit[flag].sum()) for flag in FLAGS})
+log.info("%s", key_check_summary(audit))
 for warning in caught:
     log.warning("%s", warning.message)
 for check, warned in (("ability_agreement", AbilityAgreementWarning),

@@ -27,6 +27,16 @@ posterior means given their answers, with the items held; N(0, 1) prior):
     model or above one minus it for every model (its difficulty ``-b / a`` lies beyond
     the models' abilities by more than 3.7 logits).
 
+``key_checked`` (not a flag)
+    Whether the answers could show the item's key wrong: a wrong key reverses the slope,
+    so it shows where the answers rise with ability as steeply as a flagged item's fall
+    (a slope score at least minus the flag's bound), or where the item is flagged.
+    Elsewhere (items every model answered alike, or whose answers barely depend on
+    ability) the audit's silence is no evidence that the key is right:
+    :func:`key_check_summary` says how many such items there are.  With 43-81 models
+    0.56-0.91 of planted reversals on the leaderboard's v2 copies were of items the
+    answers could check, and the audit found 0.98-1.0 of those (docs/efficiency.md).
+
 ``reason`` says in words why an item is flagged (empty when it is not).
 
 "Weaker" and "stronger" are along the fit's one dimension.  Where that dimension is not
@@ -71,8 +81,8 @@ from ..engine import row_blocks
 from .bank import (ItemBank, Posterior, aligned_answers, grid_moments, log_weights,
                    normalised_weights)
 
-__all__ = ["item_audit", "FLAGS", "NEGLIGIBLE_SLOPE", "FALSE_DISCOVERY_RATE",
-           "OUT_OF_RANGE_PROBABILITY", "ability_agreement", "AbilityAgreement",
+__all__ = ["item_audit", "key_check_summary", "FLAGS", "NEGLIGIBLE_SLOPE",
+           "FALSE_DISCOVERY_RATE", "OUT_OF_RANGE_PROBABILITY", "ability_agreement", "AbilityAgreement",
            "AbilityAgreementWarning", "AGREEMENT_SHORTFALL", "AGREEMENT_SIMULATIONS",
            "WrongWayDependence", "WrongWayDependenceWarning", "ORDINARY_SETS"]
 
@@ -222,8 +232,10 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     pandas.DataFrame
         Indexed by item (``item``): ``a``, ``b``, ``difficulty`` (``-b / a``, the ability at
         which p = 1/2; NaN where ``a`` is negligible), ``n_models`` (models that answered
-        it), ``share_correct``, ``information``, ``slope_z`` (the score test's z; NaN where
-        not computed), the boolean :data:`FLAGS`, ``ability_rank_correlation`` and
+        it), ``share_correct``, ``information``, ``slope_z`` (the score test's z of a zero
+        slope; NaN where every model answered alike; the flag tests the items whose ``a``
+        is held at 0), the boolean :data:`FLAGS`, ``key_checked`` (whether the answers
+        could show the key wrong), ``ability_rank_correlation`` and
         ``implied_rank_correlation`` (the benchmark's :class:`AbilityAgreement`, the same
         on every row; the object itself in ``attrs["ability_agreement"]``),
         ``wrong_way_dependence`` and ``ordinary_dependence`` (the benchmark's
@@ -269,13 +281,17 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     not_identified = (n_correct == 0) | (n_correct == n_models)
     negligible = bank.slope < NEGLIGIBLE_SLOPE
     slope_z = np.full(len(bank), np.nan)
+    slope_z[~not_identified] = _slope_scores(answers[:, ~not_identified],
+                                             answered[:, ~not_identified], abilities)
     tested = negligible & ~not_identified
-    slope_z[tested] = _slope_scores(answers[:, tested], answered[:, tested], abilities)
     with np.errstate(invalid="ignore"):
         p_value = ndtr(slope_z)  # one-sided: a negative slope
     threshold = _discovery_threshold(p_value[tested])
     negative = tested & (p_value <= threshold)
     bound = float(ndtri(threshold))
+    # a wrong key reverses the slope: it shows where the right key's answers rise as
+    # steeply as a flagged item's fall
+    key_checked = negative | (slope_z >= -bound)
     out_of_range = ~negligible & ((probability < OUT_OF_RANGE_PROBABILITY).all(axis=0)
                                   | (probability > 1 - OUT_OF_RANGE_PROBABILITY).all(axis=0))
     flags = {"not_identified": not_identified,
@@ -283,7 +299,8 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
              "negative_discrimination": negative, "out_of_range": out_of_range}
     table = pd.DataFrame({"a": bank.a, "b": bank.b, "difficulty": difficulty,
                           "n_models": n_models, "share_correct": share,
-                          "information": information, "slope_z": slope_z, **flags},
+                          "information": information, "slope_z": slope_z, **flags,
+                          "key_checked": key_checked},
                          index=pd.Index(bank.labels, name="item"))
     agreement = _agreement(answers, posterior, bank)
     table["ability_rank_correlation"] = agreement.observed
@@ -316,6 +333,15 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     table.attrs["wrong_way_dependence"] = dependence
     table.attrs["slope_bound"] = bound
     return table
+
+
+def key_check_summary(audit) -> str:
+    """How many of the items of ``audit`` (an :func:`item_audit` table) the answers could
+    check the keys of, in words."""
+    checked = int(audit["key_checked"].sum())
+    return (f"the answers could show a wrong key on {checked} of {len(audit)} items "
+            f"({checked / max(len(audit), 1):.0%}); on the other {len(audit) - checked} "
+            f"they do not depend on ability steeply enough, or every model answered alike")
 
 
 def ability_agreement(result, responses, *, coding: str | None = None,
@@ -509,14 +535,17 @@ def _item_shares(answers, posterior, bank, wrong_way, ordinary):
 
 
 def _slope_scores(answers, answered, abilities):
-    """The score statistic z of a zero slope, per column, over the models that answered."""
+    """The score statistic z of a zero slope, per column, over the models that answered:
+    ``sum (theta - mean) (y - ybar) / sqrt(ybar (1 - ybar) sum (theta - mean)^2)``, by
+    products of the abilities with the columns (no models x items temporaries)."""
     count = answered.sum(axis=0)
-    theta = np.where(answered, abilities[:, None], 0.0)
-    centred = np.where(answered, theta - theta.sum(axis=0) / count, 0.0)
     correct = answers > 0
-    share = correct.sum(axis=0) / count
-    numerator = (centred * (correct - share)).sum(axis=0)
-    return numerator / np.sqrt(share * (1 - share) * (centred ** 2).sum(axis=0))
+    n_correct = correct.sum(axis=0)
+    mean = abilities @ answered / count
+    share = n_correct / count
+    numerator = abilities @ correct - n_correct * mean  # sum (theta - mean) (y - ybar)
+    spread = abilities ** 2 @ answered - count * mean ** 2  # sum (theta - mean)^2
+    return numerator / np.sqrt(share * (1 - share) * spread)
 
 
 def _discovery_threshold(p_values) -> float:

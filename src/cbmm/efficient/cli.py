@@ -210,7 +210,7 @@ def _adaptive_command(args) -> int:
 
 def _audit_command(args) -> int:
     from ..io import write_csv
-    from .audit import FLAGS, item_audit
+    from .audit import FLAGS, item_audit, key_check_summary
 
     _check_output_file(args.out, "--out", args.force)
     if args.figure is not None:
@@ -234,6 +234,8 @@ def _audit_command(args) -> int:
         plot_item_audit(table.reset_index(), out_paths=[args.figure])
     counts = ", ".join(f"{int(table[flag].sum())} {flag}" for flag in FLAGS)
     print(f"audited {len(table)} item(s): {counts} -> {args.out}")
+    summary = key_check_summary(table)
+    print(summary[0].upper() + summary[1:])
     for check in ("ability_agreement", "wrong_way_dependence"):
         line = str(table.attrs[check])
         print(line[0].upper() + line[1:])

@@ -68,6 +68,9 @@ def plot_item_audit(audit, out_paths=(), title: str | None = None):
                     note += (f"\nwrong-way items' residual dependence "
                              f"{dependence.observed:.1f}\n(ordinary items' at most "
                              f"{dependence.ordinary:.1f}: a dimension of their own)")
+            if "key_checked" in audit.columns:
+                note += (f"\na wrong key could show on {int(audit['key_checked'].sum())} "
+                         f"of {len(audit)} items")
             low, high = ax.get_ylim()
             # room above the dots for the note, a line at a time
             ax.set_ylim(low, high + 0.07 * (note.count("\n") + 2) * (high - low))
@@ -112,4 +115,7 @@ def caption(config_summary: dict | None = None) -> str:
             "Neither is it where the wrong-way items' residuals depend on one another more "
             "than those of every one of 19 random sets of as many ordinary items (the note "
             "then says so): they share a cause, a skill or format the ability does not "
-            "measure or a fault common to their keys, not one item's wrong key each.")
+            "measure or a fault common to their keys, not one item's wrong key each. The "
+            "note's last line counts the items whose answers could show a wrong key (they "
+            "rise with ability as steeply as a flagged item's fall, or the item is flagged); "
+            "on the others the audit's silence is no evidence that the key is right.")

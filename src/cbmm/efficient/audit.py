@@ -34,8 +34,8 @@ posterior means given their answers, with the items held; N(0, 1) prior):
     Elsewhere (items every model answered alike, or whose answers barely depend on
     ability) the audit's silence is no evidence that the key is right:
     :func:`key_check_summary` says how many such items there are.  With 43-81 models
-    0.56-0.91 of planted reversals on the leaderboard's v2 copies were of items the
-    answers could check, and the audit found 0.98-1.0 of those (docs/efficiency.md).
+    the answers could check 0.43-0.89 of planted reversed keys on the leaderboard's v2
+    copies, and the audit found 0.99-1.0 of those (docs/efficiency.md).
 
 ``reason`` says in words why an item is flagged (empty when it is not).
 

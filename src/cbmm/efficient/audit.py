@@ -82,9 +82,10 @@ from .bank import (ItemBank, Posterior, aligned_answers, grid_moments, log_weigh
                    normalised_weights)
 
 __all__ = ["item_audit", "key_check_summary", "FLAGS", "NEGLIGIBLE_SLOPE",
-           "FALSE_DISCOVERY_RATE", "OUT_OF_RANGE_PROBABILITY", "ability_agreement", "AbilityAgreement",
-           "AbilityAgreementWarning", "AGREEMENT_SHORTFALL", "AGREEMENT_SIMULATIONS",
-           "WrongWayDependence", "WrongWayDependenceWarning", "ORDINARY_SETS"]
+           "FALSE_DISCOVERY_RATE", "OUT_OF_RANGE_PROBABILITY", "ability_agreement",
+           "AbilityAgreement", "AbilityAgreementWarning", "AGREEMENT_SHORTFALL",
+           "AGREEMENT_SIMULATIONS", "WrongWayDependence", "WrongWayDependenceWarning",
+           "ORDINARY_SETS"]
 
 #: The boolean columns of :func:`item_audit`.
 FLAGS = ("not_identified", "no_information", "negative_discrimination", "out_of_range")

@@ -315,10 +315,16 @@ def adaptive_100_line(name, table, calibrated, args):
           f"{rows['theta_error'].abs().mean():.3f}; target <= {MAE_TARGET}: {verdict}")
 
 
-def audit_line(name, table):
+def quiet_audit(table):
+    """``cbmm.item_audit`` of ``table`` on its default fit, without the warnings (the
+    benchmark prints what they say)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        audit = cbmm.item_audit(cbmm.fit(table), table)
+        return cbmm.item_audit(cbmm.fit(table), table)
+
+
+def audit_line(name, table):
+    audit = quiet_audit(table)
     counts = ", ".join(f"{flag} {int(audit[flag].sum())}" for flag in FLAGS)
     print(f"\n{name}: item audit of {len(audit)} items: {counts}")
     agreement = audit.attrs["ability_agreement"]
@@ -351,26 +357,25 @@ def planted(table, share, seed, suspect=frozenset()):
 WRONG_KEY_WORDS = r"(?:likely|possibly) a wrong answer key"
 
 
-def mislabel_rows(name, make, seeds, suspect=frozenset()):
+def mislabel_rows(name, make, seeds, real_audit=None):
     """Recall and precision of the audit's ``negative_discrimination`` for planted
-    reversals. ``suspect``: items of a real matrix the audit flags before any reversal
-    (keys that may be wrong already): none is reversed, and flagging one again counts
-    neither way. ``visible``: the share of the reversed items whose keys the audit of the
-    answers before the reversals says the answers could check (``key_checked``);
+    reversals of the items of ``make(seed)``. ``real_audit``: the audit of a real matrix,
+    the one ``make`` returns for every seed; the items it flags (the suspects: keys that may
+    be wrong already) are never reversed, and flagging one again counts neither way.
+    ``visible``: the share of the reversed items whose keys the audit of the answers
+    before the reversals says the answers could check (``key_checked``);
     ``visible_found``: the share of those it flags after."""
+    suspect = frozenset() if real_audit is None else frozenset(
+        real_audit.index[real_audit["negative_discrimination"]])
     rows = []
     for seed in seeds:
         original = make(seed)
         table, truth = planted(original, 0.05, seed, suspect)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            audit = cbmm.item_audit(cbmm.fit(table), table)
-        flagged = set(audit.index[audit["negative_discrimination"]]) - set(suspect)
+        audit = quiet_audit(table)
+        flagged = set(audit.index[audit["negative_discrimination"]]) - suspect
         found = sorted(flagged & truth)
         labelled = audit.loc[found, "reason"].str.contains(WRONG_KEY_WORDS)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            before = cbmm.item_audit(cbmm.fit(original), original)
+        before = quiet_audit(original) if real_audit is None else real_audit
         visible = set(before.index[before["key_checked"]]) & truth
         rows.append({"data": name, "seed": seed, "suspect": len(suspect),
                      "planted": len(truth), "flagged": len(flagged),
@@ -444,7 +449,7 @@ def main() -> None:
             warnings.simplefilter("ignore")
             calibration = cbmm.fit(math500, tol=1e-8, max_iter=20000, accelerate="auto")
 
-    suspects = {}
+    audits = {}
     for name, table in datasets.items():
         if args.parts & {"selection", "penalties", "tinybenchmarks", "adaptive"}:
             calibrated = fitted(table, args.splits, args.seed)
@@ -461,8 +466,7 @@ def main() -> None:
                                contents[name])
             adaptive_100_line(name, table, calibrated, args)
         if args.parts & {"audit", "mislabels"}:
-            audit = audit_line(name, table)
-            suspects[name] = frozenset(audit.index[audit["negative_discrimination"]])
+            audits[name] = audit_line(name, table)
     for k, (n, j) in enumerate(shapes if args.parts & {"selection", "adaptive"} else []):
         name = f"simulated {n} x {j} (calibrated stand-in)"
         table = standin(calibration, n, j, seed=100 + k)
@@ -482,7 +486,7 @@ def main() -> None:
     seeds = range(args.mislabel_seeds)
     rows = []
     for name, table in datasets.items():
-        rows += mislabel_rows(name, lambda s, table=table: table, seeds, suspects[name])
+        rows += mislabel_rows(name, lambda s, table=table: table, seeds, audits[name])
     # few models: the regime of a lab's own evaluations, where the tests have least power
     for n, j in [(1000, 500), (200, 1000), (80, 1000)]:
         rows += mislabel_rows(f"paper generator {n} x {j}, 5 % a = 0",

@@ -29,13 +29,15 @@ def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path
     table.to_csv(tmp_path / "small.csv")
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "bench_efficiency.py"), "--real", "small.csv",
-         "--shapes", "", "--splits", "2", "--k", "10", "--se-targets", "0.3",
+         "--shapes", "", "--splits", "1", "--held", "100", "--k", "10", "--se-targets", "0.3",
          "--adaptive-tests", "1", "--mislabel-seeds", "1"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout
     name = "small (300 x 60, real)"
 
+    # --held 100 of 300 models, 60 held out per split: 2 splits, more than --splits
+    assert f"{name}: selection, MAE of predicted accuracy (2 splits" in out
     calibrated = study.calibrations(table, splits=2, seed=0)
     summary = study.summarise_selection(study.selection_study(
         table, calibrated, ks=[10], strategies=list(STRATEGIES), seed=0))

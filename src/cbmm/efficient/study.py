@@ -41,12 +41,14 @@ from .tinybenchmarks import tinybenchmarks_predictions
 
 __all__ = ["model_splits", "calibrations", "Calibration", "selection_study", "adaptive_study",
            "summarise_selection", "summarise_adaptive", "calibration_statuses", "BASELINE",
-           "TINYBENCHMARKS"]
+           "TINYBENCHMARKS", "TEST_SHARE"]
 
 #: The baseline of the selection study: the mean of the k items of the ``random`` draw.
 BASELINE = "random_mean"
 #: The field's reference beside it: tinyBenchmarks' gp-IRT from its own anchor items.
 TINYBENCHMARKS = "tinybenchmarks"
+#: The share of the models :func:`calibrations` holds out by default (the issue's 80/20).
+TEST_SHARE = 0.2
 
 
 def model_splits(n_models: int, splits: int, test_share: float, seed: int):
@@ -68,7 +70,7 @@ def model_splits(n_models: int, splits: int, test_share: float, seed: int):
     return out
 
 
-def calibrations(table, *, splits: int = 5, test_share: float = 0.2, seed: int = 0,
+def calibrations(table, *, splits: int = 5, test_share: float = TEST_SHARE, seed: int = 0,
                  fit_options: dict | None = None) -> list:
     """One :class:`Calibration` per split (:func:`model_splits`) of ``table`` (a
     pandas.DataFrame, models x items): :func:`cbmm.fit` with ``fit_options`` of the models

@@ -160,8 +160,7 @@ def real_splits(table, args):
     from the full-data abilities under the cap, and on MATH-500 a predicted accuracy from
     100 items 0.0166-0.0188 (docs/efficiency.md).  ``study.model_splits`` draws the
     splits in turn from one seed, so the first ``--splits`` are those of ``--held 0``."""
-    held = max(1, round(study.TEST_SHARE * len(table)))
-    return max(args.splits, math.ceil(args.held / held))
+    return max(args.splits, math.ceil(args.held / study.held_out(len(table))))
 
 
 def fitted(table, splits, seed):

@@ -1490,6 +1490,18 @@ def test_a_studys_calibration_statuses_name_each_with_its_splits_where_they_diff
     assert study.calibration_statuses(per_split[::2]) == "multimodal"
 
 
+def test_model_splits_hold_out_a_share_and_more_splits_extend_fewer():
+    assert [study.held_out(n) for n in (140, 158, 3)] == [28, 32, 1]  # round(0.2 n), >= 1
+    five, eighteen = (study.model_splits(140, k, study.TEST_SHARE, seed=3) for k in (5, 18))
+    assert all(len(held) == 28 and len(np.union1d(train, held)) == 140
+               for train, held in eighteen)
+    # the benchmark's extra splits of a small matrix keep the five it had
+    for (train, held), (train18, held18) in zip(five, eighteen):
+        assert np.array_equal(held, held18) and np.array_equal(train, train18)
+    with pytest.raises(ValueError, match="test_share must be in"):
+        study.held_out(140, 1.0)
+
+
 def test_a_fit_that_set_items_aside_serves_scoring_prediction_and_the_audit():
     sim = simulate(200, 20, seed=4)
     table = pd.DataFrame(sim.responses, columns=[f"q{j}" for j in range(20)],

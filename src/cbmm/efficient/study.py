@@ -41,7 +41,7 @@ from .tinybenchmarks import tinybenchmarks_predictions
 
 __all__ = ["model_splits", "calibrations", "Calibration", "selection_study", "adaptive_study",
            "summarise_selection", "summarise_adaptive", "calibration_statuses", "BASELINE",
-           "TINYBENCHMARKS", "TEST_SHARE"]
+           "TINYBENCHMARKS", "TEST_SHARE", "held_out"]
 
 #: The baseline of the selection study: the mean of the k items of the ``random`` draw.
 BASELINE = "random_mean"
@@ -51,13 +51,19 @@ TINYBENCHMARKS = "tinybenchmarks"
 TEST_SHARE = 0.2
 
 
-def model_splits(n_models: int, splits: int, test_share: float, seed: int):
-    """``[(calibration rows, held-out rows), ...]``: ``splits`` random splits of the
-    models, ``round(test_share * n_models)`` (at least 1) held out in each."""
-    splits = check_integer("splits", splits, minimum=1)
+def held_out(n_models: int, test_share: float = TEST_SHARE) -> int:
+    """The models a split of :func:`model_splits` holds out: ``round(test_share *
+    n_models)``, at least 1."""
     if not 0 < test_share < 1:
         raise ValueError(f"test_share must be in (0, 1), got {test_share!r}")
-    held = max(1, int(round(test_share * n_models)))
+    return max(1, int(round(test_share * n_models)))
+
+
+def model_splits(n_models: int, splits: int, test_share: float, seed: int):
+    """``[(calibration rows, held-out rows), ...]``: ``splits`` random splits of the
+    models, :func:`held_out` of them held out in each."""
+    splits = check_integer("splits", splits, minimum=1)
+    held = held_out(n_models, test_share)
     if n_models - held < 2:
         raise ValueError(f"test_share {test_share:g} holds out {held} of the {n_models} "
                          f"models, which leaves {n_models - held} to calibrate on; at least "

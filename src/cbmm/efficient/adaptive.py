@@ -24,8 +24,9 @@ areas with items left, so that after ``n`` items no area has ``share * n + 1`` o
 A test of the most informative items drifts to the areas that measure a model best; a
 balanced one covers the benchmark's areas in its own proportions.  Whether its ability
 is then closer to that from all the model's answers depends on the data
-(docs/efficiency.md): on MATH-500 by subject under a 10 % exposure cap, 0.158 -> 0.139
-(35 -> 40 items), on LaRT's matrix of the same items 0.159 -> 0.161.
+(docs/efficiency.md): on MATH-500 by subject under a 10 % exposure cap, 0.154 -> 0.150
+(36 -> 34 items, 18 splits of the models), on LaRT's matrix of the same items (five
+splits) 0.159 -> 0.161.
 
 The predicted accuracy's interval is :func:`cbmm.predict_accuracy`'s of the test's answers,
 by the 2PL: where models depart from it the items most informative for a model are no

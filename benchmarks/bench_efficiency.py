@@ -155,12 +155,9 @@ def standin(calibration, n_models, n_items, seed):
 
 def real_splits(table, args):
     """The splits of a real data set: as many as hold out ``--held`` models in all, at
-    least ``--splits``.  Which models are held out moves a small matrix's figures: on
-    LaRT's MATH-500 (158 models) four sets of five splits gave adaptive tests 0.147-0.159
-    from the full-data abilities under the cap, and on MATH-500 a predicted accuracy from
-    100 items 0.0166-0.0188 (docs/efficiency.md).  ``study.model_splits`` draws the
-    splits in turn from one seed, so the first ``--splits`` are those of ``--held 0``."""
-    return max(args.splits, math.ceil(args.held / study.held_out(len(table))))
+    least ``--splits`` (``study.split_count``; the first ``--splits`` are those of
+    ``--held 0``)."""
+    return study.split_count(len(table), args.splits, args.held)
 
 
 def fitted(table, splits, seed):

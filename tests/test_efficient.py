@@ -1502,6 +1502,17 @@ def test_model_splits_hold_out_a_share_and_more_splits_extend_fewer():
         study.held_out(140, 1.0)
 
 
+def test_split_count_holds_out_the_models_asked_for_and_never_fewer_splits():
+    # 500 held-out models: ceil(500 / 28) = 18 splits of 140 models, ceil(500 / 32) = 16
+    # of 158, and a matrix whose five splits already hold out more keeps its five
+    assert [study.split_count(n, 5, 500) for n in (140, 158, 2211)] == [18, 16, 5]
+    assert study.split_count(140, 5) == 5  # held_models 0: exactly the splits asked
+    assert study.split_count(140, 5, 28 * 7) == 7  # exactly seven splits' worth
+    assert study.split_count(140, 5, 500, test_share=0.5) == 8  # 70 held out per split
+    with pytest.raises(ValueError, match="held_models must be a non-negative integer"):
+        study.split_count(140, 5, -1)
+
+
 def test_a_fit_that_set_items_aside_serves_scoring_prediction_and_the_audit():
     sim = simulate(200, 20, seed=4)
     table = pd.DataFrame(sim.responses, columns=[f"q{j}" for j in range(20)],

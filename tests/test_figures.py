@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import matplotlib.image as mpimg
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -38,6 +39,14 @@ from cbmm.tables import TABLE_FILES, rankings_table
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 METHODS = ("mirt", "lbfgsb", "manopt", "cbmm", "pyirt")
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    """The figure functions return their figure open, for the tests to read; close them
+    after each test, as a script that draws many would."""
+    yield
+    plt.close("all")
 SUITES = {"IFEval": 541, "MuSR": 756, "GPQA": 1192, "MATH": 1324, "BBH": 5761, "MMLU_PRO": 12032}
 
 
@@ -499,6 +508,16 @@ def test_captions_count_the_statuses_of_the_fits_behind_each_figure(tmp_path):
     assert FIGURES["runtime"].caption_for([runtime]).endswith(
         "All 6 fits shown converged (stationary points of their objectives).")
     assert FIGURES["efficiency"].caption_for([None, None]) == FIGURES["efficiency"].caption()
+
+
+def test_the_efficiency_caption_states_the_split_rule_the_config_gave():
+    from cbmm.figures import efficiency
+
+    five = efficiency.caption({"splits": 5, "held_models": 0, "test_share": 0.2})
+    assert five.startswith("Efficient evaluation (5 random splits of the models, 20% held out).")
+    more = efficiency.caption({"splits": 5, "held_models": 500, "test_share": 0.2})
+    assert more.startswith("Efficient evaluation (5 random splits of the models, 20% held "
+                           "out; more splits where 5 hold out fewer than 500 models in all).")
 
 
 # -------------------------------------------------------------------------- rankflow

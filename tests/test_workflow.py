@@ -41,7 +41,7 @@ import cbmm.metrics
 import cbmm.simulate
 from cbmm.data import read_matrix
 from cbmm.efficient.audit import key_check_summary
-from cbmm.efficient.study import calibrations, summarise_adaptive
+from cbmm.efficient.study import calibrations, model_splits, summarise_adaptive
 from cbmm.fidelity import load_published
 from cbmm.figures import plot_runtime
 from cbmm.metrics import SIMULATION_METRICS
@@ -989,6 +989,31 @@ def test_adaptive_tests_keep_the_2pl_intervals_where_the_config_turns_the_scale_
         np.testing.assert_allclose(test[["predicted", "lower", "upper"]].astype(float),
                                    expected.iloc[0][["accuracy", "lower", "upper"]],
                                    rtol=1e-8)
+
+
+def test_held_models_gives_a_small_dataset_the_splits_that_hold_out_that_many(tmp_path):
+    """real.efficiency.held_models 40: suite_a's 80 models, 16 held out per split, get
+    ceil(40 / 16) = 3 splits where the config asks for 2; the selection rows and the
+    adaptive tests of each split are its held-out models."""
+    config = overlay(tmp_path, "held", {"real": {
+        **NO_REAL_DATA, "efficiency": {"datasets": ["suite_a"], "held_models": 40,
+                                       "adaptive": {"interval_scale": False}}}})
+    workdir = tmp_path / "run"
+    targets = ["results/tables/efficiency/suite_a.csv", "results/tables/adaptive/suite_a.csv"]
+    result = snakemake(workdir, "--cores", "1", *targets, configfiles=(TEST_CONFIG, config))
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = read_matrix(workdir / "resources/matrices/suite_a.parquet")
+    efficiency = merged_config(TEST_CONFIG, config)["real"]["efficiency"]
+    assert efficiency["splits"] == 2 and len(table) == 80
+    splits = model_splits(80, 3, efficiency["test_share"], efficiency["seed"])
+    held = {split: sorted(table.index[rows]) for split, (_, rows) in enumerate(splits)}
+    rows = pd.read_csv(workdir / "results/efficiency/suite_a/selection.csv", dtype={"model": str})
+    tests = pd.read_csv(workdir / targets[1], dtype={"model": str})
+    for frame in (rows, tests):
+        assert {split: sorted(set(group["model"])) for split, group in
+                frame.groupby("split")} == held
+    log = (workdir / "logs/efficiency/suite_a.log").read_text()
+    assert "suite_a: 3 splits of its 80 models, 16 held out in each" in log
 
 
 # --------------------------------------------------------------------------- offline

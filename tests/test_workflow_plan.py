@@ -519,7 +519,7 @@ def test_the_efficiency_study_has_two_figures_per_dataset_drawn_from_its_tables(
         "figure": "efficiency",
         "args": ["results/tables/efficiency/suite_a.csv", "results/tables/adaptive/suite_a.csv"],
         "kwargs": {"title": "suite_a"},
-        "caption_args": {"config_summary": {"splits": 2, "test_share": 0.2,
+        "caption_args": {"config_summary": {"splits": 2, "held_models": 0, "test_share": 0.2,
                                             "tinybenchmarks": True, "content": None}}}
     # MATH-500's tests are also balanced over its items' subjects (the schema's default)
     assert figures["efficiency_MATH_500"].spec["caption_args"]["config_summary"][

@@ -21,12 +21,15 @@ inp, out, p = snakemake.input, snakemake.output, snakemake.params
 settings, adaptive = p.settings, p.settings["adaptive"]
 table = read_matrix(inp.matrix)
 try:  # splits this dataset's models cannot make: one line, not a traceback from the fits
-    study.model_splits(len(table), settings["splits"], settings["test_share"],
-                       settings["seed"])
+    splits = study.split_count(len(table), settings["splits"], settings["held_models"],
+                               settings["test_share"])
+    study.model_splits(len(table), splits, settings["test_share"], settings["seed"])
 except ValueError as exc:
     log.error("real.efficiency, dataset %r: %s", snakemake.wildcards.dataset, exc)
     sys.exit(1)
-calibrated = study.calibrations(table, splits=settings["splits"],
+log.info("%s: %d splits of its %d models, %d held out in each", snakemake.wildcards.dataset,
+         splits, len(table), study.held_out(len(table), settings["test_share"]))
+calibrated = study.calibrations(table, splits=splits,
                                 test_share=settings["test_share"], seed=settings["seed"],
                                 fit_options={"sigma": p.sigma})
 statuses = study.calibration_statuses(split.result.status for split in calibrated)

@@ -124,7 +124,9 @@ def caption(config_summary: dict | None = None) -> str:
     summary = config_summary or {}
     splits = summary.get("splits")
     share = summary.get("test_share")
-    design = (f"{splits} random splits of the models, {share:.0%} held out"
+    held = summary.get("held_models")
+    more = f"; more splits where {splits} hold out fewer than {held} models in all" if held else ""
+    design = (f"{splits} random splits of the models, {share:.0%} held out{more}"
               if splits and share else "random splits of the models into calibration and "
               "held-out models")
     tiny = (" and tinyBenchmarks' gp-IRT from its own k anchor items (black; k-means "

@@ -93,8 +93,8 @@ def efficiency_figures(plan: Plan) -> list[Figure]:
     """Per dataset of the efficient-evaluation study: its selection and adaptive-test
     figure, and its item information map."""
     study = plan.config["real"]["efficiency"]
-    settings = {"splits": study["splits"], "test_share": study["test_share"],
-                "tinybenchmarks": study["tinybenchmarks"]}
+    settings = {"splits": study["splits"], "held_models": study["held_models"],
+                "test_share": study["test_share"], "tinybenchmarks": study["tinybenchmarks"]}
     figures = []
     for dataset in plan.efficiency_datasets():
         figures.append(Figure(f"efficiency_{dataset}", "Efficient evaluation", dataset, {

@@ -35,6 +35,11 @@ out ``--held`` models in all, at least ``--splits``):
   that the fit's ability ranks the models as their accuracy does (``ability_agreement``)
   and that the wrong-way items depend on one another no more than ordinary items
   (``WrongWayDependence``);
+* **howmany** (only when named in ``--parts``), for each real data set: how many items a
+  target MAE needs, by ``cbmm.selection_error`` on each split's calibration models (the
+  curve over ``cbmm select --target-mae``'s grid), against the held-out models' MAE from
+  as many items chosen on all the calibration models; and the k the curve picks for
+  targets 0.03, 0.02 and 0.015, with the held-out MAE there;
 * **penalties** (only when named in ``--parts``), for each real data set: the
   ``predictive`` strategy's error at k = 100 per ridge penalty, cross-validated on each
   split's calibration models (``Reference.selection_errors``, the selection inside) and
@@ -61,7 +66,7 @@ Usage::
 
     python benchmarks/bench_efficiency.py [--real FILE.csv ...] [--shapes 2211x541,...]
         [--splits 5] [--held 500] [--shape-splits 2] [--adaptive-tests 2000]
-        [--parts selection,penalties,tinybenchmarks,adaptive,audit,mislabels]
+        [--parts selection,howmany,penalties,tinybenchmarks,adaptive,audit,mislabels]
         [--penalties 20,50,...] [--content FILE.csv=CONTENT.csv ...]
 """
 
@@ -85,6 +90,7 @@ from cbmm.efficient import FLAGS, STRATEGIES, study
 from cbmm.efficient.adaptive import ADAPTIVE_DEFAULTS
 from cbmm.efficient.audit import key_check_summary
 from cbmm.efficient.bank import coded_answers
+from cbmm.efficient.cli import TARGET_GRID
 from cbmm.efficient.prediction import Reference
 from cbmm.efficient.selection import forward_selection
 from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
@@ -97,10 +103,13 @@ ATLAS_ITEMS, ATLAS_THETA_MAE, EXPOSURE_TARGET = 41, 0.157, 0.10
 EXPOSURE_CAP = 0.099
 RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
 #: The parts of the benchmark (--parts); the audit's suspects are the mislabel check's.
-PARTS = ("selection", "penalties", "tinybenchmarks", "adaptive", "audit", "mislabels")
-#: Those run by default: the penalties' curve is a diagnostic (10 minutes on one
-#: leaderboard matrix), asked for by name.
-DEFAULT_PARTS = tuple(part for part in PARTS if part != "penalties")
+PARTS = ("selection", "howmany", "penalties", "tinybenchmarks", "adaptive", "audit",
+         "mislabels")
+#: Those run by default: the penalties' and the target curves' checks are diagnostics
+#: (10 and 3 minutes on one leaderboard matrix), asked for by name.
+DEFAULT_PARTS = tuple(part for part in PARTS if part not in ("penalties", "howmany"))
+#: The targets of the howmany part, and the numbers of items its first table shows.
+HOWMANY_TARGETS, HOWMANY_KS = (0.03, 0.02, 0.015), (25, 50, 100, 150, 200)
 
 
 def read_math500():
@@ -265,6 +274,49 @@ def penalty_table(name, table, calibrated, penalties):
     print(f"the penalties the cross-validation picks ("
           f"{', '.join(f'{v:g}' for v in picked['penalty'])}): held-out MAE "
           f"{picked['held out'].mean():.4f}")
+
+
+def howmany_table(name, table, calibrated, seed):
+    """``cbmm.selection_error`` on each split's calibration models against the held-out
+    models' MAE, per k, and the k it picks for each of HOWMANY_TARGETS (as ``cbmm select
+    --target-mae``) with the held-out MAE there; for ``predictive`` and ``stratified``."""
+    started = time.perf_counter()
+    grid = [k for k in TARGET_GRID if k < table.shape[1]]
+    curves, choices = [], []
+    for split, calibrated_split in enumerate(calibrated):
+        result, held = calibrated_split.result, table.iloc[calibrated_split.held]
+        known = table.drop(index=held.index)
+        for strategy in ("predictive", "stratified"):
+            curve = cbmm.selection_error(result, known, grid, strategy,
+                                         refit=calibrated_split.refit)
+
+            def held_out_mae(k):
+                chosen = cbmm.select_items(result, k, strategy, seed=seed + split, responses=(
+                    known if strategy == "predictive" else None))
+                predicted = cbmm.predict_accuracy(held[chosen], result, reference=known)
+                return (predicted["accuracy"] - held.mean(axis=1)).abs().mean()
+
+            for k in (k for k in HOWMANY_KS if k in curve.index):
+                curves.append({"strategy": strategy, "k": k, "cross-validated":
+                               curve.loc[k, "mae"], "held out": held_out_mae(k)})
+            for target in HOWMANY_TARGETS:
+                meeting = curve.index[curve["mae"] <= target]
+                k = int(meeting[0]) if len(meeting) else None
+                choices.append({"strategy": strategy, "target": target, "k": k,
+                                "held out": np.nan if k is None else held_out_mae(k)})
+    print(f"\n{name}: how many items, selection_error on the calibration models against the "
+          f"held-out models ({len(calibrated)} splits, {time.perf_counter() - started:.0f} s); "
+          "MAE of the predicted accuracy")
+    print(pd.DataFrame(curves).groupby(["strategy", "k"]).mean().unstack("strategy").to_string(
+        float_format=lambda v: f"{v:.4f}"))
+    choices = pd.DataFrame(choices).assign(met=lambda d: d["held out"] <= d["target"])
+    print("the fewest items whose cross-validated MAE meets a target (cbmm select "
+          "--target-mae), and the held-out MAE from that many:")
+    print(choices.groupby(["strategy", "target"], sort=False).agg(
+        k_mean=("k", "mean"), k_min=("k", "min"), k_max=("k", "max"),
+        held_out_mae=("held out", "mean"), held_out_sd=("held out", "std"),
+        splits_met=("met", "sum"), splits=("met", "size")).to_string(
+        float_format=lambda v: f"{v:.4f}"))
 
 
 def adaptive_table(name, table, calibrated, args, se_targets, content=None):
@@ -436,7 +488,7 @@ def main() -> None:
     parser.add_argument("--parts", type=lambda s: set(s.split(",")),
                         default=set(DEFAULT_PARTS),
                         help=f"the parts to run, comma-separated, of {','.join(PARTS)} "
-                             f"(default all but penalties)")
+                             f"(default all but howmany and penalties)")
     args = parser.parse_args()
     if not args.parts <= set(PARTS):
         parser.error(f"--parts: unknown {sorted(args.parts - set(PARTS))}; known {PARTS}")
@@ -464,12 +516,14 @@ def main() -> None:
 
     audits = {}
     for name, table in datasets.items():
-        if args.parts & {"selection", "penalties", "tinybenchmarks", "adaptive"}:
+        if args.parts & {"selection", "howmany", "penalties", "tinybenchmarks", "adaptive"}:
             calibrated = fitted(table, real_splits(table, args), args.seed)
         ours = selection_table(name, table, calibrated, args) \
             if "selection" in args.parts else None
         if "tinybenchmarks" in args.parts:
             tinybenchmarks_table(name, table, calibrated, ours, args)
+        if "howmany" in args.parts:
+            howmany_table(name, table, calibrated, args.seed)
         if "penalties" in args.parts:
             penalty_table(name, table, calibrated, args.penalties)
         if "adaptive" in args.parts:

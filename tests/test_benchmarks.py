@@ -70,3 +70,32 @@ def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path
     assert 0 <= recall <= 1 and 0 <= precision <= 1 and 0 <= visible <= 1
     assert all(0 <= share <= 1 or math.isnan(share) for share in (labelled, visible_found))
     assert re.search(r"met on \d+ of \d+", out)
+
+
+def test_bench_efficiency_howmany_prints_selection_errors_curve_and_choice(tmp_path):
+    sim = simulate(300, 60, seed=5)
+    table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(300)],
+                         columns=[f"q{j}" for j in range(60)])
+    table.to_csv(tmp_path / "small.csv")
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_efficiency.py"), "--real", "small.csv",
+         "--shapes", "", "--splits", "1", "--held", "0", "--parts", "howmany"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out, heading = run.stdout, "small (300 x 60, real): how many items"
+    (split,) = study.calibrations(table, splits=1, seed=0)
+    known, held = table.drop(index=table.index[split.held]), table.iloc[split.held]
+    for column, strategy in enumerate(("predictive", "stratified")):
+        curve = cbmm.selection_error(split.result, known, [5, 10, 15, 20, 25, 30, 40, 50],
+                                     strategy, refit=split.refit)
+        row = _row(out, heading, "25")  # k, cross-validated (both), held out (both)
+        assert float(row[1 + column]) == round(curve.loc[25, "mae"], 4)
+        chosen = cbmm.select_items(split.result, 25, strategy, seed=0, responses=(
+            known if strategy == "predictive" else None))
+        predicted = cbmm.predict_accuracy(held[chosen], split.result, reference=known)
+        assert float(row[3 + column]) == round(
+            (predicted["accuracy"] - held.mean(axis=1)).abs().mean(), 4)
+        # the fewest items whose cross-validated MAE meets 0.03, as cbmm select picks them
+        choice = _row(out, "the fewest items", strategy)
+        assert choice[1] == "0.030"
+        assert float(choice[2]) == curve.index[curve["mae"] <= 0.03][0]

@@ -513,6 +513,70 @@ def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simul
                               reference=calibration, selection="information", refit=True)
 
 
+def test_selection_error_is_the_cross_validated_error_of_predictions_made_by_hand(simulated):
+    """Each fold of the calibration models (the fixed random cut in their labels' order)
+    predicted by predict_accuracy from k items chosen by the strategy on a refit of the
+    others, with the others as its reference: the curve is those errors' summaries."""
+    _, table, _ = simulated
+    calibration = table.iloc[:400]
+    result = quiet_fit(calibration)
+    curve = cbmm.selection_error(result, calibration, [40, 12], "information", refit=quiet_fit)
+    assert list(curve.index) == [12, 40] and curve.index.name == "k"
+    ordered = calibration.sort_index(kind="stable")
+    fold = np.random.default_rng(0).permutation(400) % SELECTION_FOLDS
+    refits = [quiet_fit(ordered[fold != f]) for f in range(SELECTION_FOLDS)]
+    for k in (12, 40):
+        errors = []
+        for f, fitted in enumerate(refits):
+            others, own = ordered[fold != f], ordered[fold == f]
+            items = cbmm.select_items(fitted, k, "information")
+            errors.append(cbmm.predict_accuracy(own[items], fitted, reference=others)["accuracy"]
+                          - own.mean(axis=1))
+        errors = np.abs(np.concatenate(errors))
+        np.testing.assert_allclose(curve.loc[k, ["mae", "rmse", "q90"]].astype(float),
+                                   [errors.mean(), np.sqrt(np.mean(errors ** 2)),
+                                    np.quantile(errors, 0.9)], rtol=1e-8)
+        assert curve.loc[k, "n_models"] == 400
+    assert curve.loc[40, "mae"] < curve.loc[12, "mae"]
+
+
+def test_selection_error_estimates_the_error_on_new_models(simulated):
+    """Cross-validated on the 800 calibration models, the error of 40 items predicts the
+    error on the 200 held-out models, for items chosen on the fit and on the answers."""
+    _, table, result = simulated
+    calibration, held = table.iloc[:800], table.iloc[800:]
+    truth = held.mean(axis=1)
+    for strategy, options in (("stratified", {}), ("predictive", {"responses": calibration})):
+        curve = cbmm.selection_error(result, calibration, [40], strategy, refit=True)
+        new = []
+        for seed in range(4 if strategy == "stratified" else 1):  # predictive's: no draws
+            chosen = cbmm.select_items(result, 40, strategy, seed=seed, **options)
+            predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration)
+            new.append((predicted["accuracy"] - truth).abs().mean())
+        # the held-out MAE's own sampling error over 200 models is about 5 % (measured:
+        # within 1 % for both)
+        assert curve.loc[40, "mae"] == pytest.approx(np.mean(new), rel=0.1)
+
+
+def test_selection_error_names_what_it_cannot_measure(simulated):
+    _, table, result = simulated
+    calibration = table.iloc[:400]
+    with pytest.raises(ValueError, match=r"ks\[1\] must be an integer in \[1, 199\], got 200"):
+        cbmm.selection_error(result, calibration, [10, 200], "predictive")
+    with pytest.raises(ValueError, match="ks must be a non-empty sequence"):
+        cbmm.selection_error(result, calibration, [], "predictive")
+    with pytest.raises(ValueError, match="strategy='stratified' chooses the items again .* "
+                                         "give refit"):
+        cbmm.selection_error(result, calibration, [10])
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        cbmm.selection_error(result, calibration, [10], "best", refit=True)
+    gappy = calibration.iloc[:30].copy()
+    gappy.iloc[12:, 0] = np.nan  # 12 models answered every item; 19 are needed
+    with pytest.raises(ValueError, match="reference: 12 model\\(s\\) answered every "
+                                         "calibrated item \\(18 other\\(s\\) skipped"):
+        cbmm.selection_error(result, gappy, [10], "predictive")
+
+
 def test_widths_for_several_numbers_of_predictive_items_match_one_number_at_a_time(
         simulated):
     _, table, result = simulated

@@ -8,6 +8,7 @@ import pytest
 
 import cbmm
 from cbmm.cli import main
+from cbmm.efficient.cli import TARGET_GRID
 from cbmm.efficient.refit import refit_like
 from cbmm.simulate import simulate
 
@@ -64,6 +65,36 @@ def test_select_writes_the_items_select_items_chooses(calibrated, capsys, tmp_pa
                                       reference=calibration, selection="predictive")
     assert status == 0
     pd.testing.assert_frame_equal(written, predicted, check_names=False, rtol=1e-12)
+
+
+def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_allows(
+        calibrated, capsys, tmp_path):
+    folder, _ = calibrated
+    fit = cbmm.FitResult.load(folder / "fit")
+    calibration = pd.read_csv(folder / "calibration.csv", index_col=0)
+    ks = [k for k in TARGET_GRID if k < 60]
+    assert ks == [5, 10, 15, 20, 25, 30, 40, 50]
+    for strategy in ("predictive", "stratified"):  # the folds refitted as the fit was
+        curve = cbmm.selection_error(fit, calibration, ks, strategy, refit=refit_like(fit))
+        # a target between the errors of 20 and 25 items (or of whichever k the curve
+        # first falls below it at): the fewest items that meet it
+        target = (curve.loc[20, "mae"] + curve.loc[25, "mae"]) / 2
+        expected_k = int(curve.index[curve["mae"] <= target][0])
+        status, out, _ = call(capsys, "select", "--items", folder / "fit", "--target-mae",
+                              target, "--strategy", strategy, "--responses",
+                              folder / "calibration.csv", "--out", tmp_path / f"{strategy}.csv")
+        assert status == 0, out
+        assert f"{expected_k} items: cross-validated MAE {curve.loc[expected_k, 'mae']:.4f}" in out
+        assert "cross-validated on the 300 models" in out and f"selected {expected_k} item(s)" in out
+        expected = cbmm.select_items(fit, expected_k, strategy, responses=(
+            calibration if strategy == "predictive" else None))
+        assert list(pd.read_csv(tmp_path / f"{strategy}.csv")["item"]) == list(expected)
+    # items chosen on the fit are chosen again on its refits: the fit folder, not items.csv
+    status, _, err = call(capsys, "select", "--items", folder / "fit" / "items.csv",
+                          "--target-mae", 0.05, "--responses", folder / "calibration.csv",
+                          "--out", tmp_path / "none.csv")
+    assert status == 2 and "--items must be the `cbmm fit` folder" in err
+    assert not (tmp_path / "none.csv").exists()
 
 
 def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tmp_path):
@@ -260,7 +291,19 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
     (["select", "--k", "0"], "--k: expected an integer >= 1"),
     (["select", "--k", "5", "--strategy", "predictive"],
      "--responses (the calibration models' answers) is needed by --strategy predictive"),
-    (["select", "--k", "5", "--responses", "new.csv"], "and read by no other strategy"),
+    (["select", "--k", "5", "--responses", "new.csv"], "and --target-mae, and read by nothing "
+                                                       "else"),
+    (["select", "--target-mae", "0.02"], "--target-mae measures the items' error on the "
+                                         "calibration models' answers: give them, --responses"),
+    (["select", "--k", "5", "--target-mae", "0.02"], "not allowed with argument"),
+    (["select", "--k", "5", "--ks", "10"], "--ks lists the numbers of items --target-mae tries"),
+    (["select", "--target-mae", "0.02", "--ks", "0,5", "--responses", "calibration.csv"],
+     "--ks: expected comma-separated integers >= 1, got '0,5'"),
+    (["select", "--target-mae", "0.02", "--ks", "10,60", "--responses", "calibration.csv"],
+     "--ks 60: the calibration has 60 items, and --target-mae measures fewer"),
+    (["select", "--target-mae", "0.0001", "--ks", "5,10", "--strategy", "predictive",
+      "--responses", "calibration.csv"],
+     "--target-mae 0.0001: none of the 2 numbers of items tried meets it (the least MAE, "),
     (["select", "--k", "5", "--strategy", "predictive", "--responses", "nope.csv"],
      "--responses nope.csv: no such file"),
     (["predict", "--responses", "nope.csv"], "--responses nope.csv: no such file"),

@@ -10,7 +10,7 @@ from . import methods as _methods  # noqa: F401  (registers the methods)
 from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
 from .bootstrap import BootstrapResult, bootstrap
 from .efficient import (AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test,
-                        item_audit, predict_accuracy, select_items)
+                        item_audit, predict_accuracy, select_items, selection_error)
 from .initialization import initial_values
 from .model import loss, loss_and_gradient
 from .registry import MethodUnavailableError, available_methods, check_methods, register_method
@@ -27,6 +27,6 @@ __all__ = [
     "available_methods", "register_method", "MethodUnavailableError",
     "DegenerateDataWarning", "ConvergenceWarning", "Responses", "ResponseError", "as_responses",
     "initial_values", "loss", "loss_and_gradient", "__version__",
-    "select_items", "predict_accuracy", "adaptive_test", "adaptive_interval_scale",
+    "select_items", "predict_accuracy", "selection_error", "adaptive_test", "adaptive_interval_scale",
     "AdaptiveTest", "ItemExposure", "item_audit",
 ]

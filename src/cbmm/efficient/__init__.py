@@ -3,7 +3,8 @@
 * :func:`select_items`: which k items to keep (stratified, random, maximal information,
   anchors, or chosen on the calibration models' answers for what they predict);
 * :func:`predict_accuracy`: full-benchmark accuracy of models that answered any subset of
-  the items, with an interval;
+  the items, with an interval; :func:`selection_error`, how closely k items predict it,
+  cross-validated on the calibration models (how many items a benchmark needs);
 * :func:`adaptive_test`: one item at a time, from random items to the most informative
   ones (the progressive method), with exposure control, until the ability's standard
   error is small enough; :func:`adaptive_interval_scale`, the width its accuracy's
@@ -21,10 +22,10 @@ was measured.
 from .adaptive import AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test
 from .audit import (FLAGS, AbilityAgreement, AbilityAgreementWarning, WrongWayDependence,
                     WrongWayDependenceWarning, ability_agreement, item_audit)
-from .prediction import predict_accuracy
+from .prediction import predict_accuracy, selection_error
 from .selection import STRATEGIES, select_items
 
-__all__ = ["select_items", "STRATEGIES", "predict_accuracy", "adaptive_test",
+__all__ = ["select_items", "STRATEGIES", "predict_accuracy", "selection_error", "adaptive_test",
            "adaptive_interval_scale", "AdaptiveTest", "ItemExposure", "item_audit", "FLAGS",
            "ability_agreement", "AbilityAgreement", "AbilityAgreementWarning",
            "WrongWayDependence", "WrongWayDependenceWarning"]

@@ -8,6 +8,7 @@ exit status 2.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from .._cli_common import (
@@ -24,6 +25,18 @@ from .._cli_common import (
 )
 
 __all__ = ["register"]
+
+
+def _integers(text: str) -> list:
+    """``--ks``: comma-separated integers >= 1, in ascending order."""
+    try:
+        values = sorted({int(part) for part in text.split(",")})
+    except ValueError:
+        values = []
+    if not values or values[0] < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers >= 1, got "
+                                          f"{text!r}")
+    return values
 
 
 def _calibration(path: Path):
@@ -43,28 +56,85 @@ def _calibration(path: Path):
     return ItemBank.of(path), None
 
 
+#: The numbers of items ``cbmm select --target-mae`` tries, those below the bank's size.
+TARGET_GRID = (5, 10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200, 250,
+               300, 350, 400, 500, 600, 700, 800, 1000, 1250, 1500, 2000, 2500, 3000, 4000,
+               5000)
+
+
 def _select_command(args) -> int:
     import pandas as pd
 
     from ..io import write_csv
+    from .refit import refit_like
     from .selection import select_items
 
     _check_output_file(args.out, "--out", args.force)
-    if (args.responses is None) == (args.strategy == "predictive"):
+    target = args.target_mae is not None
+    if target and args.responses is None:
+        raise CliError("--target-mae measures the items' error on the calibration models' "
+                       "answers: give them, --responses")
+    if not target and (args.responses is None) == (args.strategy == "predictive"):
         raise CliError("--responses (the calibration models' answers) is needed by "
-                       "--strategy predictive and read by no other strategy")
+                       "--strategy predictive and --target-mae, and read by nothing else")
+    if args.ks is not None and not target:
+        raise CliError("--ks lists the numbers of items --target-mae tries: give --target-mae")
     _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
     _outside("--items", args.items, ("--out", args.out))
-    calibration, _ = _calibration(args.items)
-    if args.k > len(calibration):
+    calibration, fitted = _calibration(args.items)
+    if args.k is not None and args.k > len(calibration):
         raise CliError(f"--k {args.k}: the calibration has {len(calibration)} items")
+    if target and args.strategy != "predictive" and fitted is None:
+        raise CliError(f"--target-mae with --strategy {args.strategy} chooses the items "
+                       "again on the calibration refitted without each fold of "
+                       "--responses, as it was fitted: --items must be the `cbmm fit` "
+                       f"folder, not {args.items}")
+    # each fold predicted by a calibration that did not see it, where the fit says how
+    refit = refit_like(fitted) if target and fitted is not None else None
     responses = None if args.responses is None else _read_responses(args)
     with _files_named(args, "--responses"):
-        chosen = select_items(calibration, args.k, args.strategy, seed=args.seed,
-                              responses=responses, coding=args.coding, layout=args.layout)
+        k = args.k if not target else _items_for_target(calibration, responses, refit, args)
+        chosen = select_items(calibration, k, args.strategy, seed=args.seed,
+                              responses=responses if args.strategy == "predictive" else None,
+                              coding=args.coding, layout=args.layout)
     write_csv(pd.DataFrame({"item": chosen}), args.out)
     print(f"selected {len(chosen)} item(s) ({args.strategy}) -> {args.out}")
     return 0
+
+
+def _items_for_target(calibration, responses, refit, args) -> int:
+    """The fewest items of ``--ks`` (or :data:`TARGET_GRID`) whose cross-validated MAE
+    (:func:`~cbmm.efficient.prediction.selection_error` on ``--responses``) is at most
+    ``--target-mae``; prints the curve."""
+    from .prediction import selection_error
+
+    n_items = len(calibration)
+    if args.ks is not None:
+        too_many = [k for k in args.ks if k >= n_items]
+        if too_many:
+            raise CliError(f"--ks {too_many[0]}: the calibration has {n_items} items, and "
+                           "--target-mae measures fewer")
+        ks = args.ks
+    else:
+        ks = [k for k in TARGET_GRID if k < n_items]
+        if not ks:
+            raise CliError(f"--target-mae: the calibration has {n_items} items, fewer than "
+                           f"the smallest number tried ({TARGET_GRID[0]}); give --ks")
+    curve = selection_error(calibration, responses, ks, args.strategy, refit=refit,
+                            coding=args.coding, layout=args.layout)
+    print(f"MAE of the predicted accuracy from k items ({args.strategy}), cross-validated "
+          f"on the {int(curve['n_models'].iloc[0])} models of {args.responses} that answered "
+          "every item:")
+    print(curve.drop(columns="n_models").round(4).to_string())
+    meeting = curve.index[curve["mae"] <= args.target_mae]
+    if not len(meeting):
+        best = curve["mae"].idxmin()
+        raise CliError(f"--target-mae {args.target_mae:g}: none of the {len(curve)} numbers "
+                       f"of items tried meets it (the least MAE, {curve.loc[best, 'mae']:.4f}, "
+                       f"at {best} of {n_items} items)")
+    print(f"{meeting[0]} items: cross-validated MAE {curve.loc[meeting[0], 'mae']:.4f} <= "
+          f"{args.target_mae:g}")
+    return int(meeting[0])
 
 
 def _predict_command(args) -> int:
@@ -260,10 +330,24 @@ def register(sub, add_input) -> None:
                             description="Choose k calibrated items (see cbmm.select_items) "
                                         "and write them, one per row, as a CSV column item. "
                                         "--strategy predictive chooses them on the "
-                                        "calibration models' answers, --responses.")
+                                        "calibration models' answers, --responses. "
+                                        "--target-mae instead of --k: the fewest items that "
+                                        "predict accuracy within it, cross-validated on "
+                                        "--responses.")
     add_input(select, required=False)
     add_items(select)
-    select.add_argument("--k", required=True, type=_integer(1), help="items to keep")
+    how_many = select.add_mutually_exclusive_group(required=True)
+    how_many.add_argument("--k", type=_integer(1), help="items to keep")
+    how_many.add_argument("--target-mae", type=_number(0.0, 1.0),
+                          help="keep the fewest items whose predicted accuracy misses by at "
+                               "most this on average (MAE), cross-validated on the "
+                               "calibration models' answers, --responses (see "
+                               "cbmm.selection_error; --items the fit folder unless "
+                               "--strategy predictive); prints the error per number of items")
+    select.add_argument("--ks", type=_integers,
+                        help="with --target-mae: the numbers of items to try, comma-separated "
+                             f"(default {', '.join(map(str, TARGET_GRID[:8]))}, ..., "
+                             f"{TARGET_GRID[-1]}, those below the calibration's items)")
     select.add_argument("--strategy", choices=STRATEGIES, default=STRATEGIES[0],
                         help=f"how to choose them (default {STRATEGIES[0]})")
     select.add_argument("--seed", type=_integer(0), default=0, help="seed (default 0)")

@@ -22,17 +22,24 @@ def _row(output: str, heading: str, first: str) -> list[str]:
     return next(line.split() for line in after.splitlines() if line.split()[:1] == [first])
 
 
-def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path):
+def bench_efficiency_on_a_small_matrix(tmp_path, *options):
+    """``bench_efficiency.py`` on a simulated 300 x 60 matrix (``small.csv``) alone, as a
+    ``--real`` one; returns the matrix and the run."""
     sim = simulate(300, 60, seed=5)
     table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(300)],
                          columns=[f"q{j}" for j in range(60)])
     table.to_csv(tmp_path / "small.csv")
     run = subprocess.run(
         [sys.executable, str(BENCHMARKS / "bench_efficiency.py"), "--real", "small.csv",
-         "--shapes", "", "--splits", "1", "--held", "100", "--k", "10", "--se-targets", "0.3",
-         "--adaptive-tests", "1", "--mislabel-seeds", "1"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600)
+         "--shapes", "", *options], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
+    return table, run
+
+
+def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path):
+    table, run = bench_efficiency_on_a_small_matrix(
+        tmp_path, "--splits", "1", "--held", "100", "--k", "10", "--se-targets", "0.3",
+        "--adaptive-tests", "1", "--mislabel-seeds", "1")
     out = run.stdout
     name = "small (300 x 60, real)"
 
@@ -73,15 +80,8 @@ def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path
 
 
 def test_bench_efficiency_howmany_prints_selection_errors_curve_and_choice(tmp_path):
-    sim = simulate(300, 60, seed=5)
-    table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(300)],
-                         columns=[f"q{j}" for j in range(60)])
-    table.to_csv(tmp_path / "small.csv")
-    run = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "bench_efficiency.py"), "--real", "small.csv",
-         "--shapes", "", "--splits", "1", "--held", "0", "--parts", "howmany"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    table, run = bench_efficiency_on_a_small_matrix(
+        tmp_path, "--splits", "1", "--held", "0", "--parts", "howmany")
     out, heading = run.stdout, "small (300 x 60, real): how many items"
     (split,) = study.calibrations(table, splits=1, seed=0)
     known, held = table.drop(index=table.index[split.held]), table.iloc[split.held]

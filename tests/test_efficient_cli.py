@@ -97,6 +97,32 @@ def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_a
     assert not (tmp_path / "none.csv").exists()
 
 
+def test_select_for_a_target_error_measures_more_items_only_where_fewer_miss(capsys, tmp_path):
+    # 130 items: --ks 20,120 is measured up to 100 items first, then on
+    sim = simulate(200, 130, seed=8)
+    table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(200)],
+                         columns=[f"q{j}" for j in range(130)])
+    table.to_csv(tmp_path / "calibration.csv")
+    assert main(["fit", "--responses", str(tmp_path / "calibration.csv"),
+                 "--out", str(tmp_path / "fit")]) == 0
+    capsys.readouterr()
+    curve = cbmm.selection_error(cbmm.FitResult.load(tmp_path / "fit"), table, [20, 120],
+                                 "predictive", refit=True)
+    assert curve.loc[120, "mae"] < curve.loc[20, "mae"]
+    for target, measured in ((curve.loc[20, "mae"] + 1e-6, [20]),
+                             ((curve.loc[20, "mae"] + curve.loc[120, "mae"]) / 2, [20, 120])):
+        status, out, _ = call(capsys, "select", "--items", tmp_path / "fit", "--target-mae",
+                              target, "--ks", "120,20", "--strategy", "predictive",
+                              "--responses", tmp_path / "calibration.csv", "--out",
+                              tmp_path / "keep.csv", "--force")
+        assert status == 0
+        rows = [line.split() for line in out.splitlines()]
+        printed = {int(row[0]): float(row[1]) for row in rows  # k, mae, rmse, q90
+                   if len(row) == 4 and row[0].isdigit()}
+        assert printed == {k: round(curve.loc[k, "mae"], 4) for k in measured}
+        assert f"selected {measured[-1]} item(s)" in out
+
+
 def test_predict_and_audit_write_what_the_library_returns(calibrated, capsys, tmp_path):
     folder, table = calibrated
     subset = table.iloc[300:, :20]

@@ -563,8 +563,13 @@ def test_selection_error_names_what_it_cannot_measure(simulated):
     calibration = table.iloc[:400]
     with pytest.raises(ValueError, match=r"ks\[1\] must be an integer in \[1, 199\], got 200"):
         cbmm.selection_error(result, calibration, [10, 200], "predictive")
-    with pytest.raises(ValueError, match="ks must be a non-empty sequence"):
-        cbmm.selection_error(result, calibration, [], "predictive")
+    for empty in ([], 10, "10"):
+        with pytest.raises(ValueError, match="ks must be a non-empty sequence"):
+            cbmm.selection_error(result, calibration, empty, "predictive")
+    # any iterable of numbers of items, a generator too
+    pd.testing.assert_frame_equal(
+        cbmm.selection_error(result, calibration, (k for k in (10, 5)), "predictive"),
+        cbmm.selection_error(result, calibration, [5, 10], "predictive"))
     with pytest.raises(ValueError, match="strategy='stratified' chooses the items again .* "
                                          "give refit"):
         cbmm.selection_error(result, calibration, [10])

@@ -229,10 +229,11 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
         raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
     refit = _fold_refit(result, refit, strategy, "strategy")
     bank = ItemBank.of(result)
-    if isinstance(ks, (str, bytes)) or not np.iterable(ks) or not len(ks):
+    given = list(ks) if np.iterable(ks) and not isinstance(ks, (str, bytes)) else []
+    if not given:
         raise ValueError(f"ks must be a non-empty sequence of integers, got {ks!r}")
     ks = sorted({check_integer(f"ks[{i}]", k, minimum=1, maximum=len(bank) - 1)
-                 for i, k in enumerate(ks)})
+                 for i, k in enumerate(given)})
     known, labels = reference_answers(reference, bank, coding, layout)
     models = Reference(known, bank, refit=refit, labels=labels)
     models.check_enough(0.95)

@@ -128,8 +128,16 @@ def _items_for_target(calibration, responses, refit, args) -> int:
     for low, high in zip((0, 100, 400, 1600), (100, 400, 1600, None)):
         within = [k for k in ks if k > low and (high is None or k <= high)]
         if within:
-            parts.append(selection_error(calibration, responses, within, args.strategy,
-                                         refit=refit, coding=args.coding, layout=args.layout))
+            try:
+                parts.append(selection_error(calibration, responses, within, args.strategy,
+                                             refit=refit, coding=args.coding,
+                                             layout=args.layout))
+            except ValueError as exc:  # --responses is the reference here
+                message = str(exc)
+                if message.startswith("reference: "):
+                    raise CliError(f"--responses {args.responses}: "
+                                   f"{message.removeprefix('reference: ')}") from None
+                raise
             if (parts[-1]["mae"] <= args.target_mae).any():
                 break
     curve = pd.concat(parts)

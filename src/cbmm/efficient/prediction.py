@@ -47,7 +47,7 @@ import itertools
 
 import numpy as np
 
-from .._checks import check_level
+from .._checks import check_integer, check_level
 from .bank import ItemBank, Posterior, aligned_answers
 from .refit import refit_like, refitted_bank
 from .selection import PREDICTIVE_PENALTY, STRATEGIES, forward_selection, select_items
@@ -222,8 +222,6 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
         A bad argument, calibration or reference (the message names it).
     """
     import pandas as pd
-
-    from .._checks import check_integer
 
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")

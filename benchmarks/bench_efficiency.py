@@ -73,6 +73,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import math
 import time
@@ -290,6 +291,7 @@ def howmany_table(name, table, calibrated, seed):
             curve = cbmm.selection_error(result, known, grid, strategy,
                                          refit=calibrated_split.refit)
 
+            @functools.cache  # a chosen k is often one of the table's too
             def held_out_mae(k):
                 chosen = cbmm.select_items(result, k, strategy, seed=seed + split, responses=(
                     known if strategy == "predictive" else None))

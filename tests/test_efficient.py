@@ -570,6 +570,13 @@ def test_selection_error_names_what_it_cannot_measure(simulated):
     pd.testing.assert_frame_equal(
         cbmm.selection_error(result, calibration, (k for k in (10, 5)), "predictive"),
         cbmm.selection_error(result, calibration, [5, 10], "predictive"))
+    # until: the rows up to the first k that meets it, the same as the whole curve's (the
+    # nested selections chosen in stages, here 10 items where the curve chose 150)
+    whole = cbmm.selection_error(result, calibration, [5, 10, 150], "predictive")
+    assert whole.loc[10, "mae"] < whole.loc[5, "mae"]
+    pd.testing.assert_frame_equal(
+        cbmm.selection_error(result, calibration, [5, 10, 150], "predictive",
+                             until=whole.loc[10, "mae"]), whole.loc[[5, 10]])
     with pytest.raises(ValueError, match="strategy='stratified' chooses the items again .* "
                                          "give refit"):
         cbmm.selection_error(result, calibration, [10])

@@ -1466,6 +1466,20 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
         for column in ("accuracy", "upper"):
             np.testing.assert_allclose(got[column.replace("accuracy", "predicted")],
                                        expected[column], atol=1e-12)
+        # beside it, the error selection_error cross-validates on the calibration models
+        curve = cbmm.selection_error(result, calibration, [k], strategy, refit=QuietFit())
+        np.testing.assert_allclose(got["cv_mae"], curve.loc[k, "mae"], rtol=1e-10)
+    # also of random items, and none for the baseline or without the reference
+    random = study.selection_study(small, calibrated, ks=[10], strategies=["random"], seed=1)
+    curve = cbmm.selection_error(result, calibration, [10], "random", refit=QuietFit())
+    np.testing.assert_allclose(random.query("split == 1 and strategy == 'random'")["cv_mae"],
+                               curve.loc[10, "mae"], rtol=1e-10)
+    assert random.query(f"strategy == '{study.BASELINE}'")["cv_mae"].isna().all()
+    assert study.selection_study(small, calibrated, ks=[10], strategies=["random"],
+                                 reference=False)["cv_mae"].isna().all()
+    summary = study.summarise_selection(rows).set_index(["k", "strategy"])
+    assert summary.loc[(20, "information"), "cv_mae"] == pytest.approx(
+        rows.query("k == 20 and strategy == 'information'")["cv_mae"].iloc[0])
     adaptive = study.adaptive_study(small, calibrated, se_targets=[0.3],
                                     max_exposures=[None, 0.2], max_items=20)
     assert len(adaptive) == 240 and (adaptive["n_items"] <= 20).all()

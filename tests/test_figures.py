@@ -520,6 +520,32 @@ def test_the_efficiency_caption_states_the_split_rule_the_config_gave():
                            "out; more splits where 5 hold out fewer than 500 models in all).")
 
 
+def test_the_efficiency_figure_marks_the_cross_validated_error_beside_the_held_out_one():
+    from matplotlib.collections import PathCollection
+
+    from cbmm.figures import plot_efficiency
+
+    selection = pd.DataFrame({"k": [10, 50, 10, 50, 10, 50],
+                              "strategy": ["stratified"] * 2 + ["predictive"] * 2
+                              + ["random_mean"] * 2,
+                              "mae": [0.05, 0.03, 0.04, 0.02, 0.07, 0.04],
+                              "mae_sd": 0.002,
+                              "cv_mae": [0.052, 0.029, 0.043, 0.021, np.nan, np.nan]})
+    adaptive = pd.DataFrame({"max_exposure": np.nan, "se_target": 0.3, "n_items": [12, 15],
+                             "theta_error": [0.1, -0.2]})
+    left = plot_efficiency(selection, adaptive).axes[0]
+    crosses = [c for c in left.collections if isinstance(c, PathCollection)]
+    drawn = np.concatenate([c.get_offsets() for c in crosses])
+    expected = selection.dropna()[["k", "cv_mae"]].to_numpy()
+    assert sorted(map(tuple, drawn)) == sorted(map(tuple, expected))
+    assert "cross-validated on the calibration models, per strategy" in [
+        t.get_text() for t in left.get_legend().get_texts()]
+    # a table written before the column: the held-out errors alone
+    left = plot_efficiency(selection.drop(columns="cv_mae"), adaptive).axes[0]
+    assert not [c for c in left.collections if isinstance(c, PathCollection)]
+    assert "cross-validated" not in " ".join(t.get_text() for t in left.get_legend().get_texts())
+
+
 # -------------------------------------------------------------------------- rankflow
 
 def test_rankflow_ties_are_wider_bars_and_panels_ordered_by_cv(tmp_path):

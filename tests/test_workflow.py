@@ -447,6 +447,10 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
             for s in [*study["strategies"], "random_mean", "tinybenchmarks"])
         tiny = selection.query("strategy == 'tinybenchmarks'")
         assert tiny["coverage"].isna().all() and tiny["mae"].between(0, 1).all()
+        # beside each strategy's error, what cbmm.selection_error would have told of it
+        chosen = selection["strategy"].isin(study["strategies"])
+        assert selection.loc[chosen, "cv_mae"].between(0, 1).all()
+        assert selection.loc[~chosen, "cv_mae"].isna().all()
         assert (selection["n_models"] == held).all() and selection["mae"].between(0, 1).all()
         tests = pd.read_csv(workdir / f"results/tables/adaptive/{dataset}.csv")
         adaptive = study["adaptive"]

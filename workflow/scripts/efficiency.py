@@ -42,8 +42,10 @@ rows = study.selection_study(table, calibrated, ks=settings["k"],
                              tinybenchmarks=settings["tinybenchmarks"])
 write_csv(rows, out.rows, float_format="%.10g")
 summary = study.summarise_selection(rows)
-log.info("selection study of %s (%d x %d):\n%s", snakemake.wildcards.dataset, *table.shape,
-         summary.pivot(index="k", columns="strategy", values="mae").round(4).to_string())
+log.info("selection study of %s (%d x %d), MAE on held-out models and (cv) cross-validated "
+         "on the calibration models:\n%s", snakemake.wildcards.dataset, *table.shape,
+         summary.pivot(index="k", columns="strategy", values=["mae", "cv_mae"])
+         .dropna(axis=1, how="all").round(4).to_string())
 write_csv(summary, out.selection, float_format="%.10g")
 contents = [None]
 if p.content is not None:  # the item table's labels are the matrix's columns

@@ -366,6 +366,7 @@ class Reference:
         self.incomplete = int(answers.shape[0] - complete.sum())
         self.accuracy = np.count_nonzero(self.answers > 0, axis=1) / answers.shape[1]
         self._folds = None  # per fold: its models, the others' Reference, the items chosen
+        self._selection_errors = {}  # per (k, strategy): the interval's and the study's
 
     def reconstruct(self, answers: np.ndarray, level: float = 0.95,
                     selection: str | None = None) -> dict:
@@ -453,7 +454,9 @@ class Reference:
         the others: on the calibration ``refit`` to their answers, seed 0), and the fold's
         models predicted from their answers to those items (by that refit, where there is
         one), corrected by the other folds; prediction minus ``accuracy``, one per
-        reference model."""
+        reference model.  Computed once per ``k`` and strategy."""
+        if (k, strategy) in self._selection_errors:
+            return self._selection_errors[k, strategy].copy()
         if strategy == "predictive":
             self.choose_fold_items(k)
         errors = np.empty(len(self.answers))
@@ -466,7 +469,8 @@ class Reference:
             for within, accuracy, *_ in reference._corrected(shown, predicted):
                 predicted[within] = accuracy
             errors[rows] = predicted - self.accuracy[rows]
-        return errors
+        self._selection_errors[k, strategy] = errors
+        return errors.copy()
 
     def choose_fold_items(self, k: int) -> None:
         """Chooses at least the first ``k`` predictive items of each fold of

@@ -178,7 +178,11 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         One row per split, k, strategy (and ``random_mean``, ``tinybenchmarks``) and
         held-out model: ``split, calibration_status`` (the status of the split's
         calibration fit), ``k, strategy, model, accuracy`` (over the items the model
-        answered), ``predicted, lower, upper``; no rows where every k is skipped.
+        answered), ``predicted, lower, upper``, and ``cv_mae``: with the reference, the
+        split's MAE of the strategy at k cross-validated on its calibration models alone
+        (:meth:`Reference.selection_errors`, :func:`cbmm.selection_error`'s curve; the
+        same for every held-out model of the split; NaN for the baselines), which the
+        held-out models' error checks; no rows where every k is skipped.
     """
     import pandas as pd
 
@@ -205,19 +209,22 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                 answers[:, chosen] = coded[:, chosen]
                 predicted = reconstruct(answers, bank) if known is None else known.reconstruct(
                     answers, selection=None if strategy == "random" else strategy)
+                # the interval's cross-validated errors, computed above for all but random
+                cv_mae = np.nan if known is None else np.abs(
+                    known.selection_errors(k, strategy)).mean()
                 rows.append(pd.DataFrame({
                     "split": split, "calibration_status": status, "k": k,
                     "strategy": strategy,
                     "model": table.index[held], "accuracy": accuracy,
                     "predicted": predicted["accuracy"], "lower": predicted["lower"],
-                    "upper": predicted["upper"]}))
+                    "upper": predicted["upper"], "cv_mae": cv_mae}))
                 if strategy == "random":
                     mean = np.nanmean(truth[:, chosen], axis=1)
                     rows.append(pd.DataFrame({
                         "split": split, "calibration_status": status, "k": k,
                         "strategy": BASELINE,
                         "model": table.index[held], "accuracy": accuracy, "predicted": mean,
-                        "lower": np.nan, "upper": np.nan}))
+                        "lower": np.nan, "upper": np.nan, "cv_mae": np.nan}))
         if tinybenchmarks and ks:
             for k, predicted in tinybenchmarks_predictions(values, rest, held, bank, ks,
                                                            seed=seed + split,
@@ -226,10 +233,11 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                     "split": split, "calibration_status": status, "k": k,
                     "strategy": TINYBENCHMARKS,
                     "model": table.index[held], "accuracy": accuracy,
-                    "predicted": predicted["gp-IRT"], "lower": np.nan, "upper": np.nan}))
+                    "predicted": predicted["gp-IRT"], "lower": np.nan, "upper": np.nan,
+                    "cv_mae": np.nan}))
     if not rows:
         return pd.DataFrame(columns=["split", "calibration_status", "k", "strategy", "model",
-                                     "accuracy", "predicted", "lower", "upper"])
+                                     "accuracy", "predicted", "lower", "upper", "cv_mae"])
     return pd.concat(rows, ignore_index=True)
 
 
@@ -375,8 +383,10 @@ def _content_name(content) -> str:
 
 def summarise_selection(rows):
     """Per k and strategy: ``mae``, ``rmse`` of the predicted accuracy (mean over splits of
-    each split's value, and its sd ``mae_sd``), ``coverage`` of the intervals,
-    ``n_models`` per split and ``calibration_status`` (:func:`calibration_statuses`)."""
+    each split's value, and its sd ``mae_sd``), ``cv_mae`` (the mean over splits of the
+    MAE cross-validated on the calibration models, :func:`selection_study`'s; NaN
+    without it), ``coverage`` of the intervals, ``n_models`` per split and
+    ``calibration_status`` (:func:`calibration_statuses`)."""
     import pandas as pd
 
     error = rows["predicted"] - rows["accuracy"]
@@ -385,10 +395,10 @@ def summarise_selection(rows):
                         covered=covered.where(rows["lower"].notna()))
     per_split = frame.groupby(["k", "strategy", "split"]).agg(
         mae=("abs_error", "mean"), mse=("sq_error", "mean"), coverage=("covered", "mean"),
-        n_models=("model", "size"))
+        n_models=("model", "size"), cv_mae=("cv_mae", "first"))
     per_split["rmse"] = np.sqrt(per_split.pop("mse"))
     grouped = per_split.groupby(level=["k", "strategy"])
-    out = grouped[["mae", "rmse", "coverage", "n_models"]].mean()
+    out = grouped[["mae", "rmse", "cv_mae", "coverage", "n_models"]].mean()
     out.insert(1, "mae_sd", grouped["mae"].std())
     out["calibration_status"] = _calibration_status(rows)
     return pd.DataFrame(out).reset_index()

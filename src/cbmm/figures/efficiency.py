@@ -47,7 +47,8 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
     Parameters
     ----------
     selection : pandas.DataFrame or path-like
-        ``results/tables/efficiency/<dataset>.csv`` (columns ``k, strategy, mae, mae_sd``).
+        ``results/tables/efficiency/<dataset>.csv`` (columns ``k, strategy, mae, mae_sd``
+        and, where there, ``cv_mae``, drawn as crosses).
     adaptive : pandas.DataFrame or path-like
         ``results/tables/adaptive/<dataset>.csv`` (columns ``max_exposure, se_target,
         n_items, theta_error`` and, where tests were balanced over content areas,
@@ -73,6 +74,13 @@ def plot_efficiency(selection, adaptive, out_paths=(), title: str | None = None)
             left.errorbar(rows["k"], rows["mae"], yerr=rows["mae_sd"], label=label,
                           color=color, marker="o", markersize=3, capsize=2, linewidth=1.1,
                           linestyle="--" if strategy in _BASELINES else "-")
+            told = rows.dropna(subset=["cv_mae"]) if "cv_mae" in rows else rows.iloc[:0]
+            if len(told):  # what cbmm.selection_error would have told, beside it
+                left.scatter(told["k"], told["cv_mae"], marker="x", s=30, color=color,
+                             linewidths=1.1, zorder=3)
+        if selection.get("cv_mae", pd.Series(dtype=float)).notna().any():
+            left.scatter([], [], marker="x", s=30, color="black", linewidths=1.1,
+                         label="cross-validated on the calibration models, per strategy")
         left.axhline(TINYBENCHMARKS_MAE, color="black", linewidth=0.7, linestyle=":",
                      label=f"tinyBenchmarks, published on MMLU ({TINYBENCHMARKS_MAE})")
         left.set_xscale("log")
@@ -140,7 +148,10 @@ def caption(config_summary: dict | None = None) -> str:
             "calibration models as its reference) from k items chosen by each strategy of "
             "cbmm.select_items on the calibration fit (predictive: on the calibration "
             "models' answers), mean and sd "
-            f"over the splits, beside the mean of k random items{tiny}. Right: adaptive tests of "
+            f"over the splits, beside the mean of k random items{tiny}; crosses: the same "
+            "strategy's MAE cross-validated on the calibration models alone (five folds, "
+            "each predicted from k items chosen on the others: cbmm.selection_error, how many "
+            "items a benchmark needs), mean over the splits. Right: adaptive tests of "
             "the held-out models (cbmm.adaptive_test, one per SE target and exposure setting, "
             f"the held-out models of every split in one stream{balance}; light dots one "
             "test, dark the mean per SE target): items given against the absolute difference between the "

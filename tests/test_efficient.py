@@ -538,6 +538,20 @@ def test_selection_error_is_the_cross_validated_error_of_predictions_made_by_han
                                     np.quantile(errors, 0.9)], rtol=1e-8)
         assert curve.loc[k, "n_models"] == 400
     assert curve.loc[40, "mae"] < curve.loc[12, "mae"]
+    # a strategy that samples its items: each fold's items drawn again with seeds 0, 1, 2,
+    # and the draws' errors summarised together
+    curve = cbmm.selection_error(result, calibration, [12], "stratified", refit=quiet_fit,
+                                 draws=3)
+    errors = np.abs(np.concatenate([
+        cbmm.predict_accuracy(ordered[fold == f][items], fitted,
+                              reference=ordered[fold != f])["accuracy"]
+        - ordered[fold == f].mean(axis=1)
+        for seed in range(3) for f, fitted in enumerate(refits)
+        for items in [cbmm.select_items(fitted, 12, "stratified", seed=seed)]]))
+    np.testing.assert_allclose(curve.loc[12, ["mae", "rmse", "q90"]].astype(float),
+                               [errors.mean(), np.sqrt(np.mean(errors ** 2)),
+                                np.quantile(errors, 0.9)], rtol=1e-8)
+    assert curve.loc[12, "n_models"] == 400
 
 
 def test_selection_error_estimates_the_error_on_new_models(simulated):
@@ -582,6 +596,12 @@ def test_selection_error_names_what_it_cannot_measure(simulated):
         cbmm.selection_error(result, calibration, [10])
     with pytest.raises(ValueError, match="strategy must be one of"):
         cbmm.selection_error(result, calibration, [10], "best", refit=True)
+    with pytest.raises(ValueError, match="draws must be an integer >= 1, got 0"):
+        cbmm.selection_error(result, calibration, [10], "random", refit=True, draws=0)
+    # a strategy that does not sample its items has one selection per fold, whatever draws
+    pd.testing.assert_frame_equal(
+        cbmm.selection_error(result, calibration, [10], "predictive", draws=3),
+        cbmm.selection_error(result, calibration, [10], "predictive", draws=1))
     gappy = calibration.iloc[:30].copy()
     gappy.iloc[12:, 0] = np.nan  # 12 models answered every item; 19 are needed
     with pytest.raises(ValueError, match="reference: 12 model\\(s\\) answered every "

@@ -86,6 +86,8 @@ def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_a
         assert status == 0, out
         assert f"{expected_k} items: cross-validated MAE {curve.loc[expected_k, 'mae']:.4f}" in out
         assert "cross-validated on the 300 models" in out and f"selected {expected_k} item(s)" in out
+        # a sampling strategy's curve is over several draws per fold, and says so
+        assert ("5 draws per fold" in out) == (strategy == "stratified")
         expected = cbmm.select_items(fit, expected_k, strategy, responses=(
             calibration if strategy == "predictive" else None))
         assert list(pd.read_csv(tmp_path / f"{strategy}.csv")["item"]) == list(expected)

@@ -113,6 +113,13 @@ class ItemBank:
                 "log_q": -np.logaddexp(0.0, x), "p_total": p.sum(axis=0),
                 "pq_total": pq.sum(axis=0)}
 
+    @functools.cached_property
+    def expected_share(self) -> np.ndarray:
+        """Each item's expected share of correct answers over :meth:`population`,
+        computed once per bank (the ``stratified`` strategy's strata, drawn again for
+        every seed and k)."""
+        return self.probabilities(self.population()).mean(axis=0)
+
     def population(self) -> np.ndarray:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)
         quantiles when the calibration came without them."""

@@ -106,7 +106,7 @@ def _items_for_target(calibration, responses, refit, args) -> int:
     """The fewest items of ``--ks`` (or :data:`TARGET_GRID`) whose cross-validated MAE
     (:func:`~cbmm.efficient.prediction.selection_error` on ``--responses``) is at most
     ``--target-mae``; prints the curve, as far as it was measured."""
-    from .prediction import selection_error
+    from .prediction import SAMPLING_STRATEGIES, SELECTION_DRAWS, selection_error
 
     n_items = len(calibration)
     if args.ks is not None:
@@ -129,9 +129,10 @@ def _items_for_target(calibration, responses, refit, args) -> int:
             raise CliError(f"--responses {args.responses}: "
                            f"{message.removeprefix('reference: ')}") from None
         raise
-    print(f"MAE of the predicted accuracy from k items ({args.strategy}), cross-validated "
-          f"on the {int(curve['n_models'].iloc[0])} models of {args.responses} that answered "
-          "every item:")
+    draws = f", {SELECTION_DRAWS} draws per fold" if args.strategy in SAMPLING_STRATEGIES else ""
+    print(f"MAE of the predicted accuracy from k items ({args.strategy}{draws}), "
+          f"cross-validated on the {int(curve['n_models'].iloc[0])} models of "
+          f"{args.responses} that answered every item:")
     print(curve.drop(columns="n_models").round(4).to_string())
     meeting = curve.index[curve["mae"] <= args.target_mae]
     if not len(meeting):

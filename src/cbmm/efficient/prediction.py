@@ -54,7 +54,7 @@ from .selection import PREDICTIVE_PENALTY, STRATEGIES, forward_selection, select
 
 __all__ = ["predict_accuracy", "selection_error", "reconstruct", "predicted_accuracy",
            "Reference", "RESIDUAL_PRIOR_ITEMS", "RIDGE_PENALTIES", "SELECTION_FOLDS",
-           "SELECTION_STAGES"]
+           "SELECTION_STAGES", "SELECTION_DRAWS", "SAMPLING_STRATEGIES"]
 
 #: The prior of a model's residual offset is worth this many answered items: its
 #: variance is the mean Bernoulli variance over this number (the middle of the range
@@ -178,10 +178,21 @@ def _fold_refit(result, refit, strategy, name):
 #: fold on 12,032 items), and a stage past it chooses them all again.
 SELECTION_STAGES = (100, 400, 1600)
 
+#: The strategies whose items are a random sample, which :func:`selection_error` draws
+#: again per fold (seeds 0, 1, ...): one draw of k items predicts better or worse by
+#: chance, and the curve is of the strategy, not of one draw.
+SAMPLING_STRATEGIES = ("stratified", "random")
+#: Their draws per fold.  On MATH-500 and LaRT's MATH-500 (18 and 16 splits) five in
+#: place of one took the curve's rises between successive k from 0.0042-0.0072 per split
+#: to 0.0002-0.0003 and its distance from the held-out models' error (five draws') from
+#: 0.0029-0.0031 to 0.0024-0.0030; ``stratified``'s choices for 0.015 met it on 0.78-0.81
+#: of the splits instead of 0.62-0.67 (docs/efficiency.md).
+SELECTION_DRAWS = 5
+
 
 def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stratified", *,
-                    refit=None, until: float | None = None, coding: str | None = None,
-                    layout: str = "auto"):
+                    refit=None, until: float | None = None, draws: int = SELECTION_DRAWS,
+                    coding: str | None = None, layout: str = "auto"):
     """How closely k items chosen by ``strategy`` predict new models' accuracy, measured
     by cross-validation on models of known accuracy: how many items a benchmark needs.
 
@@ -189,13 +200,14 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     :data:`SELECTION_FOLDS` folds (the folds of :func:`predict_accuracy`'s
     cross-validated interval); the models of each fold answer k items chosen on the
     others (``"predictive"``: on their answers; the other strategies: on the calibration
-    refitted to them, seed 0) and their accuracy over all items is predicted from those
-    answers as :func:`predict_accuracy` with the others as ``reference`` predicts it.
-    Each model's error is that prediction minus its accuracy.  Against the error on
-    held-out models of real matrices (docs/efficiency.md) the cross-validated MAE at
-    25-300 items was within 0.0008 on the leaderboard's GSM8K (4,033 calibration models),
-    above it by up to 0.005 on MATH-500 (0.002 from 50 items on) and below it by up to
-    0.0024 on LaRT's MATH-500 (112-126 calibration models).
+    refitted to them, ``draws`` times with seeds 0, 1, ... for those that sample them,
+    :data:`SAMPLING_STRATEGIES`) and their accuracy over all items is predicted from
+    those answers as :func:`predict_accuracy` with the others as ``reference`` predicts
+    it.  Each model's error is that prediction minus its accuracy, once per draw.
+    Against the error on held-out models of real matrices (docs/efficiency.md) the
+    cross-validated MAE at 25-200 items was within 0.0008 on the leaderboard's GSM8K
+    (4,033 calibration models), above it by up to 0.004 on MATH-500 (0.002 from 50 items
+    on) and below it by up to 0.0024 on LaRT's MATH-500 (112-126 calibration models).
 
     Parameters
     ----------
@@ -217,6 +229,11 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     until : float, optional
         Stop at the first k (ascending) whose MAE is at most this: the rows up to it.
         ``predictive``'s folds then choose items up to :data:`SELECTION_STAGES` in turn.
+    draws : int
+        The draws of k items per fold of a strategy that samples them
+        (:data:`SAMPLING_STRATEGIES`; the others' items are no draw): the curve is the
+        strategy's, whose single draws predict better or worse by chance.  Each costs
+        what the first does, but for the refits.
     coding, layout
         As for :func:`cbmm.as_responses`.
 
@@ -224,8 +241,8 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     -------
     pandas.DataFrame
         Indexed by ``k`` (ascending): ``mae`` and ``rmse`` of the predicted accuracy,
-        ``q90`` (the 90th percentile of the absolute errors), ``n_models`` (the
-        reference models the errors are of).
+        ``q90`` (the 90th percentile of the absolute errors), all over the draws' errors
+        together; ``n_models`` (the reference models the errors are of).
 
     Raises
     ------
@@ -243,6 +260,7 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
         raise ValueError(f"ks must be a non-empty sequence of integers, got {ks!r}")
     ks = sorted({check_integer(f"ks[{i}]", k, minimum=1, maximum=len(bank) - 1)
                  for i, k in enumerate(given)})
+    draws = check_integer("draws", draws, minimum=1)
     known, labels = reference_answers(reference, bank, coding, layout)
     models = Reference(known, bank, refit=refit, labels=labels)
     models.check_enough(0.95)
@@ -252,9 +270,9 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
             stage = next((bound for bound in SELECTION_STAGES if k <= bound), np.inf)
             models.choose_fold_items(ks[-1] if until is None else max(
                 n for n in ks if n <= stage))
-        errors = np.abs(models.selection_errors(k, strategy))
+        errors = models.cross_validated_errors(k, strategy, draws)
         rows.append({"k": k, "mae": errors.mean(), "rmse": np.sqrt(np.mean(errors ** 2)),
-                     "q90": np.quantile(errors, 0.9), "n_models": len(errors)})
+                     "q90": np.quantile(errors, 0.9), "n_models": len(models.answers)})
         if until is not None and rows[-1]["mae"] <= until:
             break
     return pd.DataFrame(rows).set_index("k")
@@ -366,7 +384,7 @@ class Reference:
         self.incomplete = int(answers.shape[0] - complete.sum())
         self.accuracy = np.count_nonzero(self.answers > 0, axis=1) / answers.shape[1]
         self._folds = None  # per fold: its models, the others' Reference, the items chosen
-        self._selection_errors = {}  # per (k, strategy): the interval's and the study's
+        self._selection_errors = {}  # per (k, strategy, seed): the interval's and the study's
 
     def reconstruct(self, answers: np.ndarray, level: float = 0.95,
                     selection: str | None = None) -> dict:
@@ -447,30 +465,42 @@ class Reference:
             low, high = correct[rows] / n_items, (correct[rows] + unanswered[rows]) / n_items
             yield rows, np.clip(predicted[rows] + correction, low, high), errors, low, high
 
-    def selection_errors(self, k: int, strategy: str = "predictive") -> np.ndarray:
+    def selection_errors(self, k: int, strategy: str = "predictive",
+                         seed: int = 0) -> np.ndarray:
         """Cross-validated errors of predictions from ``k`` items chosen by ``strategy``:
         for each of :data:`SELECTION_FOLDS` folds of the reference models (a fixed random
         cut), ``k`` items chosen on the other folds (``predictive``: on their answers;
-        the others: on the calibration ``refit`` to their answers, seed 0), and the fold's
-        models predicted from their answers to those items (by that refit, where there is
-        one), corrected by the other folds; prediction minus ``accuracy``, one per
-        reference model.  Computed once per ``k`` and strategy."""
-        if (k, strategy) in self._selection_errors:
-            return self._selection_errors[k, strategy].copy()
+        the others: on the calibration ``refit`` to their answers, with ``seed``), and the
+        fold's models predicted from their answers to those items (by that refit, where
+        there is one), corrected by the other folds; prediction minus ``accuracy``, one
+        per reference model.  Computed once per ``k``, strategy and seed; the intervals'
+        width is seed 0's."""
+        if (k, strategy, seed) in self._selection_errors:
+            return self._selection_errors[k, strategy, seed].copy()
         if strategy == "predictive":
             self.choose_fold_items(k)
         errors = np.empty(len(self.answers))
         for rows, reference, chosen in self.folds():
             items = chosen[:k] if strategy == "predictive" else reference.bank.labels.get_indexer(
-                select_items(reference.bank, k, strategy))
+                select_items(reference.bank, k, strategy, seed=seed))
             shown = np.zeros((rows.size, len(self.bank)), dtype=np.int8)
             shown[:, items] = self.answers[np.ix_(rows, items)]
             predicted = reconstruct(shown, reference.bank)["accuracy"]
             for within, accuracy, *_ in reference._corrected(shown, predicted):
                 predicted[within] = accuracy
             errors[rows] = predicted - self.accuracy[rows]
-        self._selection_errors[k, strategy] = errors
+        self._selection_errors[k, strategy, seed] = errors
         return errors.copy()
+
+    def cross_validated_errors(self, k: int, strategy: str,
+                               draws: int = SELECTION_DRAWS) -> np.ndarray:
+        """The absolute :meth:`selection_errors` of ``k`` items of ``strategy``, those of
+        ``draws`` seeds (0, 1, ...) one after another for a strategy that samples its
+        items (:data:`SAMPLING_STRATEGIES`), of seed 0 for the others: what
+        :func:`selection_error` summarises."""
+        seeds = range(draws if strategy in SAMPLING_STRATEGIES else 1)
+        return np.abs(np.concatenate([self.selection_errors(k, strategy, seed)
+                                      for seed in seeds]))
 
     def choose_fold_items(self, k: int) -> None:
         """Chooses at least the first ``k`` predictive items of each fold of

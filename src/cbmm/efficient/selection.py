@@ -26,17 +26,18 @@ the calibration models, or N(0, 1) quantiles when the calibration has none):
     of one family) and is nested: the first k of a larger selection are the selection
     of k.
 
-Which wins where (held-out models, five 80/20 splits; docs/efficiency.md): on the real
-MATH-500 matrices ``stratified`` gives the lowest error of predicted accuracy at 100 and
-200 items (0.022 and 0.013 on MATH-500) and ``information`` the highest from 50 items on:
+Which wins where (held-out models of 80/20 splits; docs/efficiency.md): on the real
+MATH-500 matrices ``stratified`` gives the lowest error of predicted accuracy of the
+strategies that need only the fit at 100 and 200 items (0.021 and 0.014 on MATH-500, 18
+splits; ``random`` ties it) and ``information`` the highest from 50 items on:
 the most discriminating items are no sample of the items left to predict, so a model's
 own departure from the 2PL on those is not seen.  On data simulated from the 2PL (where there is no
 misfit) ``information`` wins at every k, by 0.003-0.005 at 100 items.  ``predictive``
 wants thousands of calibration models: on five real Open LLM Leaderboard matrices
 (4,000-5,500 models) it is the best at every k (GSM8K at 100 items: 0.0147 against
-0.0165-0.0177 for the others); on MATH-500's 112 calibration models it depends on its
-penalty (0.017-0.031, against 0.021 for ``stratified``; 0.017-0.021 over the penalties
-that cross-validation on those models finds good, 70-200).  The items
+0.0165-0.0177 for the others); on MATH-500's 112 calibration models it gives 0.019 at
+100 items (18 splits) and depends on its penalty (five splits: 0.017-0.031; 0.017-0.021
+over the penalties that cross-validation on those models finds good, 70-200).  The items
 it chooses make the calibration models' own errors look small: predict with
 ``cbmm.predict_accuracy(..., reference=<those models>, selection="predictive")``, whose
 interval width is cross-validated with the selection inside (coverage 0.94-0.96 there;
@@ -135,8 +136,7 @@ def _random(bank, k, rng):
 
 
 def _stratified(bank, k, rng):
-    share = bank.probabilities(bank.population()).mean(axis=0)
-    order = np.argsort(share, kind="stable")
+    order = np.argsort(bank.expected_share, kind="stable")
     edges = np.linspace(0, len(bank), k + 1).round().astype(int)
     return order[rng.integers(edges[:-1], edges[1:])]
 

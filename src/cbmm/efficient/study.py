@@ -180,9 +180,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         calibration fit), ``k, strategy, model, accuracy`` (over the items the model
         answered), ``predicted, lower, upper``, and ``cv_mae``: with the reference, the
         split's MAE of the strategy at k cross-validated on its calibration models alone
-        (:meth:`Reference.selection_errors`, :func:`cbmm.selection_error`'s curve; the
-        same for every held-out model of the split; NaN for the baselines), which the
-        held-out models' error checks; no rows where every k is skipped.
+        (:func:`cbmm.selection_error`'s curve, its draws included; the same for every
+        held-out model of the split; NaN for the baselines), which the held-out models'
+        error checks; no rows where every k is skipped.
     """
     import pandas as pd
 
@@ -209,9 +209,9 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                 answers[:, chosen] = coded[:, chosen]
                 predicted = reconstruct(answers, bank) if known is None else known.reconstruct(
                     answers, selection=None if strategy == "random" else strategy)
-                # the interval's cross-validated errors, computed above for all but random
-                cv_mae = np.nan if known is None else np.abs(
-                    known.selection_errors(k, strategy)).mean()
+                # selection_error's curve: the interval's errors, and more draws of a sample
+                cv_mae = np.nan if known is None else known.cross_validated_errors(
+                    k, strategy).mean()
                 rows.append(pd.DataFrame({
                     "split": split, "calibration_status": status, "k": k,
                     "strategy": strategy,

@@ -91,6 +91,18 @@ def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_a
         expected = cbmm.select_items(fit, expected_k, strategy, responses=(
             calibration if strategy == "predictive" else None))
         assert list(pd.read_csv(tmp_path / f"{strategy}.csv")["item"]) == list(expected)
+    # as many as --draws asks for: the library's curve with that many
+    curve = cbmm.selection_error(fit, calibration, [10, 20], "random", refit=refit_like(fit),
+                                 draws=2)
+    assert curve.loc[10, "mae"] > curve.loc[20, "mae"]  # so both are measured and printed
+    status, out, _ = call(capsys, "select", "--items", folder / "fit", "--target-mae",
+                          curve.loc[20, "mae"], "--ks", "10,20", "--strategy", "random",
+                          "--draws", 2, "--responses", folder / "calibration.csv", "--out",
+                          tmp_path / "random.csv")
+    assert status == 0 and "(random, 2 draws per fold)" in out
+    printed = {int(row[0]): float(row[1]) for row in map(str.split, out.splitlines())
+               if len(row) == 4 and row[0].isdigit()}
+    assert printed == {k: round(curve.loc[k, "mae"], 4) for k in (10, 20)}
     # items chosen on the fit are chosen again on its refits: the fit folder, not items.csv
     status, _, err = call(capsys, "select", "--items", folder / "fit" / "items.csv",
                           "--target-mae", 0.05, "--responses", folder / "calibration.csv",
@@ -327,6 +339,13 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
     (["select", "--k", "5", "--ks", "10"], "--ks lists the numbers of items --target-mae tries"),
     (["select", "--target-mae", "0.02", "--ks", "0,5", "--responses", "calibration.csv"],
      "--ks: expected comma-separated integers >= 1, got '0,5'"),
+    (["select", "--k", "5", "--draws", "2"], "--draws is the draws per fold of "
+                                             "--target-mae's cross-validation: give --target-mae"),
+    (["select", "--target-mae", "0.02", "--draws", "2", "--strategy", "predictive",
+      "--responses", "calibration.csv"], "a strategy that samples its items (stratified, "
+                                         "random), not --strategy predictive"),
+    (["select", "--target-mae", "0.02", "--draws", "0", "--responses", "calibration.csv"],
+     "--draws: expected an integer >= 1"),
     (["select", "--target-mae", "0.02", "--ks", "10,60", "--responses", "calibration.csv"],
      "--ks 60: the calibration has 60 items, and --target-mae measures fewer"),
     (["select", "--target-mae", "0.02", "--strategy", "predictive", "--responses", "few.csv"],

@@ -67,7 +67,7 @@ def _select_command(args) -> int:
 
     from ..io import write_csv
     from .refit import refit_like
-    from .selection import select_items
+    from .selection import SAMPLING_STRATEGIES, select_items
 
     _check_output_file(args.out, "--out", args.force)
     target = args.target_mae is not None
@@ -79,6 +79,12 @@ def _select_command(args) -> int:
                        "--strategy predictive and --target-mae, and read by nothing else")
     if args.ks is not None and not target:
         raise CliError("--ks lists the numbers of items --target-mae tries: give --target-mae")
+    if args.draws is not None and not (target and args.strategy in SAMPLING_STRATEGIES):
+        raise CliError("--draws is the draws per fold of --target-mae's cross-validation for "
+                       f"a strategy that samples its items ({', '.join(SAMPLING_STRATEGIES)})"
+                       f", not --strategy {args.strategy}"
+                       if target else "--draws is the draws per fold of --target-mae's "
+                       "cross-validation: give --target-mae")
     _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
     _outside("--items", args.items, ("--out", args.out))
     calibration, fitted = _calibration(args.items)
@@ -106,7 +112,8 @@ def _items_for_target(calibration, responses, refit, args) -> int:
     """The fewest items of ``--ks`` (or :data:`TARGET_GRID`) whose cross-validated MAE
     (:func:`~cbmm.efficient.prediction.selection_error` on ``--responses``) is at most
     ``--target-mae``; prints the curve, as far as it was measured."""
-    from .prediction import SAMPLING_STRATEGIES, SELECTION_DRAWS, selection_error
+    from .prediction import SELECTION_DRAWS, selection_error
+    from .selection import SAMPLING_STRATEGIES
 
     n_items = len(calibration)
     if args.ks is not None:
@@ -120,17 +127,19 @@ def _items_for_target(calibration, responses, refit, args) -> int:
         if not ks:
             raise CliError(f"--target-mae: the calibration has {n_items} items, fewer than "
                            f"the smallest number tried ({TARGET_GRID[0]}); give --ks")
+    draws = args.draws or SELECTION_DRAWS
     try:
         curve = selection_error(calibration, responses, ks, args.strategy, refit=refit,
-                                until=args.target_mae, coding=args.coding, layout=args.layout)
+                                until=args.target_mae, draws=draws, coding=args.coding,
+                                layout=args.layout)
     except ValueError as exc:  # --responses is the reference here
         message = str(exc)
         if message.startswith("reference: "):
             raise CliError(f"--responses {args.responses}: "
                            f"{message.removeprefix('reference: ')}") from None
         raise
-    draws = f", {SELECTION_DRAWS} draws per fold" if args.strategy in SAMPLING_STRATEGIES else ""
-    print(f"MAE of the predicted accuracy from k items ({args.strategy}{draws}), "
+    described = f", {draws} draws per fold" if args.strategy in SAMPLING_STRATEGIES else ""
+    print(f"MAE of the predicted accuracy from k items ({args.strategy}{described}), "
           f"cross-validated on the {int(curve['n_models'].iloc[0])} models of "
           f"{args.responses} that answered every item:")
     print(curve.drop(columns="n_models").round(4).to_string())
@@ -324,7 +333,8 @@ def register(sub, add_input) -> None:
     """Add ``select``, ``predict``, ``adaptive`` and ``audit`` to the subparsers ``sub``;
     ``add_input`` adds ``--responses``, ``--coding`` and ``--layout``."""
     from .adaptive import ADAPTIVE_DEFAULTS as DEFAULT
-    from .selection import STRATEGIES
+    from .prediction import SELECTION_DRAWS
+    from .selection import SAMPLING_STRATEGIES, STRATEGIES
 
     def add_items(command):
         command.add_argument("--items", required=True, type=_path,
@@ -356,6 +366,10 @@ def register(sub, add_input) -> None:
                         help="with --target-mae: the numbers of items to try, comma-separated "
                              f"(default {', '.join(map(str, TARGET_GRID[:8]))}, ..., "
                              f"{TARGET_GRID[-1]}, those below the calibration's items)")
+    select.add_argument("--draws", type=_integer(1),
+                        help="with --target-mae and a strategy that samples its items "
+                             f"({', '.join(SAMPLING_STRATEGIES)}): the draws of them per fold "
+                             f"(default {SELECTION_DRAWS}; each costs what the first does)")
     select.add_argument("--strategy", choices=STRATEGIES, default=STRATEGIES[0],
                         help=f"how to choose them (default {STRATEGIES[0]})")
     select.add_argument("--seed", type=_integer(0), default=0, help="seed (default 0)")

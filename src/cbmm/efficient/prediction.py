@@ -50,11 +50,17 @@ import numpy as np
 from .._checks import check_integer, check_level
 from .bank import ItemBank, Posterior, aligned_answers
 from .refit import refit_like, refitted_bank
-from .selection import PREDICTIVE_PENALTY, STRATEGIES, forward_selection, select_items
+from .selection import (
+    PREDICTIVE_PENALTY,
+    SAMPLING_STRATEGIES,
+    STRATEGIES,
+    forward_selection,
+    select_items,
+)
 
 __all__ = ["predict_accuracy", "selection_error", "reconstruct", "predicted_accuracy",
            "Reference", "RESIDUAL_PRIOR_ITEMS", "RIDGE_PENALTIES", "SELECTION_FOLDS",
-           "SELECTION_STAGES", "SELECTION_DRAWS", "SAMPLING_STRATEGIES"]
+           "SELECTION_STAGES", "SELECTION_DRAWS"]
 
 #: The prior of a model's residual offset is worth this many answered items: its
 #: variance is the mean Bernoulli variance over this number (the middle of the range
@@ -178,15 +184,14 @@ def _fold_refit(result, refit, strategy, name):
 #: fold on 12,032 items), and a stage past it chooses them all again.
 SELECTION_STAGES = (100, 400, 1600)
 
-#: The strategies whose items are a random sample, which :func:`selection_error` draws
-#: again per fold (seeds 0, 1, ...): one draw of k items predicts better or worse by
-#: chance, and the curve is of the strategy, not of one draw.
-SAMPLING_STRATEGIES = ("stratified", "random")
-#: Their draws per fold.  On MATH-500 and LaRT's MATH-500 (18 and 16 splits) five in
-#: place of one took the curve's rises between successive k from 0.0042-0.0072 per split
-#: to 0.0002-0.0003 and its distance from the held-out models' error (five draws') from
-#: 0.0029-0.0031 to 0.0024-0.0030; ``stratified``'s choices for 0.015 met it on 0.78-0.81
-#: of the splits instead of 0.62-0.67 (docs/efficiency.md).
+#: The draws per fold of a strategy that samples its items
+#: (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`) in :func:`selection_error`
+#: (seeds 0, 1, ...): one draw of k items predicts better or worse by chance, and the
+#: curve is of the strategy, not of one draw.  On MATH-500 and LaRT's MATH-500 (18 and 16
+#: splits) five in place of one took the curve's rises between successive k from
+#: 0.0042-0.0072 per split to 0.0002-0.0003 and its distance from the held-out models'
+#: error (five draws') from 0.0029-0.0031 to 0.0024-0.0030; ``stratified``'s choices for
+#: 0.015 met it on 0.78-0.81 of the splits instead of 0.62-0.67 (docs/efficiency.md).
 SELECTION_DRAWS = 5
 
 
@@ -201,7 +206,7 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     cross-validated interval); the models of each fold answer k items chosen on the
     others (``"predictive"``: on their answers; the other strategies: on the calibration
     refitted to them, ``draws`` times with seeds 0, 1, ... for those that sample them,
-    :data:`SAMPLING_STRATEGIES`) and their accuracy over all items is predicted from
+    :data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`) and their accuracy over all items is predicted from
     those answers as :func:`predict_accuracy` with the others as ``reference`` predicts
     it.  Each model's error is that prediction minus its accuracy, once per draw.
     Against the error on held-out models of real matrices (docs/efficiency.md) the
@@ -231,9 +236,9 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
         ``predictive``'s folds then choose items up to :data:`SELECTION_STAGES` in turn.
     draws : int
         The draws of k items per fold of a strategy that samples them
-        (:data:`SAMPLING_STRATEGIES`; the others' items are no draw): the curve is the
-        strategy's, whose single draws predict better or worse by chance.  Each costs
-        what the first does, but for the refits.
+        (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`; the others' items are no
+        draw): the curve is the strategy's, whose single draws predict better or worse
+        by chance.  Each costs what the first does, but for the refits.
     coding, layout
         As for :func:`cbmm.as_responses`.
 
@@ -496,7 +501,7 @@ class Reference:
                                draws: int = SELECTION_DRAWS) -> np.ndarray:
         """The absolute :meth:`selection_errors` of ``k`` items of ``strategy``, those of
         ``draws`` seeds (0, 1, ...) one after another for a strategy that samples its
-        items (:data:`SAMPLING_STRATEGIES`), of seed 0 for the others: what
+        items (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`), of seed 0 for the others: what
         :func:`selection_error` summarises."""
         seeds = range(draws if strategy in SAMPLING_STRATEGIES else 1)
         return np.abs(np.concatenate([self.selection_errors(k, strategy, seed)

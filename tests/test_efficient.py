@@ -533,24 +533,29 @@ def test_selection_error_is_the_cross_validated_error_of_predictions_made_by_han
             errors.append(cbmm.predict_accuracy(own[items], fitted, reference=others)["accuracy"]
                           - own.mean(axis=1))
         errors = np.abs(np.concatenate(errors))
-        np.testing.assert_allclose(curve.loc[k, ["mae", "rmse", "q90"]].astype(float),
+        np.testing.assert_allclose(curve.loc[k, ["mae", "rmse", "q90", "mae_se"]].astype(float),
                                    [errors.mean(), np.sqrt(np.mean(errors ** 2)),
-                                    np.quantile(errors, 0.9)], rtol=1e-8)
+                                    np.quantile(errors, 0.9), errors.std(ddof=1) / 20],
+                                   rtol=1e-8)
         assert curve.loc[k, "n_models"] == 400
     assert curve.loc[40, "mae"] < curve.loc[12, "mae"]
     # a strategy that samples its items: each fold's items drawn again with seeds 0, 1, 2,
     # and the draws' errors summarised together
     curve = cbmm.selection_error(result, calibration, [12], "stratified", refit=quiet_fit,
                                  draws=3)
-    errors = np.abs(np.concatenate([
+    errors = [pd.concat([
         cbmm.predict_accuracy(ordered[fold == f][items], fitted,
                               reference=ordered[fold != f])["accuracy"]
         - ordered[fold == f].mean(axis=1)
-        for seed in range(3) for f, fitted in enumerate(refits)
-        for items in [cbmm.select_items(fitted, 12, "stratified", seed=seed)]]))
-    np.testing.assert_allclose(curve.loc[12, ["mae", "rmse", "q90"]].astype(float),
-                               [errors.mean(), np.sqrt(np.mean(errors ** 2)),
-                                np.quantile(errors, 0.9)], rtol=1e-8)
+        for f, fitted in enumerate(refits)
+        for items in [cbmm.select_items(fitted, 12, "stratified", seed=seed)]]).abs()
+        for seed in range(3)]
+    pooled = np.concatenate(errors)
+    per_model = pd.concat(errors, axis=1).mean(axis=1)  # its three draws' mean, by model
+    np.testing.assert_allclose(curve.loc[12, ["mae", "rmse", "q90", "mae_se"]].astype(float),
+                               [pooled.mean(), np.sqrt(np.mean(pooled ** 2)),
+                                np.quantile(pooled, 0.9), per_model.std(ddof=1) / 20],
+                               rtol=1e-8)
     assert curve.loc[12, "n_models"] == 400
 
 
@@ -566,10 +571,16 @@ def test_selection_error_estimates_the_error_on_new_models(simulated):
         for seed in range(4 if strategy == "stratified" else 1):  # predictive's: no draws
             chosen = cbmm.select_items(result, 40, strategy, seed=seed, **options)
             predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration)
-            new.append((predicted["accuracy"] - truth).abs().mean())
+            new.append((predicted["accuracy"] - truth).abs())
+        new = pd.concat(new, axis=1).mean(axis=1)  # each held-out model's, over the draws
         # the held-out MAE's own sampling error over 200 models is about 5 % (measured:
         # within 1 % for both)
-        assert curve.loc[40, "mae"] == pytest.approx(np.mean(new), rel=0.1)
+        assert curve.loc[40, "mae"] == pytest.approx(new.mean(), rel=0.1)
+        # and the two differ by what their standard errors allow
+        new_se = new.std(ddof=1) / np.sqrt(new.size)
+        assert abs(curve.loc[40, "mae"] - new.mean()) < 3 * np.hypot(curve.loc[40, "mae_se"],
+                                                                     new_se)
+        assert 0 < curve.loc[40, "mae_se"] < new_se  # 800 models' against 200's
 
 
 def test_selection_error_names_what_it_cannot_measure(simulated):

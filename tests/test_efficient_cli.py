@@ -84,7 +84,8 @@ def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_a
                               target, "--strategy", strategy, "--responses",
                               folder / "calibration.csv", "--out", tmp_path / f"{strategy}.csv")
         assert status == 0, out
-        assert f"{expected_k} items: cross-validated MAE {curve.loc[expected_k, 'mae']:.4f}" in out
+        assert (f"{expected_k} items: cross-validated MAE {curve.loc[expected_k, 'mae']:.4f} "
+                f"(se {curve.loc[expected_k, 'mae_se']:.4f})") in out
         assert "cross-validated on the 300 models" in out and f"selected {expected_k} item(s)" in out
         # a sampling strategy's curve is over several draws per fold, and says so
         assert ("5 draws per fold" in out) == (strategy == "stratified")
@@ -101,7 +102,7 @@ def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_a
                           tmp_path / "random.csv")
     assert status == 0 and "(random, 2 draws per fold)" in out
     printed = {int(row[0]): float(row[1]) for row in map(str.split, out.splitlines())
-               if len(row) == 4 and row[0].isdigit()}
+               if len(row) == 5 and row[0].isdigit()}
     assert printed == {k: round(curve.loc[k, "mae"], 4) for k in (10, 20)}
     # items chosen on the fit are chosen again on its refits: the fit folder, not items.csv
     status, _, err = call(capsys, "select", "--items", folder / "fit" / "items.csv",
@@ -131,8 +132,8 @@ def test_select_for_a_target_error_measures_more_items_only_where_fewer_miss(cap
                               tmp_path / "keep.csv", "--force")
         assert status == 0
         rows = [line.split() for line in out.splitlines()]
-        printed = {int(row[0]): float(row[1]) for row in rows  # k, mae, rmse, q90
-                   if len(row) == 4 and row[0].isdigit()}
+        printed = {int(row[0]): float(row[1]) for row in rows  # k, mae, mae_se, rmse, q90
+                   if len(row) == 5 and row[0].isdigit()}
         assert printed == {k: round(curve.loc[k, "mae"], 4) for k in measured}
         assert f"selected {measured[-1]} item(s)" in out
 

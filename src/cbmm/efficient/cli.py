@@ -149,8 +149,8 @@ def _items_for_target(calibration, responses, refit, args) -> int:
         raise CliError(f"--target-mae {args.target_mae:g}: none of the {len(curve)} numbers "
                        f"of items tried meets it (the least MAE, {curve.loc[best, 'mae']:.4f}, "
                        f"at {best} of {n_items} items)")
-    print(f"{meeting[0]} items: cross-validated MAE {curve.loc[meeting[0], 'mae']:.4f} <= "
-          f"{args.target_mae:g}")
+    print(f"{meeting[0]} items: cross-validated MAE {curve.loc[meeting[0], 'mae']:.4f} "
+          f"(se {curve.loc[meeting[0], 'mae_se']:.4f}) <= {args.target_mae:g}")
     return int(meeting[0])
 
 

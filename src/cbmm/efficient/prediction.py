@@ -206,9 +206,10 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     cross-validated interval); the models of each fold answer k items chosen on the
     others (``"predictive"``: on their answers; the other strategies: on the calibration
     refitted to them, ``draws`` times with seeds 0, 1, ... for those that sample them,
-    :data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`) and their accuracy over all items is predicted from
-    those answers as :func:`predict_accuracy` with the others as ``reference`` predicts
-    it.  Each model's error is that prediction minus its accuracy, once per draw.
+    :data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`) and their accuracy over all
+    items is predicted from those answers as :func:`predict_accuracy` with the others as
+    ``reference`` predicts it.  Each model's error is that prediction minus its accuracy,
+    once per draw.
     Against the error on held-out models of real matrices (docs/efficiency.md) the
     cross-validated MAE at 25-200 items was within 0.0008 on the leaderboard's GSM8K
     (4,033 calibration models), above it by up to 0.004 on MATH-500 (0.002 from 50 items
@@ -247,7 +248,14 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     pandas.DataFrame
         Indexed by ``k`` (ascending): ``mae`` and ``rmse`` of the predicted accuracy,
         ``q90`` (the 90th percentile of the absolute errors), all over the draws' errors
-        together; ``n_models`` (the reference models the errors are of).
+        together; ``mae_se``, the standard error of ``mae`` over the models (the sd of
+        each model's absolute error, averaged over the draws, over the square root of
+        their number); ``n_models`` (the reference models the errors are of).  On the
+        splits of MATH-500 and LaRT's MATH-500 (18 and 16) the difference between
+        ``mae`` and the held-out models' MAE, over the square root of the sum of both
+        squared standard errors, had sd 0.98 and 1.04 (``predictive`` and
+        ``stratified`` at 25-200 items; beyond 1.96 in 0.07 and 0.06 of them):
+        ``mae_se`` says how far the curve can be off (docs/efficiency.md).
 
     Raises
     ------
@@ -276,8 +284,11 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
             models.choose_fold_items(ks[-1] if until is None else max(
                 n for n in ks if n <= stage))
         errors = models.cross_validated_errors(k, strategy, draws)
-        rows.append({"k": k, "mae": errors.mean(), "rmse": np.sqrt(np.mean(errors ** 2)),
-                     "q90": np.quantile(errors, 0.9), "n_models": len(models.answers)})
+        per_model = errors.reshape(-1, len(models.answers)).mean(axis=0)  # over the draws
+        rows.append({"k": k, "mae": errors.mean(),
+                     "mae_se": per_model.std(ddof=1) / np.sqrt(per_model.size),
+                     "rmse": np.sqrt(np.mean(errors ** 2)), "q90": np.quantile(errors, 0.9),
+                     "n_models": len(models.answers)})
         if until is not None and rows[-1]["mae"] <= until:
             break
     return pd.DataFrame(rows).set_index("k")
@@ -501,8 +512,8 @@ class Reference:
                                draws: int = SELECTION_DRAWS) -> np.ndarray:
         """The absolute :meth:`selection_errors` of ``k`` items of ``strategy``, those of
         ``draws`` seeds (0, 1, ...) one after another for a strategy that samples its
-        items (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`), of seed 0 for the others: what
-        :func:`selection_error` summarises."""
+        items (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`), of seed 0 for the
+        others: what :func:`selection_error` summarises."""
         seeds = range(draws if strategy in SAMPLING_STRATEGIES else 1)
         return np.abs(np.concatenate([self.selection_errors(k, strategy, seed)
                                       for seed in seeds]))

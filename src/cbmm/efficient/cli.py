@@ -79,12 +79,13 @@ def _select_command(args) -> int:
                        "--strategy predictive and --target-mae, and read by nothing else")
     if args.ks is not None and not target:
         raise CliError("--ks lists the numbers of items --target-mae tries: give --target-mae")
-    if args.draws is not None and not (target and args.strategy in SAMPLING_STRATEGIES):
+    if args.draws is not None and not target:
+        raise CliError("--draws is the draws per fold of --target-mae's cross-validation: "
+                       "give --target-mae")
+    if args.draws is not None and args.strategy not in SAMPLING_STRATEGIES:
         raise CliError("--draws is the draws per fold of --target-mae's cross-validation for "
                        f"a strategy that samples its items ({', '.join(SAMPLING_STRATEGIES)})"
-                       f", not --strategy {args.strategy}"
-                       if target else "--draws is the draws per fold of --target-mae's "
-                       "cross-validation: give --target-mae")
+                       f", not --strategy {args.strategy}")
     _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
     _outside("--items", args.items, ("--out", args.out))
     calibration, fitted = _calibration(args.items)

@@ -1049,3 +1049,27 @@ def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):
     # what to do: a pre-filled cache (the file's place in it) or a local copy
     assert "resources/cache/release/" in errors[0] and "source 'local'" in errors[0]
     assert "Traceback" not in log
+
+
+@pytest.mark.slow  # about 2 minutes of the Hub client's retries and our own
+def test_math500_items_that_cannot_be_fetched_stop_their_job_with_one_line(
+        tmp_path, monkeypatch):
+    """The MATH-500 items from a Hub that cannot be reached (the default source, offline):
+    one line naming the key and what to set instead, no traceback, no table."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    hub = overlay(tmp_path, "hub", {"real": {"interpretability": {"math500": {
+        "items": "hub"}}}})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "1", "resources/metadata/math500_items.csv",
+                       configfiles=(TEST_CONFIG, hub))
+    assert result.returncode != 0 and "Error in rule math500_items" in result.stderr
+    log = (workdir / "logs/math500_items/math500_items.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, log
+    assert "real.interpretability.math500.items 'hub': " in errors[0]
+    assert "set real.interpretability.math500.items to a local copy" in errors[0]
+    assert "Traceback" not in log
+    assert not (workdir / "resources/metadata/math500_items.csv").exists()

@@ -284,7 +284,7 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
             models.choose_fold_items(ks[-1] if until is None else max(
                 n for n in ks if n <= stage))
         errors = models.cross_validated_errors(k, strategy, draws)
-        per_model = errors.reshape(-1, len(models.answers)).mean(axis=0)  # over the draws
+        per_model = errors.mean(axis=0)  # over the draws
         rows.append({"k": k, "mae": errors.mean(),
                      "mae_se": per_model.std(ddof=1) / np.sqrt(per_model.size),
                      "rmse": np.sqrt(np.mean(errors ** 2)), "q90": np.quantile(errors, 0.9),
@@ -510,13 +510,12 @@ class Reference:
 
     def cross_validated_errors(self, k: int, strategy: str,
                                draws: int = SELECTION_DRAWS) -> np.ndarray:
-        """The absolute :meth:`selection_errors` of ``k`` items of ``strategy``, those of
-        ``draws`` seeds (0, 1, ...) one after another for a strategy that samples its
-        items (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`), of seed 0 for the
-        others: what :func:`selection_error` summarises."""
+        """The absolute :meth:`selection_errors` of ``k`` items of ``strategy``, draws x
+        reference models: one row per seed (0, 1, ...) of ``draws`` for a strategy that
+        samples its items (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`), seed 0's
+        alone for the others; what :func:`selection_error` summarises."""
         seeds = range(draws if strategy in SAMPLING_STRATEGIES else 1)
-        return np.abs(np.concatenate([self.selection_errors(k, strategy, seed)
-                                      for seed in seeds]))
+        return np.abs(np.stack([self.selection_errors(k, strategy, seed) for seed in seeds]))
 
     def choose_fold_items(self, k: int) -> None:
         """Chooses at least the first ``k`` predictive items of each fold of

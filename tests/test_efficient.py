@@ -540,24 +540,26 @@ def test_selection_error_is_the_cross_validated_error_of_predictions_made_by_han
                                    rtol=1e-8)
         assert curve.loc[k, "n_models"] == 400
     assert curve.loc[40, "mae"] < curve.loc[12, "mae"]
-    # a strategy that samples its items: each fold's items drawn again with seeds 0, 1, 2,
-    # and the draws' errors summarised together
-    curve = cbmm.selection_error(result, calibration, [12], "stratified", refit=quiet_fit,
-                                 draws=3)
-    errors = [pd.concat([
-        cbmm.predict_accuracy(ordered[fold == f][items], fitted,
-                              reference=ordered[fold != f])["accuracy"]
-        - ordered[fold == f].mean(axis=1)
-        for f, fitted in enumerate(refits)
-        for items in [cbmm.select_items(fitted, 12, "stratified", seed=seed)]]).abs()
-        for seed in range(3)]
-    pooled = np.concatenate(errors)
-    per_model = pd.concat(errors, axis=1).mean(axis=1)  # its three draws' mean, by model
-    np.testing.assert_allclose(curve.loc[12, ["mae", "rmse", "q90", "mae_se"]].astype(float),
-                               [pooled.mean(), np.sqrt(np.mean(pooled ** 2)),
-                                np.quantile(pooled, 0.9), per_model.std(ddof=1) / 20],
-                               rtol=1e-8)
-    assert curve.loc[12, "n_models"] == 400
+    # a strategy whose items depend on the seed (a sample; k-means' start): each fold's
+    # items drawn again with seeds 0, 1, 2, and the draws' errors summarised together
+    for strategy in ("stratified", "anchor"):
+        curve = cbmm.selection_error(result, calibration, [12], strategy, refit=quiet_fit,
+                                     draws=3)
+        errors = [pd.concat([
+            cbmm.predict_accuracy(ordered[fold == f][items], fitted,
+                                  reference=ordered[fold != f])["accuracy"]
+            - ordered[fold == f].mean(axis=1)
+            for f, fitted in enumerate(refits)
+            for items in [cbmm.select_items(fitted, 12, strategy, seed=seed)]]).abs()
+            for seed in range(3)]
+        assert not errors[0].equals(errors[1])  # other items: a draw, not a copy
+        pooled = np.concatenate(errors)
+        per_model = pd.concat(errors, axis=1).mean(axis=1)  # its three draws', by model
+        np.testing.assert_allclose(
+            curve.loc[12, ["mae", "rmse", "q90", "mae_se"]].astype(float),
+            [pooled.mean(), np.sqrt(np.mean(pooled ** 2)), np.quantile(pooled, 0.9),
+             per_model.std(ddof=1) / 20], rtol=1e-8, err_msg=strategy)
+        assert curve.loc[12, "n_models"] == 400
 
 
 def test_selection_error_estimates_the_error_on_new_models(simulated):

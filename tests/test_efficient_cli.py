@@ -87,7 +87,7 @@ def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_a
         assert (f"{expected_k} items: cross-validated MAE {curve.loc[expected_k, 'mae']:.4f} "
                 f"(se {curve.loc[expected_k, 'mae_se']:.4f})") in out
         assert "cross-validated on the 300 models" in out and f"selected {expected_k} item(s)" in out
-        # a sampling strategy's curve is over several draws per fold, and says so
+        # a seeded strategy's curve is over several draws per fold, and says so
         assert ("5 draws per fold" in out) == (strategy == "stratified")
         expected = cbmm.select_items(fit, expected_k, strategy, responses=(
             calibration if strategy == "predictive" else None))
@@ -343,8 +343,9 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
     (["select", "--k", "5", "--draws", "2"], "--draws is the draws per fold of "
                                              "--target-mae's cross-validation: give --target-mae"),
     (["select", "--target-mae", "0.02", "--draws", "2", "--strategy", "predictive",
-      "--responses", "calibration.csv"], "a strategy that samples its items (stratified, "
-                                         "random), not --strategy predictive"),
+      "--responses", "calibration.csv"], "a strategy whose items depend on the seed "
+                                         "(stratified, random, anchor), not --strategy "
+                                         "predictive"),
     (["select", "--target-mae", "0.02", "--draws", "0", "--responses", "calibration.csv"],
      "--draws: expected an integer >= 1"),
     (["select", "--target-mae", "0.02", "--ks", "10,60", "--responses", "calibration.csv"],

@@ -67,7 +67,7 @@ def _select_command(args) -> int:
 
     from ..io import write_csv
     from .refit import refit_like
-    from .selection import SAMPLING_STRATEGIES, select_items
+    from .selection import SEEDED_STRATEGIES, select_items
 
     _check_output_file(args.out, "--out", args.force)
     target = args.target_mae is not None
@@ -82,9 +82,10 @@ def _select_command(args) -> int:
     if args.draws is not None and not target:
         raise CliError("--draws is the draws per fold of --target-mae's cross-validation: "
                        "give --target-mae")
-    if args.draws is not None and args.strategy not in SAMPLING_STRATEGIES:
+    if args.draws is not None and args.strategy not in SEEDED_STRATEGIES:
         raise CliError("--draws is the draws per fold of --target-mae's cross-validation for "
-                       f"a strategy that samples its items ({', '.join(SAMPLING_STRATEGIES)})"
+                       "a strategy whose items depend on the seed "
+                       f"({', '.join(SEEDED_STRATEGIES)})"
                        f", not --strategy {args.strategy}")
     _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
     _outside("--items", args.items, ("--out", args.out))
@@ -114,7 +115,7 @@ def _items_for_target(calibration, responses, refit, args) -> int:
     (:func:`~cbmm.efficient.prediction.selection_error` on ``--responses``) is at most
     ``--target-mae``; prints the curve, as far as it was measured."""
     from .prediction import SELECTION_DRAWS, selection_error
-    from .selection import SAMPLING_STRATEGIES
+    from .selection import SEEDED_STRATEGIES
 
     n_items = len(calibration)
     if args.ks is not None:
@@ -139,7 +140,7 @@ def _items_for_target(calibration, responses, refit, args) -> int:
             raise CliError(f"--responses {args.responses}: "
                            f"{message.removeprefix('reference: ')}") from None
         raise
-    described = f", {draws} draws per fold" if args.strategy in SAMPLING_STRATEGIES else ""
+    described = f", {draws} draws per fold" if args.strategy in SEEDED_STRATEGIES else ""
     print(f"MAE of the predicted accuracy from k items ({args.strategy}{described}), "
           f"cross-validated on the {int(curve['n_models'].iloc[0])} models of "
           f"{args.responses} that answered every item:")
@@ -335,7 +336,7 @@ def register(sub, add_input) -> None:
     ``add_input`` adds ``--responses``, ``--coding`` and ``--layout``."""
     from .adaptive import ADAPTIVE_DEFAULTS as DEFAULT
     from .prediction import SELECTION_DRAWS
-    from .selection import SAMPLING_STRATEGIES, STRATEGIES
+    from .selection import SEEDED_STRATEGIES, STRATEGIES
 
     def add_items(command):
         command.add_argument("--items", required=True, type=_path,
@@ -368,8 +369,8 @@ def register(sub, add_input) -> None:
                              f"(default {', '.join(map(str, TARGET_GRID[:8]))}, ..., "
                              f"{TARGET_GRID[-1]}, those below the calibration's items)")
     select.add_argument("--draws", type=_integer(1),
-                        help="with --target-mae and a strategy that samples its items "
-                             f"({', '.join(SAMPLING_STRATEGIES)}): the draws of them per fold "
+                        help="with --target-mae and a strategy whose items depend on the "
+                             f"seed ({', '.join(SEEDED_STRATEGIES)}): the draws of them per fold "
                              f"(default {SELECTION_DRAWS}; each costs what the first does)")
     select.add_argument("--strategy", choices=STRATEGIES, default=STRATEGIES[0],
                         help=f"how to choose them (default {STRATEGIES[0]})")

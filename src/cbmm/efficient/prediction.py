@@ -52,7 +52,7 @@ from .bank import ItemBank, Posterior, aligned_answers
 from .refit import refit_like, refitted_bank
 from .selection import (
     PREDICTIVE_PENALTY,
-    SAMPLING_STRATEGIES,
+    SEEDED_STRATEGIES,
     STRATEGIES,
     forward_selection,
     select_items,
@@ -184,14 +184,16 @@ def _fold_refit(result, refit, strategy, name):
 #: fold on 12,032 items), and a stage past it chooses them all again.
 SELECTION_STAGES = (100, 400, 1600)
 
-#: The draws per fold of a strategy that samples its items
-#: (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`) in :func:`selection_error`
+#: The draws per fold of a strategy whose items depend on the seed
+#: (:data:`~cbmm.efficient.selection.SEEDED_STRATEGIES`) in :func:`selection_error`
 #: (seeds 0, 1, ...): one draw of k items predicts better or worse by chance, and the
 #: curve is of the strategy, not of one draw.  On MATH-500 and LaRT's MATH-500 (18 and 16
 #: splits) five in place of one took the curve's rises between successive k from
 #: 0.0042-0.0072 per split to 0.0002-0.0003 and its distance from the held-out models'
 #: error (five draws') from 0.0029-0.0031 to 0.0024-0.0030; ``stratified``'s choices for
 #: 0.015 met it on 0.78-0.81 of the splits instead of 0.62-0.67 (docs/efficiency.md).
+#: ``anchor``'s k-means starts on MATH-500: rises 0.0046 to 0.0000, distance 0.0035 to
+#: 0.0029.
 SELECTION_DRAWS = 5
 
 
@@ -205,10 +207,10 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     :data:`SELECTION_FOLDS` folds (the folds of :func:`predict_accuracy`'s
     cross-validated interval); the models of each fold answer k items chosen on the
     others (``"predictive"``: on their answers; the other strategies: on the calibration
-    refitted to them, ``draws`` times with seeds 0, 1, ... for those that sample them,
-    :data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`) and their accuracy over all
-    items is predicted from those answers as :func:`predict_accuracy` with the others as
-    ``reference`` predicts it.  Each model's error is that prediction minus its accuracy,
+    refitted to them, ``draws`` times with seeds 0, 1, ... for those whose items depend
+    on the seed, :data:`~cbmm.efficient.selection.SEEDED_STRATEGIES`) and their accuracy
+    over all items is predicted from those answers as :func:`predict_accuracy` with the
+    others as ``reference`` predicts it.  Each model's error is that prediction minus its accuracy,
     once per draw.
     Against the error on held-out models of real matrices (docs/efficiency.md) the
     cross-validated MAE at 25-200 items was within 0.0008 on the leaderboard's GSM8K
@@ -236,8 +238,8 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
         Stop at the first k (ascending) whose MAE is at most this: the rows up to it.
         ``predictive``'s folds then choose items up to :data:`SELECTION_STAGES` in turn.
     draws : int
-        The draws of k items per fold of a strategy that samples them
-        (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`; the others' items are no
+        The draws of k items per fold of a strategy whose items depend on the seed
+        (:data:`~cbmm.efficient.selection.SEEDED_STRATEGIES`; the others' items are no
         draw): the curve is the strategy's, whose single draws predict better or worse
         by chance.  Each costs what the first does, but for the refits.
     coding, layout
@@ -511,10 +513,10 @@ class Reference:
     def cross_validated_errors(self, k: int, strategy: str,
                                draws: int = SELECTION_DRAWS) -> np.ndarray:
         """The absolute :meth:`selection_errors` of ``k`` items of ``strategy``, draws x
-        reference models: one row per seed (0, 1, ...) of ``draws`` for a strategy that
-        samples its items (:data:`~cbmm.efficient.selection.SAMPLING_STRATEGIES`), seed 0's
-        alone for the others; what :func:`selection_error` summarises."""
-        seeds = range(draws if strategy in SAMPLING_STRATEGIES else 1)
+        reference models: one row per seed (0, 1, ...) of ``draws`` for a strategy whose
+        items depend on the seed (:data:`~cbmm.efficient.selection.SEEDED_STRATEGIES`),
+        seed 0's alone for the others; what :func:`selection_error` summarises."""
+        seeds = range(draws if strategy in SEEDED_STRATEGIES else 1)
         return np.abs(np.stack([self.selection_errors(k, strategy, seed) for seed in seeds]))
 
     def choose_fold_items(self, k: int) -> None:

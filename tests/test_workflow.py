@@ -1022,14 +1022,18 @@ def test_held_models_gives_a_small_dataset_the_splits_that_hold_out_that_many(tm
 
 # --------------------------------------------------------------------------- offline
 
+def _closed_port_endpoint() -> str:
+    """A URL on a port nothing listens on: offline, as far as a client can tell."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
 def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):
     """A dataset whose server cannot be reached fails its build job with one line naming
     it; the other jobs (here a simulation study) finish."""
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     offline = overlay(tmp_path, "offline", {
-        "release": {"base_url": f"http://127.0.0.1:{port}", "repo": "x/y",
+        "release": {"base_url": _closed_port_endpoint(), "repo": "x/y",
                     "commit": "0" * 40},
         "datasets": {"remote": {"source": "release", "options": {
             "file": "data/remote.csv", "sha256": "0" * 64, "retries": 0}}},
@@ -1051,69 +1055,49 @@ def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):
     assert "Traceback" not in log
 
 
+def _failed_math500_job(tmp_path, rule: str, settings: dict) -> str:
+    """Runs the MATH-500 metadata job ``rule`` with ``settings`` under
+    real.interpretability.math500; checks that it failed with one ERROR line in its log, no
+    traceback and no output, and returns that line's message."""
+    config = overlay(tmp_path, rule, {"real": {"interpretability": {"math500": settings}}})
+    workdir, output = tmp_path / "run", f"resources/metadata/{rule}.csv"
+    result = snakemake(workdir, "--cores", "1", output, configfiles=(TEST_CONFIG, config))
+    assert result.returncode != 0 and f"Error in rule {rule}" in result.stderr
+    log = (workdir / f"logs/{rule}/{rule}.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "Traceback" not in log, log
+    assert not (workdir / output).exists()
+    return errors[0].split(" ERROR ", 1)[1]
+
+
 def test_a_bad_math500_model_table_stops_its_job_with_one_line(tmp_path):
     """A model table without a column the metadata needs: one line naming the key, the
-    file and the column, no traceback, no table."""
+    file and the column."""
     table = pd.read_csv(REPO / "config" / "math500_models.csv").drop(columns="params_b")
     bad = tmp_path / "models.csv"
     table.to_csv(bad, index=False)
-    models = overlay(tmp_path, "models", {"real": {"interpretability": {"math500": {
-        "models": str(bad)}}}})
-    workdir = tmp_path / "run"
-    result = snakemake(workdir, "--cores", "1", "resources/metadata/math500_models.csv",
-                       configfiles=(TEST_CONFIG, models))
-    assert result.returncode != 0 and "Error in rule math500_models" in result.stderr
-    log = (workdir / "logs/math500_models/math500_models.log").read_text()
-    errors = [line for line in log.splitlines() if " ERROR " in line]
-    assert len(errors) == 1, log
-    assert f"real.interpretability.math500.models: {bad}: missing column(s)" in errors[0]
-    assert "params_b" in errors[0] and "Traceback" not in log
-    assert not (workdir / "resources/metadata/math500_models.csv").exists()
+    error = _failed_math500_job(tmp_path, "math500_models", {"models": str(bad)})
+    assert error.startswith(f"real.interpretability.math500.models: {bad}: missing column(s)")
+    assert "params_b" in error
 
 
 @pytest.mark.slow  # our client's retries (15 s) and the Hub client's
 def test_a_math500_model_refresh_that_cannot_reach_the_hub_stops_with_one_line(
         tmp_path, monkeypatch):
     """refresh_models from a Hub that cannot be reached: one line naming the key and what
-    to set, no traceback, no table."""
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
-    refresh = overlay(tmp_path, "refresh", {"real": {"interpretability": {"math500": {
-        "refresh_models": True}}}})
-    workdir = tmp_path / "run"
-    result = snakemake(workdir, "--cores", "1", "resources/metadata/math500_models.csv",
-                       configfiles=(TEST_CONFIG, refresh))
-    assert result.returncode != 0 and "Error in rule math500_models" in result.stderr
-    log = (workdir / "logs/math500_models/math500_models.log").read_text()
-    errors = [line for line in log.splitlines() if " ERROR " in line]
-    assert len(errors) == 1, log
-    assert errors[0].split(" ERROR ")[1].startswith(
-        "real.interpretability.math500.refresh_models: model_info ")
-    assert errors[0].endswith("(offline: set it to false)") and "Traceback" not in log
-    assert not (workdir / "resources/metadata/math500_models.csv").exists()
+    to set."""
+    monkeypatch.setenv("HF_ENDPOINT", _closed_port_endpoint())
+    error = _failed_math500_job(tmp_path, "math500_models", {"refresh_models": True})
+    assert error.startswith("real.interpretability.math500.refresh_models: model_info ")
+    assert error.endswith("(offline: set it to false)")
 
 
 @pytest.mark.slow  # about 2 minutes of the Hub client's retries and our own
 def test_math500_items_that_cannot_be_fetched_stop_their_job_with_one_line(
         tmp_path, monkeypatch):
     """The MATH-500 items from a Hub that cannot be reached (the default source, offline):
-    one line naming the key and what to set instead, no traceback, no table."""
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
-    hub = overlay(tmp_path, "hub", {"real": {"interpretability": {"math500": {
-        "items": "hub"}}}})
-    workdir = tmp_path / "run"
-    result = snakemake(workdir, "--cores", "1", "resources/metadata/math500_items.csv",
-                       configfiles=(TEST_CONFIG, hub))
-    assert result.returncode != 0 and "Error in rule math500_items" in result.stderr
-    log = (workdir / "logs/math500_items/math500_items.log").read_text()
-    errors = [line for line in log.splitlines() if " ERROR " in line]
-    assert len(errors) == 1, log
-    assert "real.interpretability.math500.items 'hub': " in errors[0]
-    assert "set real.interpretability.math500.items to a local copy" in errors[0]
-    assert "Traceback" not in log
-    assert not (workdir / "resources/metadata/math500_items.csv").exists()
+    one line naming the key and what to set instead."""
+    monkeypatch.setenv("HF_ENDPOINT", _closed_port_endpoint())
+    error = _failed_math500_job(tmp_path, "math500_items", {"items": "hub"})
+    assert error.startswith("real.interpretability.math500.items 'hub': ")
+    assert "set real.interpretability.math500.items to a local copy" in error

@@ -43,7 +43,8 @@ out ``--held`` models in all, at least ``--splits``):
 * **se** (only when named in ``--parts``), for each real data set: whether
   ``selection_error``'s ``mae_se`` is the spread of its MAE over calibration samples, by a
   replicated simulation from the data set's own fit (its items; abilities drawn from its
-  models' fitted ones): ``--se-replicates`` calibrations of a split's size, each with
+  models' fitted ones): ``--se-replicates`` calibrations of a split's size (or
+  ``--se-calibration-models``), each with
   ``selection_error`` (folds refitted) and the error on ``--se-new-models`` new models of
   items chosen on the whole calibration (``predictive``, and ``stratified``'s
   ``SELECTION_DRAWS`` draws); per k, the curve's bias, its sd over the replicates against
@@ -77,7 +78,7 @@ Usage::
         [--splits 5] [--held 500] [--shape-splits 2] [--adaptive-tests 2000]
         [--parts selection,howmany,se,penalties,tinybenchmarks,adaptive,audit,mislabels]
         [--penalties 20,50,...] [--content FILE.csv=CONTENT.csv ...]
-        [--se-replicates 60] [--se-new-models 1000]
+        [--se-replicates 60] [--se-calibration-models N] [--se-new-models 1000]
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ RECALL_TARGET, PRECISION_TARGET = 0.9, 0.8
 PARTS = ("selection", "howmany", "se", "penalties", "tinybenchmarks", "adaptive", "audit",
          "mislabels")
 #: Those run by default: the penalties', the target curves' and their standard error's
-#: checks are diagnostics (10, 3 and 10 minutes on one leaderboard matrix or MATH-500),
+#: checks are diagnostics (10 and 3 minutes on one leaderboard matrix, 5 on MATH-500),
 #: asked for by name.
 DEFAULT_PARTS = tuple(part for part in PARTS if part not in ("penalties", "howmany", "se"))
 #: The targets of the howmany part, and the numbers of items its first table shows.
@@ -333,9 +334,10 @@ def howmany_table(name, table, calibrated, seed):
         float_format=lambda v: f"{v:.4f}"))
 
 
-def se_table(name, table, replicates, new_models, seed):
+def se_table(name, table, replicates, new_models, seed, calibration_models=None):
     """``selection_error``'s ``mae_se`` against the spread of its MAE over calibration
-    samples: a replicated simulation from ``table``'s own fit (module docstring, **se**)."""
+    samples: a replicated simulation from ``table``'s own fit (module docstring, **se**),
+    with calibrations of ``calibration_models`` (default: a split's size)."""
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -343,7 +345,7 @@ def se_table(name, table, replicates, new_models, seed):
     pool, a, b = (np.asarray(v) for v in (truth.theta, truth.a, truth.b))
     rng = np.random.default_rng(seed)
     ks = [k for k in HOWMANY_KS if k < table.shape[1]]
-    calibration_models = len(table) - study.held_out(len(table))
+    calibration_models = calibration_models or len(table) - study.held_out(len(table))
 
     def models(n, tag):
         theta = rng.choice(pool, n)
@@ -373,11 +375,11 @@ def se_table(name, table, replicates, new_models, seed):
     print(f"\n{name}: selection_error's mae_se by a replicated simulation from its fit "
           f"({replicates} calibrations of {calibration_models} models, the error of each on "
           f"{new_models} new models; {time.perf_counter() - started:.0f} s)")
-    table = rows.groupby(["strategy", "k"]).agg(
+    summary = rows.groupby(["strategy", "k"]).agg(
         curve=("curve", "mean"), new=("new", "mean"), bias=("difference", "mean"),
         curve_sd=("curve", "std"), mae_se=("mae_se", "mean"), z_sd=("z", "std"),
         z_beyond_1_96=("z", lambda z: (z.abs() > 1.96).mean()))
-    print(table.to_string(float_format=lambda v: f"{v:.4f}"))
+    print(summary.to_string(float_format=lambda v: f"{v:.4f}"))
     print(f"all: z sd {rows['z'].std():.2f}, beyond 1.96 in {(rows['z'].abs() > 1.96).mean():.3f} "
           "(an honest standard error: 1 and 0.05)")
 
@@ -550,6 +552,9 @@ def main() -> None:
                              "part compares on each real data set")
     parser.add_argument("--se-replicates", type=int, default=60,
                         help="the se part's simulated calibrations per data set")
+    parser.add_argument("--se-calibration-models", type=int,
+                        help="the se part's calibration models (default: a split's, 80 %% "
+                             "of the data set's)")
     parser.add_argument("--se-new-models", type=int, default=1000,
                         help="the se part's new models per calibration, whose error the "
                              "curve estimates")
@@ -593,7 +598,8 @@ def main() -> None:
         if "howmany" in args.parts:
             howmany_table(name, table, calibrated, args.seed)
         if "se" in args.parts:
-            se_table(name, table, args.se_replicates, args.se_new_models, args.seed)
+            se_table(name, table, args.se_replicates, args.se_new_models, args.seed,
+                     args.se_calibration_models)
         if "penalties" in args.parts:
             penalty_table(name, table, calibrated, args.penalties)
         if "adaptive" in args.parts:

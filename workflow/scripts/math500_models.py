@@ -11,9 +11,8 @@ from cbmm_workflow.jobs import start_log
 
 log = start_log(snakemake.log[0], job="math500_models")
 source, out = snakemake.input[0], snakemake.output[0]
-refresh = snakemake.params.refresh
 try:
-    if refresh:
+    if snakemake.params.refresh:
         log.info("refreshing %s from the Hugging Face Hub", source)
         refresh_model_table(source, out)
     else:

@@ -210,8 +210,8 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     refitted to them, ``draws`` times with seeds 0, 1, ... for those whose items depend
     on the seed, :data:`~cbmm.efficient.selection.SEEDED_STRATEGIES`) and their accuracy
     over all items is predicted from those answers as :func:`predict_accuracy` with the
-    others as ``reference`` predicts it.  Each model's error is that prediction minus its accuracy,
-    once per draw.
+    others as ``reference`` predicts it.  Each model's error is that prediction minus its
+    accuracy, once per draw.
     Against the error on held-out models of real matrices (docs/efficiency.md) the
     cross-validated MAE at 25-200 items was within 0.0008 on the leaderboard's GSM8K
     (4,033 calibration models), above it by up to 0.004 on MATH-500 (0.002 from 50 items

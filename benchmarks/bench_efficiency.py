@@ -105,7 +105,7 @@ from cbmm.efficient.bank import coded_answers
 from cbmm.efficient.cli import TARGET_GRID
 from cbmm.efficient.prediction import SELECTION_DRAWS, Reference
 from cbmm.efficient.refit import refit_like
-from cbmm.efficient.selection import forward_selection
+from cbmm.efficient.selection import SEEDED_STRATEGIES, forward_selection
 from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
 from cbmm.simulate import simulate
 
@@ -358,8 +358,9 @@ def se_table(name, table, replicates, new_models, seed, calibration_models=None)
     for replicate in range(replicates):
         known, new = models(calibration_models, f"c{replicate}_"), models(new_models, "n")
         result, accuracy = fit(known), new.mean(axis=1).to_numpy()
-        for strategy, draws in (("predictive", 1), ("stratified", SELECTION_DRAWS)):
+        for strategy in ("predictive", "stratified"):
             curve = cbmm.selection_error(result, known, ks, strategy, refit=fit)
+            draws = SELECTION_DRAWS if strategy in SEEDED_STRATEGIES else 1  # as the curve's
             for k in ks:
                 errors = np.mean([np.abs(cbmm.predict_accuracy(
                     new[cbmm.select_items(result, k, strategy, seed=draw, responses=(

@@ -656,6 +656,22 @@ def test_stratified_draws_one_item_per_stratum_of_expected_share_correct(simulat
     assert [sum(item in stratum for item in chosen) for stratum in strata] == [1] * 8
 
 
+def test_stratified_leaves_items_every_calibration_model_answered_alike_to_the_fit(simulated):
+    # the simulated calibration with 10 items answered right by every model and 10 wrong:
+    # the prior alone sets their parameters, and their answers are known in advance
+    _, table, _ = simulated
+    calibration = table.iloc[:200].copy()
+    calibration.iloc[:, :10], calibration.iloc[:, 10:20] = 1, 0
+    result = quiet_fit(calibration)
+    alike = set(calibration.columns[:20])
+    for seed in range(5):
+        chosen = cbmm.select_items(result, 60, "stratified", seed=seed)
+        assert len(chosen) == 60 and chosen.is_unique and not alike & set(chosen)
+    # beyond the 180 others, they fill the places left: all the others, then the alike
+    chosen = cbmm.select_items(result, 190, "stratified", seed=0)
+    assert set(calibration.columns) - set(chosen) <= alike and len(alike & set(chosen)) == 10
+
+
 def test_information_picks_the_most_informative_item_at_the_median_ability():
     items = bank_table([1.0, 3.0, 3.0, 0.5], [0.0, 0.0, 6.0, 0.0])
     chosen = cbmm.select_items(items, 1, "information")

@@ -30,8 +30,8 @@ from ..score import aligned_responses, read_items
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "coded_answers", "grid_moments",
-           "log_weights", "normalised_weights"]
+__all__ = ["GRID", "SETTLED_PROBABILITY", "ItemBank", "Posterior", "aligned_answers",
+           "coded_answers", "grid_moments", "log_weights", "normalised_weights"]
 
 #: Abilities at which posteriors are evaluated: the canonical scale (sd 1 over the
 #: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
@@ -39,6 +39,9 @@ __all__ = ["GRID", "ItemBank", "Posterior", "aligned_answers", "coded_answers", 
 GRID = np.linspace(-8.0, 8.0, 641)
 #: The log density of the N(0, 1) prior at :data:`GRID` (up to a constant).
 _LOG_PRIOR = -0.5 * GRID ** 2
+#: An item whose probability of a correct answer is below this for every model of a bank's
+#: population, or above one minus it for every one, is settled (:attr:`ItemBank.settled`).
+SETTLED_PROBABILITY = 0.01
 #: Abilities of a population drawn as N(0, 1) quantiles, for a calibration given
 #: without its models' abilities (an ``items.csv``).
 _NORMAL_POPULATION = 200
@@ -119,6 +122,16 @@ class ItemBank:
         computed once per bank (the ``stratified`` strategy's strata, drawn again for
         every seed and k)."""
         return self.probabilities(self.population()).mean(axis=0)
+
+    @functools.cached_property
+    def settled(self) -> np.ndarray:
+        """Which items the fit settles for every model of :meth:`population`: a
+        probability of a correct answer below :data:`SETTLED_PROBABILITY` for each of
+        them, or above one minus it (on the real matrices measured, exactly the items
+        every calibration model answered alike, whose parameters the prior sets).  A
+        model's answer to one tells the fit next to nothing it did not know."""
+        p = self.probabilities(self.population())
+        return (p < SETTLED_PROBABILITY).all(axis=0) | (p > 1 - SETTLED_PROBABILITY).all(axis=0)
 
     def population(self) -> np.ndarray:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)

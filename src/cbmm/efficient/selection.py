@@ -6,7 +6,10 @@ the calibration models, or N(0, 1) quantiles when the calibration has none):
 ``stratified`` (default)
     The items sorted by their expected share correct over the calibration models, cut
     into k strata of (nearly) equal size, one item drawn at random from each: a sample
-    that spans the difficulties in the benchmark's own proportions.
+    that spans the difficulties in the benchmark's own proportions.  Items the fit
+    settles for every calibration model (:attr:`~cbmm.efficient.bank.ItemBank.settled`:
+    in practice those they all answered alike) are left to the fit, which knows their
+    answers: they are drawn only where k exceeds the other items.
 ``random``
     k items drawn uniformly without replacement.
 ``information``
@@ -141,8 +144,21 @@ def _random(bank, k, rng):
 
 
 def _stratified(bank, k, rng):
-    order = np.argsort(bank.expected_share, kind="stable")
-    edges = np.linspace(0, len(bank), k + 1).round().astype(int)
+    # a settled item's answer is known before it is given: the strata span the others,
+    # and settled items fill only the places k has beyond them (the real AIME's 9-11 of
+    # 100 items: 25 items' held-out MAE 0.039 -> 0.037; docs/efficiency.md)
+    unsettled = np.flatnonzero(~bank.settled)
+    if k <= unsettled.size:
+        return _strata(unsettled, k, bank.expected_share, rng)
+    return np.concatenate([_strata(unsettled, unsettled.size, bank.expected_share, rng),
+                           _strata(np.flatnonzero(bank.settled), k - unsettled.size,
+                                   bank.expected_share, rng)])
+
+
+def _strata(items, k, share, rng):
+    """One of ``items`` drawn from each of k strata of (nearly) equal size by ``share``."""
+    order = items[np.argsort(share[items], kind="stable")]
+    edges = np.linspace(0, order.size, k + 1).round().astype(int)
     return order[rng.integers(edges[:-1], edges[1:])]
 
 

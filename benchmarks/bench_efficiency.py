@@ -6,8 +6,9 @@ out ``--held`` models in all, at least ``--splits``):
 
 * **selection**: MAE of the held-out models' predicted accuracy (``cbmm.predict_accuracy``
   with the split's calibration models as ``reference``) from k items of each strategy of
-  ``cbmm.select_items``, beside the mean of k random items, and the same by the 2PL alone
-  (no ``reference``); target MAE <= 0.015 at k = 100 (tinyBenchmarks: 0.016 on MMLU);
+  ``cbmm.select_items`` (``--draws`` draws per split of a strategy whose items depend on
+  the seed), beside the mean of k random items, and the same by the 2PL alone (no
+  ``reference``); target MAE <= 0.015 at k = 100 (tinyBenchmarks: 0.016 on MMLU);
 * **adaptive**: adaptive tests of the held-out models with their own answers
   (``cbmm.adaptive_test``'s defaults), per SE target, without and with exposure control
   (the tests of every split in one stream, one exposure count), averaged over as many
@@ -200,7 +201,7 @@ def selection_table(name, table, calibrated, args):
     started = time.perf_counter()
     summaries = {reference: study.summarise_selection(study.selection_study(
         table, calibrated, ks=args.k, strategies=list(STRATEGIES), seed=args.seed,
-        reference=reference)) for reference in (True, False)}
+        draws=args.draws, reference=reference)) for reference in (True, False)}
     summary = summaries[True]
     mae = summary.pivot(index="k", columns="strategy", values="mae")
     mae = mae[[*STRATEGIES, study.BASELINE]]
@@ -290,10 +291,11 @@ def penalty_table(name, table, calibrated, penalties):
           f"{picked['held out'].mean():.4f}")
 
 
-def howmany_table(name, table, calibrated, seed):
+def howmany_table(name, table, calibrated, seed, draws):
     """``cbmm.selection_error`` on each split's calibration models against the held-out
     models' MAE, per k, and the k it picks for each of HOWMANY_TARGETS (as ``cbmm select
-    --target-mae``) with the held-out MAE there; for ``predictive`` and ``stratified``."""
+    --target-mae``) with the held-out MAE there (over ``draws`` draws of ``stratified``, the
+    selection study's); for ``predictive`` and ``stratified``."""
     started = time.perf_counter()
     grid = [k for k in TARGET_GRID if k < table.shape[1]]
     curves, choices = [], []
@@ -306,10 +308,14 @@ def howmany_table(name, table, calibrated, seed):
 
             @functools.cache  # a chosen k is often one of the table's too
             def held_out_mae(k):
-                chosen = cbmm.select_items(result, k, strategy, seed=seed + split, responses=(
-                    known if strategy == "predictive" else None))
-                predicted = cbmm.predict_accuracy(held[chosen], result, reference=known)
-                return (predicted["accuracy"] - held.mean(axis=1)).abs().mean()
+                errors = []
+                for draw in range(draws if strategy in SEEDED_STRATEGIES else 1):
+                    chosen = cbmm.select_items(
+                        result, k, strategy, seed=seed + split + draw * len(calibrated),
+                        responses=known if strategy == "predictive" else None)
+                    predicted = cbmm.predict_accuracy(held[chosen], result, reference=known)
+                    errors.append((predicted["accuracy"] - held.mean(axis=1)).abs().mean())
+                return np.mean(errors)
 
             for k in (k for k in HOWMANY_KS if k in curve.index):
                 curves.append({"strategy": strategy, "k": k, "cross-validated":
@@ -546,6 +552,10 @@ def main() -> None:
                              "area, as cbmm adaptive --content reads): its adaptive tests "
                              "are also run balanced over them (MATH-500's: its subjects)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--draws", type=int, default=SELECTION_DRAWS,
+                        help="draws of k items per split of a strategy whose items depend "
+                             "on the seed, in the selection and howmany parts (default "
+                             f"{SELECTION_DRAWS})")
     parser.add_argument("--mislabel-seeds", type=int, default=3)
     parser.add_argument("--penalties", type=lambda s: [float(v) for v in s.split(",")],
                         default=[20, 50, 70, 100, 150, 200, 300],
@@ -597,7 +607,7 @@ def main() -> None:
         if "tinybenchmarks" in args.parts:
             tinybenchmarks_table(name, table, calibrated, ours, args)
         if "howmany" in args.parts:
-            howmany_table(name, table, calibrated, args.seed)
+            howmany_table(name, table, calibrated, args.seed, args.draws)
         if "se" in args.parts:
             se_table(name, table, args.se_replicates, args.se_new_models, args.seed,
                      args.se_calibration_models)

@@ -1475,13 +1475,24 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     assert set(calibrated[0].held).isdisjoint(calibrated[0].result.theta.index.map(
         small.index.get_loc))
     rows = study.selection_study(small, calibrated, ks=[10, 80],
-                                 strategies=["stratified", "random"], seed=1)
+                                 strategies=["stratified", "random"], seed=1, draws=3)
     # k = 80 is every item: skipped
     assert set(rows["k"]) == {10}
     assert set(rows["strategy"]) == {"stratified", "random", study.BASELINE}
-    assert rows.groupby(["split", "strategy"]).size().eq(60).all()
+    assert rows.groupby(["split", "strategy", "draw"]).size().eq(60).all()
+    assert set(rows["draw"]) == {0, 1, 2}
     summary = study.summarise_selection(rows)
     assert set(summary.columns) >= {"k", "strategy", "mae", "mae_sd", "rmse", "coverage"}
+    # a split's MAE is its draws' mean, over its 60 models (not 180), and the table's the
+    # mean over the splits
+    per_draw = (rows["predicted"] - rows["accuracy"]).abs().groupby(
+        [rows["strategy"], rows["split"], rows["draw"]]).mean()
+    by_strategy = summary.set_index("strategy")
+    for strategy in ("stratified", "random", study.BASELINE):
+        assert by_strategy.loc[strategy, "mae"] == pytest.approx(per_draw[strategy].mean())
+        assert by_strategy.loc[strategy, "mae_sd"] == pytest.approx(
+            per_draw[strategy].groupby(level="split").mean().std())
+    assert (summary["n_models"] == 60).all()
     # each row says whether its split's calibration fit is an answer, the summary all
     statuses = [split.result.status for split in calibrated]
     assert (rows["calibration_status"] == rows["split"].map(dict(enumerate(statuses)))).all()
@@ -1489,16 +1500,19 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
     # what predict_accuracy says with the split's calibration models as the reference
     held, result = calibrated[1].held, calibrated[1].result
-    chosen = cbmm.select_items(result, 10, "random", seed=2)
     calibration = small.drop(index=small.index[held])
     for reference in (True, False):
         rows = study.selection_study(small, calibrated, ks=[10], strategies=["random"], seed=1,
                                      reference=reference).query("split == 1 and "
                                                                 "strategy == 'random'")
-        expected = cbmm.predict_accuracy(small.iloc[held][chosen], result,
-                                         reference=calibration if reference else None)
-        np.testing.assert_allclose(rows["predicted"], expected["accuracy"], atol=1e-12)
-        np.testing.assert_allclose(rows["upper"], expected["upper"], atol=1e-12)
+        # draw d of split s: seed 1 + s + d * 2 (the splits)
+        for draw, seed in ((0, 2), (4, 10)):
+            chosen = cbmm.select_items(result, 10, "random", seed=seed)
+            expected = cbmm.predict_accuracy(small.iloc[held][chosen], result,
+                                             reference=calibration if reference else None)
+            got = rows.query(f"draw == {draw}")
+            np.testing.assert_allclose(got["predicted"], expected["accuracy"], atol=1e-12)
+            np.testing.assert_allclose(got["upper"], expected["upper"], atol=1e-12)
     # chosen on the split's calibration models (predictive: on their answers, the
     # selection of 10 the start of that of 20) or on their fit: the width cross-validated
     # over them, each fold's items chosen on the calibration refitted without it

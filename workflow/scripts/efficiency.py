@@ -39,7 +39,7 @@ if statuses != "converged":  # in the tables' words (calibration_status)
                 "be the answer", snakemake.wildcards.dataset, statuses)
 rows = study.selection_study(table, calibrated, ks=settings["k"],
                              strategies=settings["strategies"], seed=settings["seed"],
-                             tinybenchmarks=settings["tinybenchmarks"])
+                             draws=settings["draws"], tinybenchmarks=settings["tinybenchmarks"])
 write_csv(rows, out.rows, float_format="%.10g")
 summary = study.summarise_selection(rows)
 log.info("selection study of %s (%d x %d), MAE on held-out models and (cv) cross-validated "

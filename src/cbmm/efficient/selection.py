@@ -31,8 +31,9 @@ the calibration models, or N(0, 1) quantiles when the calibration has none):
 
 Which wins where (held-out models of 80/20 splits; docs/efficiency.md): on the real
 MATH-500 matrices ``stratified`` gives the lowest error of predicted accuracy of the
-strategies that need only the fit at 100 and 200 items (0.021 and 0.014 on MATH-500, 18
-splits; ``random`` ties it) and ``information`` the highest from 50 items on:
+strategies that need only the fit at 100 and 200 items (0.0214 and 0.0128 on MATH-500,
+18 splits, five draws each; ``random`` 0.0219 and 0.0135) and ``information`` the
+highest from 50 items on:
 the most discriminating items are no sample of the items left to predict, so a model's
 own departure from the 2PL on those is not seen.  On data simulated from the 2PL (where there is no
 misfit) ``information`` wins at every k, by 0.003-0.005 at 100 items.  ``predictive``

@@ -8,12 +8,13 @@ serve both studies as one :class:`~cbmm.efficient.prediction.Reference`: its fol
 refitted once); then
 
 * :func:`selection_study`: for each ``k`` and strategy, the held-out models answer the
-  k selected items and :func:`cbmm.predict_accuracy` predicts their accuracy over all
-  items (with the split's calibration models as its ``reference``; for the strategies
-  that choose on those models, their answers or their fit, with the width
-  cross-validated: ``selection=<strategy>``, each fold's items chosen again on the
-  calibration refitted without it), beside the baseline of the mean of k random items
-  (``random_mean``, the same draw as the ``random`` strategy) and, if asked,
+  k selected items (``draws`` draws of a strategy whose items depend on the seed) and
+  :func:`cbmm.predict_accuracy` predicts their accuracy over all items (with the split's
+  calibration models as its ``reference``; for the strategies that choose on those
+  models, their answers or their fit, with the width cross-validated:
+  ``selection=<strategy>``, each fold's items chosen again on the calibration refitted
+  without it), beside the baseline of the mean of k random items
+  (``random_mean``, the same draws as the ``random`` strategy) and, if asked,
   tinyBenchmarks' gp-IRT from its own k anchor items (``tinybenchmarks``);
 * :func:`adaptive_study`: each held-out model takes an adaptive test with its own answers
   (for each SE target and exposure setting; the tests of all splits in one stream, with
@@ -35,16 +36,16 @@ import numpy as np
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior, coded_answers
-from .prediction import Reference, reconstruct, reference_models_needed
+from .prediction import SELECTION_DRAWS, Reference, reconstruct, reference_models_needed
 from .refit import quiet_fit
-from .selection import forward_selection, select_items
+from .selection import SEEDED_STRATEGIES, forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions
 
 __all__ = ["model_splits", "calibrations", "Calibration", "selection_study", "adaptive_study",
            "summarise_selection", "summarise_adaptive", "calibration_statuses", "BASELINE",
            "TINYBENCHMARKS", "TEST_SHARE", "held_out", "split_count"]
 
-#: The baseline of the selection study: the mean of the k items of the ``random`` draw.
+#: The baseline of the selection study: the mean of the k items of each ``random`` draw.
 BASELINE = "random_mean"
 #: The field's reference beside it: tinyBenchmarks' gp-IRT from its own anchor items.
 TINYBENCHMARKS = "tinybenchmarks"
@@ -141,7 +142,8 @@ class Calibration:
 
 
 def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
-                    reference: bool = True, tinybenchmarks: bool = False):
+                    draws: int = SELECTION_DRAWS, reference: bool = True,
+                    tinybenchmarks: bool = False):
     """Predicted accuracy of held-out models from k selected items.
 
     Parameters
@@ -160,7 +162,14 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         calibration was (:attr:`Calibration.refit`), five refits per split, shared with
         :func:`adaptive_study` (:meth:`Calibration.reference`).
     seed : int
-        Seeds the selections (``seed + split``).
+        Seeds the selections (``seed + split + draw * len(calibrated)``: draw 0's is
+        ``seed + split``).
+    draws : int
+        Draws of k items per split of a strategy whose items depend on the seed
+        (:data:`~cbmm.efficient.selection.SEEDED_STRATEGIES`; the others choose once):
+        one draw predicts better or worse by chance, for all the held-out models of its
+        split at once (on MATH-500's 18 splits five single draws of 25 ``stratified``
+        items gave MAE 0.043-0.049), and the study compares strategies, not draws.
     reference : bool
         Predict with the split's calibration models' answers as the ``reference`` of
         :func:`cbmm.predict_accuracy` (False: the 2PL alone).  Only models that answered
@@ -175,18 +184,20 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     Returns
     -------
     pandas.DataFrame
-        One row per split, k, strategy (and ``random_mean``, ``tinybenchmarks``) and
-        held-out model: ``split, calibration_status`` (the status of the split's
-        calibration fit), ``k, strategy, model, accuracy`` (over the items the model
-        answered), ``predicted, lower, upper``, and ``cv_mae``: with the reference, the
-        split's MAE of the strategy at k cross-validated on its calibration models alone
-        (:func:`cbmm.selection_error`'s curve, its draws included; the same for every
-        held-out model of the split; NaN for the baselines), which the held-out models'
-        error checks; no rows where every k is skipped.
+        One row per split, k, strategy (and ``random_mean``, ``tinybenchmarks``), draw
+        and held-out model: ``split, calibration_status`` (the status of the split's
+        calibration fit), ``k, strategy, draw`` (0 for a strategy that chooses once),
+        ``model, accuracy`` (over the items the model answered), ``predicted, lower,
+        upper``, and ``cv_mae``: with the reference, the split's MAE of the strategy at k
+        cross-validated on its calibration models alone (:func:`cbmm.selection_error`'s
+        curve, its draws included; the same for every held-out model of the split; NaN
+        for the baselines), which the held-out models' error checks; no rows where every
+        k is skipped.
     """
     import pandas as pd
 
     rows = []
+    draws = check_integer("draws", draws, minimum=1)
     values = table.to_numpy(dtype=float)
     ks = [k for k in ks if k < table.shape[1]]
     reference = reference and _has_reference(values, calibrated, "selection_study")
@@ -201,20 +212,21 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
             if known is not None:  # so are the folds' of its width: chosen once for all k
                 known.choose_fold_items(max(ks))
         accuracy = np.nanmean(truth, axis=1)
-        for k in ks:
-            for strategy in strategies:
+        for k, strategy in itertools.product(ks, strategies):
+            # selection_error's curve: the interval's errors, and more draws of a sample
+            cv_mae = np.nan if known is None else known.cross_validated_errors(
+                k, strategy).mean()
+            for draw in range(draws if strategy in SEEDED_STRATEGIES else 1):
                 chosen = predictive[:k] if strategy == "predictive" else \
-                    bank.labels.get_indexer(select_items(bank, k, strategy, seed=seed + split))
+                    bank.labels.get_indexer(select_items(
+                        bank, k, strategy, seed=seed + split + draw * len(calibrated)))
                 answers = np.zeros(coded.shape, dtype=np.int8)
                 answers[:, chosen] = coded[:, chosen]
                 predicted = reconstruct(answers, bank) if known is None else known.reconstruct(
                     answers, selection=None if strategy == "random" else strategy)
-                # selection_error's curve: the interval's errors, and more draws of a sample
-                cv_mae = np.nan if known is None else known.cross_validated_errors(
-                    k, strategy).mean()
                 rows.append(pd.DataFrame({
                     "split": split, "calibration_status": status, "k": k,
-                    "strategy": strategy,
+                    "strategy": strategy, "draw": draw,
                     "model": table.index[held], "accuracy": accuracy,
                     "predicted": predicted["accuracy"], "lower": predicted["lower"],
                     "upper": predicted["upper"], "cv_mae": cv_mae}))
@@ -222,7 +234,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                     mean = np.nanmean(truth[:, chosen], axis=1)
                     rows.append(pd.DataFrame({
                         "split": split, "calibration_status": status, "k": k,
-                        "strategy": BASELINE,
+                        "strategy": BASELINE, "draw": draw,
                         "model": table.index[held], "accuracy": accuracy, "predicted": mean,
                         "lower": np.nan, "upper": np.nan, "cv_mae": np.nan}))
         if tinybenchmarks and ks:
@@ -231,13 +243,14 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                                                            refit=calibration.refit):
                 rows.append(pd.DataFrame({
                     "split": split, "calibration_status": status, "k": k,
-                    "strategy": TINYBENCHMARKS,
+                    "strategy": TINYBENCHMARKS, "draw": 0,
                     "model": table.index[held], "accuracy": accuracy,
                     "predicted": predicted["gp-IRT"], "lower": np.nan, "upper": np.nan,
                     "cv_mae": np.nan}))
     if not rows:
-        return pd.DataFrame(columns=["split", "calibration_status", "k", "strategy", "model",
-                                     "accuracy", "predicted", "lower", "upper", "cv_mae"])
+        return pd.DataFrame(columns=["split", "calibration_status", "k", "strategy", "draw",
+                                     "model", "accuracy", "predicted", "lower", "upper",
+                                     "cv_mae"])
     return pd.concat(rows, ignore_index=True)
 
 
@@ -383,9 +396,9 @@ def _content_name(content) -> str:
 
 def summarise_selection(rows):
     """Per k and strategy: ``mae``, ``rmse`` of the predicted accuracy (mean over splits of
-    each split's value, and its sd ``mae_sd``), ``cv_mae`` (the mean over splits of the
-    MAE cross-validated on the calibration models, :func:`selection_study`'s; NaN
-    without it), ``coverage`` of the intervals, ``n_models`` per split and
+    each split's value, its draws' errors together, and its sd ``mae_sd``), ``cv_mae``
+    (the mean over splits of the MAE cross-validated on the calibration models,
+    :func:`selection_study`'s; NaN without it), ``coverage`` of the intervals, ``n_models`` per split and
     ``calibration_status`` (:func:`calibration_statuses`)."""
     import pandas as pd
 
@@ -395,7 +408,7 @@ def summarise_selection(rows):
                         covered=covered.where(rows["lower"].notna()))
     per_split = frame.groupby(["k", "strategy", "split"]).agg(
         mae=("abs_error", "mean"), mse=("sq_error", "mean"), coverage=("covered", "mean"),
-        n_models=("model", "size"), cv_mae=("cv_mae", "first"))
+        n_models=("model", "nunique"), cv_mae=("cv_mae", "first"))
     per_split["rmse"] = np.sqrt(per_split.pop("mse"))
     grouped = per_split.groupby(level=["k", "strategy"])
     out = grouped[["mae", "rmse", "cv_mae", "coverage", "n_models"]].mean()

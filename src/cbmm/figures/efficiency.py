@@ -140,6 +140,9 @@ def caption(config_summary: dict | None = None) -> str:
     tiny = (" and tinyBenchmarks' gp-IRT from its own k anchor items (black; k-means "
             "anchors, its clustering and lambda chosen on a fifth of the calibration models)"
             if summary.get("tinybenchmarks") else "")
+    draws = summary.get("draws") or 1
+    drawn = (f" (stratified, random, anchor and the mean of k random items: their {draws} "
+             "draws of k items per split together)" if draws > 1 else "")
     content = summary.get("content")
     balance = (f"; and again, each test balanced over the items' {content} in their shares "
                "of the items (content balancing)" if content else "")
@@ -148,7 +151,8 @@ def caption(config_summary: dict | None = None) -> str:
             "calibration models as its reference) from k items chosen by each strategy of "
             "cbmm.select_items on the calibration fit (predictive: on the calibration "
             "models' answers), mean and sd "
-            f"over the splits, beside the mean of k random items{tiny}; crosses: the same "
+            f"over the splits{drawn}, beside the mean of k random items{tiny}; crosses: the "
+            "same "
             "strategy's MAE cross-validated on the calibration models alone (five folds, "
             "each predicted from k items chosen on the others, five draws of them for "
             "stratified, random and anchor: cbmm.selection_error, how many items a benchmark "

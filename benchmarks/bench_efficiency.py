@@ -311,7 +311,8 @@ def howmany_table(name, table, calibrated, seed, draws):
                 errors = []
                 for draw in range(draws if strategy in SEEDED_STRATEGIES else 1):
                     chosen = cbmm.select_items(
-                        result, k, strategy, seed=seed + split + draw * len(calibrated),
+                        result, k, strategy,
+                        seed=study.selection_seed(seed, split, draw, len(calibrated)),
                         responses=known if strategy == "predictive" else None)
                     predicted = cbmm.predict_accuracy(held[chosen], result, reference=known)
                     errors.append((predicted["accuracy"] - held.mean(axis=1)).abs().mean())

@@ -130,8 +130,10 @@ class ItemBank:
         them, or above one minus it (on the real matrices measured, exactly the items
         every calibration model answered alike, whose parameters the prior sets).  A
         model's answer to one tells the fit next to nothing it did not know."""
-        p = self.probabilities(self.population())
-        return (p < SETTLED_PROBABILITY).all(axis=0) | (p > 1 - SETTLED_PROBABILITY).all(axis=0)
+        population = self.population()
+        # a probability is monotone in the ability: its extremes are the extreme abilities'
+        p = self.probabilities([population.min(), population.max()])
+        return (p.max(axis=0) < SETTLED_PROBABILITY) | (p.min(axis=0) > 1 - SETTLED_PROBABILITY)
 
     def population(self) -> np.ndarray:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)

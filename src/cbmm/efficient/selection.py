@@ -151,9 +151,8 @@ def _stratified(bank, k, rng):
     unsettled = np.flatnonzero(~bank.settled)
     if k <= unsettled.size:
         return _strata(unsettled, k, bank.expected_share, rng)
-    return np.concatenate([_strata(unsettled, unsettled.size, bank.expected_share, rng),
-                           _strata(np.flatnonzero(bank.settled), k - unsettled.size,
-                                   bank.expected_share, rng)])
+    return np.concatenate([unsettled, _strata(np.flatnonzero(bank.settled), k - unsettled.size,
+                                              bank.expected_share, rng)])
 
 
 def _strata(items, k, share, rng):

@@ -43,7 +43,7 @@ from .tinybenchmarks import tinybenchmarks_predictions
 
 __all__ = ["model_splits", "calibrations", "Calibration", "selection_study", "adaptive_study",
            "summarise_selection", "summarise_adaptive", "calibration_statuses", "BASELINE",
-           "TINYBENCHMARKS", "TEST_SHARE", "held_out", "split_count"]
+           "TINYBENCHMARKS", "TEST_SHARE", "held_out", "split_count", "selection_seed"]
 
 #: The baseline of the selection study: the mean of the k items of each ``random`` draw.
 BASELINE = "random_mean"
@@ -141,6 +141,13 @@ class Calibration:
         return self._reference
 
 
+def selection_seed(seed: int, split: int, draw: int, splits: int) -> int:
+    """The seed of the ``draw``-th selection of k items on ``split`` (of ``splits``) in
+    :func:`selection_study`: ``seed + split + draw * splits``, distinct for every split
+    and draw (draw 0's, ``seed + split``, is the study's single draw before ``draws``)."""
+    return seed + split + draw * splits
+
+
 def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                     draws: int = SELECTION_DRAWS, reference: bool = True,
                     tinybenchmarks: bool = False):
@@ -162,8 +169,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
         calibration was (:attr:`Calibration.refit`), five refits per split, shared with
         :func:`adaptive_study` (:meth:`Calibration.reference`).
     seed : int
-        Seeds the selections (``seed + split + draw * len(calibrated)``: draw 0's is
-        ``seed + split``).
+        Seeds the selections (:func:`selection_seed`).
     draws : int
         Draws of k items per split of a strategy whose items depend on the seed
         (:data:`~cbmm.efficient.selection.SEEDED_STRATEGIES`; the others choose once):
@@ -218,8 +224,8 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                 k, strategy).mean()
             for draw in range(draws if strategy in SEEDED_STRATEGIES else 1):
                 chosen = predictive[:k] if strategy == "predictive" else \
-                    bank.labels.get_indexer(select_items(
-                        bank, k, strategy, seed=seed + split + draw * len(calibrated)))
+                    bank.labels.get_indexer(select_items(bank, k, strategy, seed=selection_seed(
+                        seed, split, draw, len(calibrated))))
                 answers = np.zeros(coded.shape, dtype=np.int8)
                 answers[:, chosen] = coded[:, chosen]
                 predicted = reconstruct(answers, bank) if known is None else known.reconstruct(

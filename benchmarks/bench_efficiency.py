@@ -106,7 +106,7 @@ from cbmm.efficient.bank import coded_answers
 from cbmm.efficient.cli import TARGET_GRID
 from cbmm.efficient.prediction import SELECTION_DRAWS, Reference
 from cbmm.efficient.refit import refit_like
-from cbmm.efficient.selection import SEEDED_STRATEGIES, forward_selection
+from cbmm.efficient.selection import draw_count, forward_selection
 from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
 from cbmm.simulate import simulate
 
@@ -309,7 +309,7 @@ def howmany_table(name, table, calibrated, seed, draws):
             @functools.cache  # a chosen k is often one of the table's too
             def held_out_mae(k):
                 errors = []
-                for draw in range(draws if strategy in SEEDED_STRATEGIES else 1):
+                for draw in range(draw_count(strategy, draws)):
                     chosen = cbmm.select_items(
                         result, k, strategy,
                         seed=study.selection_seed(seed, split, draw, len(calibrated)),
@@ -367,7 +367,7 @@ def se_table(name, table, replicates, new_models, seed, calibration_models=None)
         result, accuracy = fit(known), new.mean(axis=1).to_numpy()
         for strategy in ("predictive", "stratified"):
             curve = cbmm.selection_error(result, known, ks, strategy, refit=fit)
-            draws = SELECTION_DRAWS if strategy in SEEDED_STRATEGIES else 1  # as the curve's
+            draws = draw_count(strategy, SELECTION_DRAWS)  # as the curve's
             for k in ks:
                 errors = np.mean([np.abs(cbmm.predict_accuracy(
                     new[cbmm.select_items(result, k, strategy, seed=draw, responses=(

@@ -52,8 +52,8 @@ from .bank import ItemBank, Posterior, aligned_answers
 from .refit import refit_like, refitted_bank
 from .selection import (
     PREDICTIVE_PENALTY,
-    SEEDED_STRATEGIES,
     STRATEGIES,
+    draw_count,
     forward_selection,
     select_items,
 )
@@ -518,7 +518,7 @@ class Reference:
         reference models: one row per seed (0, 1, ...) of ``draws`` for a strategy whose
         items depend on the seed (:data:`~cbmm.efficient.selection.SEEDED_STRATEGIES`),
         seed 0's alone for the others; what :func:`selection_error` summarises."""
-        seeds = range(draws if strategy in SEEDED_STRATEGIES else 1)
+        seeds = range(draw_count(strategy, draws))
         return np.abs(np.stack([self.selection_errors(k, strategy, seed) for seed in seeds]))
 
     def choose_fold_items(self, k: int) -> None:

@@ -59,7 +59,7 @@ from .._checks import check_integer
 from .bank import ItemBank, aligned_answers
 from .tinybenchmarks import cluster_representatives
 
-__all__ = ["select_items", "forward_selection", "STRATEGIES", "SEEDED_STRATEGIES",
+__all__ = ["select_items", "forward_selection", "draw_count", "STRATEGIES", "SEEDED_STRATEGIES",
            "PREDICTIVE_PENALTY"]
 
 #: The strategies of :func:`select_items`; the first is the default.
@@ -138,6 +138,13 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     rng = np.random.default_rng(seed)
     chosen = _STRATEGY[strategy](bank, k, rng)
     return bank.labels[chosen]
+
+
+def draw_count(strategy: str, draws: int) -> int:
+    """The draws of k items that ``draws`` asks of ``strategy``: all of them where its items
+    depend on the seed (:data:`SEEDED_STRATEGIES`), one where another draw would choose
+    the same items."""
+    return draws if strategy in SEEDED_STRATEGIES else 1
 
 
 def _random(bank, k, rng):

@@ -38,7 +38,7 @@ from .._checks import check_integer
 from .bank import ItemBank, Posterior, coded_answers
 from .prediction import SELECTION_DRAWS, Reference, reconstruct, reference_models_needed
 from .refit import quiet_fit
-from .selection import SEEDED_STRATEGIES, forward_selection, select_items
+from .selection import draw_count, forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions
 
 __all__ = ["model_splits", "calibrations", "Calibration", "selection_study", "adaptive_study",
@@ -222,7 +222,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
             # selection_error's curve: the interval's errors, and more draws of a sample
             cv_mae = np.nan if known is None else known.cross_validated_errors(
                 k, strategy).mean()
-            for draw in range(draws if strategy in SEEDED_STRATEGIES else 1):
+            for draw in range(draw_count(strategy, draws)):
                 chosen = predictive[:k] if strategy == "predictive" else \
                     bank.labels.get_indexer(select_items(bank, k, strategy, seed=selection_seed(
                         seed, split, draw, len(calibrated))))
@@ -404,7 +404,8 @@ def summarise_selection(rows):
     """Per k and strategy: ``mae``, ``rmse`` of the predicted accuracy (mean over splits of
     each split's value, its draws' errors together, and its sd ``mae_sd``), ``cv_mae``
     (the mean over splits of the MAE cross-validated on the calibration models,
-    :func:`selection_study`'s; NaN without it), ``coverage`` of the intervals, ``n_models`` per split and
+    :func:`selection_study`'s; NaN without it), ``coverage`` of the intervals,
+    ``n_models`` per split and
     ``calibration_status`` (:func:`calibration_statuses`)."""
     import pandas as pd
 

@@ -895,6 +895,34 @@ def test_a_429_pauses_every_request_of_the_client(tmp_path):
     assert order in ([limited, limited, other], [limited, other, limited])
 
 
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def test_a_hub_whose_name_does_not_resolve_fails_at_once_with_the_remedy(monkeypatch):
+    """No network: a failed name lookup is not retried (RFC 2606's .invalid never resolves)."""
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    client = HubClient("https://cbmm-test.invalid", retries=3, backoff=0.01)
+    with pytest.raises(DownloadError) as info:
+        client.check_file_access("org/data", "f.jsonl")
+    message = str(info.value)
+    assert message.startswith(
+        "org/data/f.jsonl: cannot reach the Hub: its host cbmm-test.invalid does not resolve"
+    )
+    assert "attempt" not in message and "HF_HUB_OFFLINE=1" in message and "\n" not in message
+
+
+def test_behind_a_proxy_the_name_is_the_proxys_to_resolve(monkeypatch):
+    from cbmm.data.hub import _unresolvable_host
+
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert _unresolvable_host("https://cbmm-test.invalid") == "cbmm-test.invalid"
+    assert _unresolvable_host("http://127.0.0.1:9") is None  # refused, not unresolved: retried
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert _unresolvable_host("https://cbmm-test.invalid") is None
+
+
 # ------------------------------------------------ the paper's cohort (Wu et al.'s M1)
 
 FIVE_SUITES_TASKS = [t for suite in ("IFEval", "MuSR", "GPQA", "MATH", "BBH") for t, _ in SUITES[suite]]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from data_fixtures import SHARED_DATA, FakeHub, FileServer, needs_shared
 
-from cbmm.data import DataError, build_dataset, find_entry, load_registry, read_matrix
+from cbmm.data import DataError, DownloadError, build_dataset, find_entry, load_registry, read_matrix
 from cbmm.data.math500 import (
     LART_EXCLUDED_ROWS,
     fetch_items,
@@ -139,6 +139,21 @@ def test_items_through_the_real_hub_client(tmp_path):
             retries=2,
         )
     _check_items(out)
+
+
+@pytest.mark.slow
+def test_items_offline_fail_in_one_attempt_and_name_the_local_source(tmp_path, monkeypatch):
+    """huggingface_hub 2.x retries the lookup itself for about 23 s; ours adds no attempt."""
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(DownloadError) as info:
+        fetch_items(
+            tmp_path / "items.csv", cache_dir=tmp_path / "hub", endpoint="https://cbmm-test.invalid"
+        )
+    message = str(info.value)
+    assert "cbmm-test.invalid does not resolve" in message and "attempt" not in message
+    assert message.endswith("or give a local copy of test.jsonl as the source")
+    assert not (tmp_path / "items.csv").exists()
 
 
 @needs_shared

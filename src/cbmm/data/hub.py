@@ -41,11 +41,13 @@ import logging
 import math
 import re
 import shutil
+import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from urllib.parse import urlsplit
+from urllib.request import getproxies
 
 import numpy as np
 import pandas as pd
@@ -235,6 +237,28 @@ def _classify(exc: BaseException) -> str:
     return "transient" if isinstance(exc, transient) else "fatal"
 
 
+def _unresolvable_host(endpoint: str | None) -> str | None:
+    """The endpoint's host name where it does not resolve and no proxy resolves it instead.
+
+    A failed name lookup is what a machine without a network or a DNS server
+    sees; no retry of ours changes it, so :meth:`HubClient.call` stops at once
+    (huggingface_hub 2.x has already retried the request for about 23 s).
+    """
+    from huggingface_hub import constants
+
+    parts = urlsplit((endpoint or constants.ENDPOINT).rstrip("/"))
+    proxies = getproxies()
+    if not parts.hostname or proxies.get(parts.scheme) or proxies.get("all"):
+        return None
+    try:
+        socket.getaddrinfo(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except socket.gaierror:
+        return parts.hostname
+    except OSError:  # not a lookup's answer: the retries decide
+        return None
+    return None
+
+
 def _rate_limit_delay(response) -> float | None:
     """Seconds a 429 answer asks to wait, or ``None`` when it gives no hint.
 
@@ -290,7 +314,9 @@ class HubClient:
         token for any other endpoint is refused with a :class:`DataError`.
     retries : int
         Attempts after a server error or a dropped connection, on top of
-        huggingface_hub's own, ``backoff * 2**k`` seconds apart.
+        huggingface_hub's own, ``backoff * 2**k`` seconds apart.  None where
+        the endpoint's host name does not resolve (and no proxy is set): that
+        fails at once, with what to do offline.
     backoff : float
         First of those waits, in seconds.
     rate_limit_wait : float
@@ -377,6 +403,15 @@ class HubClient:
                     self._pause(wait)
                     rate_waited += wait
                     continue
+                if kind == "transient" and _status(exc) is None:
+                    host = _unresolvable_host(self.endpoint)
+                    if host is not None:
+                        raise DownloadError(
+                            f"{what}: cannot reach the Hub: its host {host} does not resolve (no "
+                            "network, or no DNS) and the file is not in the local Hub cache; "
+                            "connect, set HF_ENDPOINT to a mirror this machine reaches, or fill "
+                            "the cache online and run with HF_HUB_OFFLINE=1"
+                        ) from None
                 if kind == "transient" and failures < self.retries:
                     wait = self.backoff * 2**failures
                     failures += 1

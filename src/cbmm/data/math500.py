@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .checks import inside
-from .download import download, sha256_file
+from .download import DownloadError, download, sha256_file
 from .hub import HubAccessError, HubClient, HubNotFoundError, hub_download
 from .matrix import DataError, atomic_path, iter_jsonl
 
@@ -215,15 +215,20 @@ def fetch_items(
         Expected SHA-256 of the JSONL file.
     """
     if source == "hub":
-        jsonl = hub_download(
-            repo_id,
-            filename,
-            revision=revision,
-            cache_dir=cache_dir,
-            endpoint=endpoint,
-            token=token,
-            retries=retries,
-        )
+        try:
+            jsonl = hub_download(
+                repo_id,
+                filename,
+                revision=revision,
+                cache_dir=cache_dir,
+                endpoint=endpoint,
+                token=token,
+                retries=retries,
+            )
+        except (HubNotFoundError, HubAccessError):
+            raise
+        except DownloadError as exc:  # the network failed: a local copy is the way round it
+            raise DownloadError(f"{exc}; or give a local copy of {filename} as the source") from None
     else:
         jsonl = Path(source)
         if not jsonl.is_file():

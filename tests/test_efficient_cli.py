@@ -351,8 +351,8 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
     (["select", "--target-mae", "0.02", "--ks", "10,60", "--responses", "calibration.csv"],
      "--ks 60: the calibration has 60 items, and --target-mae measures fewer"),
     (["select", "--target-mae", "0.02", "--strategy", "predictive", "--responses", "few.csv"],
-     "--responses few.csv: 10 model(s) answered every calibrated item; a 0.95 interval "
-     "needs at least 19"),
+     "--responses few.csv: 10 model(s) answered at least 95% of the calibrated items; a "
+     "0.95 interval needs at least 19"),
     (["select", "--target-mae", "0.0001", "--ks", "5,10", "--strategy", "predictive",
       "--responses", "calibration.csv"],
      "--target-mae 0.0001: none of the 2 numbers of items tried meets it (the least MAE, "),
@@ -382,8 +382,8 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
     (["adaptive", "--responses", "new.csv", "--reference", "nope.csv"],
      "--reference nope.csv: no such file"),
     (["adaptive", "--responses", "new.csv", "--reference", "few.csv"],
-     "--reference few.csv: 10 model(s) answered every calibrated item; a 0.95 interval "
-     "needs at least 19"),
+     "--reference few.csv: 10 model(s) answered at least 95% of the calibrated items; a "
+     "0.95 interval needs at least 19"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypatch, tmp_path,
                                                    args, message):
@@ -440,7 +440,7 @@ def test_errors_in_the_answers_name_the_file_and_its_line(calibrated, capsys, tm
                           folder / "fit", "--reference", tmp_path / "part.csv",
                           "--out", tmp_path / "out.csv")
     assert status == 2 and f"--reference {tmp_path / 'part.csv'}: 0 model(s) answered " \
-                           "every calibrated item (40 other(s) skipped some" in err
+                           "at least 95% of the calibrated items (40 other(s) skipped more" in err
     assert not (tmp_path / "out.csv").exists()
 
 

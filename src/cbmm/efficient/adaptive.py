@@ -337,7 +337,8 @@ def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.9
     """The ``interval_scale`` of :func:`adaptive_test` that makes its accuracy's
     interval hold on models of known accuracy, by cross-validation.
 
-    The ``reference`` models that answered every calibrated item are cut into
+    The ``reference`` models that answered at least 95 % of the calibrated items
+    (:data:`~cbmm.efficient.prediction.REFERENCE_UNANSWERED`) are cut into
     :data:`~cbmm.efficient.prediction.SELECTION_FOLDS` folds (as for
     :func:`cbmm.predict_accuracy`'s ``selection``); each fold's models take the test
     ``options`` describe, replayed from their answers, against the calibration refitted
@@ -360,7 +361,7 @@ def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.9
     reference : array-like, pandas.DataFrame or Responses
         Answers of models of known accuracy, the calibration models' as a rule (as
         :func:`cbmm.predict_accuracy`'s ``reference``): at least ``level / (1 - level)``
-        (19 for 95 %) must have answered every calibrated item.
+        (19 for 95 %) must have answered 95 % of the calibrated items.
     refit : True or callable
         How ``result`` was fitted (as for :func:`cbmm.predict_accuracy`): True, the
         settings a FitResult or its saved folder records; or ``refit(data)`` of a models x
@@ -388,7 +389,8 @@ def adaptive_interval_scale(result, reference, *, refit=True, level: float = 0.9
     Raises
     ------
     ValueError
-        Bad arguments, reference or calibration, or too few complete reference models.
+        Bad arguments, reference or calibration, or too few reference models that answered
+        enough items.
     """
     level = check_level(level)
     seed = check_integer("seed", seed, minimum=0)
@@ -448,7 +450,7 @@ def replayed_test(answers: np.ndarray, bank: ItemBank, **options) -> AdaptiveTes
     row aligned with ``bank`` (+1 correct, -1 wrong, 0 not answered); only the items it
     answered can be given.  ``options`` as for :func:`adaptive_test`."""
     answered = answers != 0
-    # a model that answered every item (as every reference model did) needs no pool: the
+    # a model that answered every item (as most reference models did) needs no pool: the
     # labels' checks cost 3 ms a test on 5,761 items
     return adaptive_test(lambda label: int(answers[bank.labels.get_loc(label)] > 0), bank,
                          pool=None if answered.all() else bank.labels[answered], **options)

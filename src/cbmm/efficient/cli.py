@@ -114,7 +114,7 @@ def _items_for_target(calibration, responses, refit, args) -> int:
     """The fewest items of ``--ks`` (or :data:`TARGET_GRID`) whose cross-validated MAE
     (:func:`~cbmm.efficient.prediction.selection_error` on ``--responses``) is at most
     ``--target-mae``; prints the curve, as far as it was measured."""
-    from .prediction import SELECTION_DRAWS, selection_error
+    from .prediction import REFERENCE_ANSWERED, SELECTION_DRAWS, selection_error
     from .selection import SEEDED_STRATEGIES
 
     n_items = len(calibration)
@@ -143,7 +143,7 @@ def _items_for_target(calibration, responses, refit, args) -> int:
     described = f", {draws} draws per fold" if args.strategy in SEEDED_STRATEGIES else ""
     print(f"MAE of the predicted accuracy from k items ({args.strategy}{described}), "
           f"cross-validated on the {int(curve['n_models'].iloc[0])} models of "
-          f"{args.responses} that answered every item:")
+          f"{args.responses} that answered {REFERENCE_ANSWERED}:")
     print(curve.drop(columns="n_models").round(4).to_string())
     meeting = curve.index[curve["mae"] <= args.target_mae]
     if not len(meeting):
@@ -391,8 +391,8 @@ def register(sub, add_input) -> None:
                          help="answers of the calibration models (or others of known "
                               "accuracy, never those predicted), in --responses' format: "
                               "correct the prediction by what it misses on them (those that "
-                              "answered every calibrated item; at least 19 for a 95%% "
-                              "interval)")
+                              "answered at least 95%% of the calibrated items; at least 19 "
+                              "for a 95%% interval)")
     predict.add_argument("--selection", choices=STRATEGIES,
                          help="the `cbmm select --strategy` that chose the items, on "
                               "--reference's answers (predictive) or on their fit (the "

@@ -36,7 +36,8 @@ import numpy as np
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior, coded_answers
-from .prediction import SELECTION_DRAWS, Reference, reconstruct, reference_models_needed
+from .prediction import (REFERENCE_ANSWERED, SELECTION_DRAWS, Reference, answered_enough,
+                         reconstruct, reference_models_needed)
 from .refit import quiet_fit
 from .selection import draw_count, forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions
@@ -131,7 +132,7 @@ class Calibration:
 
     def reference(self) -> Reference:
         """The calibration models as the Reference of both studies (made once, so that
-        the refits of its folds are shared; those that answered every item)."""
+        the refits of its folds are shared; those that answered enough items)."""
         if self._reference is None:
             values = self._table.to_numpy(dtype=float)
             calibration = np.setdiff1d(np.arange(len(values)), self.held)
@@ -179,8 +180,8 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     reference : bool
         Predict with the split's calibration models' answers as the ``reference`` of
         :func:`cbmm.predict_accuracy` (False: the 2PL alone).  Only models that answered
-        every item serve there: where a split's calibration has fewer than 19 such, the
-        whole study predicts by the 2PL alone, with a warning.
+        95 % of the items serve there: where a split's calibration has fewer than 19
+        such, the whole study predicts by the 2PL alone, with a warning.
     tinybenchmarks : bool
         Also predict by tinyBenchmarks' gp-IRT from its own k anchor items (strategy
         ``tinybenchmarks``, no interval; its clustering and ``lambda`` chosen on a fifth of
@@ -304,8 +305,8 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         of them, the refits :func:`selection_study` shares), one scale per split,
         content balance, exposure setting and SE target (False: the 2PL's width); under
         an exposure cap the reference's tests share one of the same rate.
-        Where a split's calibration has fewer than 19 models that answered every item,
-        the whole study keeps the 2PL's width, with a warning.  The reference tests draw
+        Where a split's calibration has fewer than 19 models that answered 95 % of the
+        items, the whole study keeps the 2PL's width, with a warning.  The reference tests draw
         from their own stream: the held-out tests are the same either way.
 
     Returns
@@ -373,16 +374,17 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
 
 
 def _has_reference(values, calibrated, study: str) -> bool:
-    """Whether every split's calibration has enough models that answered every item to
+    """Whether every split's calibration has enough models that answered enough items to
     be a reference (those a Reference keeps); if not, a warning that ``study`` goes on
     with the 2PL alone."""
-    complete = ~np.isnan(values).any(axis=1)
-    fewest = min(int(np.delete(complete, split.held).sum()) for split in calibrated)
+    kept = answered_enough((~np.isnan(values)).sum(axis=1), values.shape[1])
+    fewest = min(int(np.delete(kept, split.held).sum()) for split in calibrated)
     if fewest >= reference_models_needed(0.95):
         return True
-    warnings.warn(f"{study}: a split's calibration has {fewest} model(s) that answered every "
-                  f"item, and a reference needs {reference_models_needed(0.95)}: every split "
-                  "is predicted by the 2PL alone", UserWarning, stacklevel=3)
+    warnings.warn(f"{study}: a split's calibration has {fewest} model(s) that answered "
+                  f"{REFERENCE_ANSWERED}, and a reference needs "
+                  f"{reference_models_needed(0.95)}: every split is predicted by the 2PL "
+                  "alone", UserWarning, stacklevel=3)
     return False
 
 

@@ -31,7 +31,8 @@ out ``--held`` models in all, at least ``--splits``):
   ability) and gp-IRT (``lambda`` anchor + ``1 - lambda`` p-IRT, ``lambda`` chosen on a
   fifth of the calibration models held out from a refit on the others), and gp-IRT with
   the clustering also chosen there (the workflow's ``tinybenchmarks`` line;
-  ``cbmm.efficient.tinybenchmarks``);
+  ``cbmm.efficient.tinybenchmarks``), ``--draws`` draws of the validation fifth and the
+  k-means start per split, as the strategies' items;
 * **audit**: the flags of ``cbmm.item_audit`` on a fit of all the models, and its checks
   that the fit's ability ranks the models as their accuracy does (``ability_agreement``)
   and that the wrong-way items depend on one another no more than ordinary items
@@ -107,7 +108,6 @@ from cbmm.efficient.cli import TARGET_GRID
 from cbmm.efficient.prediction import SELECTION_DRAWS, Reference
 from cbmm.efficient.refit import refit_like
 from cbmm.efficient.selection import draw_count, forward_selection
-from cbmm.efficient.tinybenchmarks import tinybenchmarks_predictions
 from cbmm.simulate import simulate
 
 #: The issue's targets.
@@ -239,11 +239,11 @@ def tinybenchmarks_table(name, table, calibrated, ours, args):
     for split, calibrated_split in enumerate(calibrated):
         held = calibrated_split.held
         calibration = np.setdiff1d(np.arange(len(table)), held)
-        for k, predicted in tinybenchmarks_predictions(values, calibration, held,
-                                                       calibrated_split.bank, ks,
-                                                       seed=args.seed + split,
-                                                       refit=calibrated_split.refit):
-            rows += [{"split": split, "k": k, "estimator": estimator,
+        for draw, k, predicted in study.tinybenchmarks_draws(
+                values, calibration, held, calibrated_split.bank, ks, seed=args.seed,
+                split=split, splits=len(calibrated), draws=args.draws,
+                refit=calibrated_split.refit):
+            rows += [{"split": split, "draw": draw, "k": k, "estimator": estimator,
                       "mae": np.abs(values_ - truth[held]).mean()}
                      for estimator, values_ in predicted.items()]
     mae = pd.DataFrame(rows).groupby(["k", "estimator"], sort=False)["mae"].mean().unstack()

@@ -1171,13 +1171,18 @@ def test_the_study_predicts_by_tinybenchmarks_gp_irt_beside_the_strategies(simul
     small = table.iloc[::4]  # 250 models
     calibrated = study.calibrations(small, splits=1, seed=2)
     rows = study.selection_study(small, calibrated, ks=[20], strategies=["stratified"],
-                                 seed=3, tinybenchmarks=True)
+                                 seed=3, draws=2, tinybenchmarks=True)
     tiny = rows.query("strategy == 'tinybenchmarks'")
     held, result = calibrated[0].held, calibrated[0].result
     rest = np.setdiff1d(np.arange(len(small)), held)
+    # each draw its own validation fifth and k-means start, seeded as the strategies' draws
     (k, predicted), = tinybenchmarks_predictions(small.to_numpy(float), rest, held,
                                                   ItemBank.of(result), [20], seed=3)
-    np.testing.assert_allclose(tiny["predicted"], predicted["gp-IRT"])
+    (_, second), = tinybenchmarks_predictions(small.to_numpy(float), rest, held,
+                                               ItemBank.of(result), [20], seed=4)
+    np.testing.assert_allclose(tiny.query("draw == 0")["predicted"], predicted["gp-IRT"])
+    np.testing.assert_allclose(tiny.query("draw == 1")["predicted"], second["gp-IRT"])
+    assert not np.allclose(predicted["gp-IRT"], second["gp-IRT"])
     # its validation fit starts from the calibration: the same predictions as a cold refit
     (_, cold), = tinybenchmarks_predictions(small.to_numpy(float), rest, held,
                                             ItemBank.of(result), [20], seed=3,
@@ -1186,11 +1191,13 @@ def test_the_study_predicts_by_tinybenchmarks_gp_irt_beside_the_strategies(simul
         np.testing.assert_allclose(values, cold[estimator], atol=1e-3, err_msg=estimator)
     assert predicted["gp-IRT"] is predicted["gp-IRT (irt)"] or \
         predicted["gp-IRT"] is predicted["gp-IRT (correctness)"]
-    assert tiny["lower"].isna().all() and len(tiny) == len(held)
+    assert tiny["lower"].isna().all() and len(tiny) == 2 * len(held)
     summary = study.summarise_selection(rows).set_index("strategy")
     assert np.isnan(summary.loc["tinybenchmarks", "coverage"])
+    truth = small.iloc[held].mean(axis=1).to_numpy()
     assert summary.loc["tinybenchmarks", "mae"] == pytest.approx(
-        np.abs(predicted["gp-IRT"] - small.iloc[held].mean(axis=1)).mean())
+        (np.abs(predicted["gp-IRT"] - truth).mean() + np.abs(second["gp-IRT"] - truth).mean()) / 2)
+    assert summary.loc["tinybenchmarks", "n_models"] == len(held)
 
 
 # ------------------------------------------------------------------------ audit
@@ -1650,12 +1657,12 @@ def test_the_studies_share_each_splits_reference_and_refit_its_folds_once(simula
     calls = []
     refit = shared[0].refit  # counted, as a user's refit function (so cold)
     shared[0].refit = lambda data: calls.append(len(data)) or refit(data)
-    study.selection_study(small, shared, ks=[10], strategies=["information"],
+    study.selection_study(small, shared, ks=[10], strategies=["information"], draws=2,
                           tinybenchmarks=True)
-    # the five folds' refits and tinyBenchmarks' validation fit, each on 4/5 of the 120
-    assert calls == [96] * 6
+    # the five folds' refits and tinyBenchmarks' validation fit of each draw, on 4/5 of the 120
+    assert calls == [96] * 7
     study.adaptive_study(small, shared, se_targets=[0.3], max_items=10)
-    assert len(calls) == 6  # the adaptive study's scale reuses the folds
+    assert len(calls) == 7  # the adaptive study's scale reuses the folds
     # and sharing changes nothing: the same tests and scales as a calibration used afresh
     used, fresh = (study.calibrations(small, splits=1, seed=4) for _ in range(2))
     study.selection_study(small, used, ks=[10], strategies=["information"])

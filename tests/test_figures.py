@@ -519,8 +519,10 @@ def test_the_efficiency_caption_states_the_split_rule_the_config_gave():
     assert more.startswith("Efficient evaluation (5 random splits of the models, 20% held "
                            "out; more splits where 5 hold out fewer than 500 models in all).")
     # the seeded strategies' draws per split, where there are several
-    assert "their 5 draws of k items per split together" in efficiency.caption(
+    assert "random items: their 5 draws of k items per split together" in efficiency.caption(
         {"splits": 5, "test_share": 0.2, "draws": 5})
+    assert "tinyBenchmarks' anchors: their 5 draws" in efficiency.caption(
+        {"splits": 5, "test_share": 0.2, "draws": 5, "tinybenchmarks": True})
     assert "draws of k items" not in five + efficiency.caption({"draws": 1})
 
 

@@ -141,8 +141,9 @@ def caption(config_summary: dict | None = None) -> str:
             "anchors, its clustering and lambda chosen on a fifth of the calibration models)"
             if summary.get("tinybenchmarks") else "")
     draws = summary.get("draws") or 1
-    drawn = (f" (stratified, random, anchor and the mean of k random items: their {draws} "
-             "draws of k items per split together)" if draws > 1 else "")
+    tiny_drawn = ", tinyBenchmarks' anchors" if summary.get("tinybenchmarks") else ""
+    drawn = (f" (stratified, random, anchor, the mean of k random items{tiny_drawn}: their "
+             f"{draws} draws of k items per split together)" if draws > 1 else "")
     content = summary.get("content")
     balance = (f"; and again, each test balanced over the items' {content} in their shares "
                "of the items (content balancing)" if content else "")

@@ -1531,21 +1531,30 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     assert (rows["calibration_status"] == rows["split"].map(dict(enumerate(statuses)))).all()
     assert (summary["calibration_status"] == study.calibration_statuses(statuses)).all()
     assert np.isnan(summary.set_index("strategy").loc[study.BASELINE, "coverage"])  # no interval
-    # what predict_accuracy says with the split's calibration models as the reference
+    # what predict_accuracy says with the split's calibration models as the reference,
+    # the width cross-validated over them (the fit is theirs, whoever chose the items)
     held, result = calibrated[1].held, calibrated[1].result
     calibration = small.drop(index=small.index[held])
+    wider = 0
     for reference in (True, False):
-        rows = study.selection_study(small, calibrated, ks=[10], strategies=["random"], seed=1,
-                                     reference=reference).query("split == 1 and "
-                                                                "strategy == 'random'")
+        rows = study.selection_study(small, calibrated, ks=[10, 25], strategies=["random"],
+                                     seed=1, reference=reference).query("split == 1 and "
+                                                                        "strategy == 'random'")
+        given = {"reference": calibration, "selection": "random",
+                 "refit": QuietFit()} if reference else {}
         # draw d of split s: seed 1 + s + d * 2 (the splits)
-        for draw, seed in ((0, 2), (4, 10)):
-            chosen = cbmm.select_items(result, 10, "random", seed=seed)
-            expected = cbmm.predict_accuracy(small.iloc[held][chosen], result,
-                                             reference=calibration if reference else None)
-            got = rows.query(f"draw == {draw}")
+        for k, (draw, seed) in itertools.product((10, 25), ((0, 2), (4, 10))):
+            chosen = cbmm.select_items(result, k, "random", seed=seed)
+            expected = cbmm.predict_accuracy(small.iloc[held][chosen], result, **given)
+            got = rows.query(f"k == {k} and draw == {draw}")
             np.testing.assert_allclose(got["predicted"], expected["accuracy"], atol=1e-12)
             np.testing.assert_allclose(got["upper"], expected["upper"], atol=1e-12)
+            if reference:  # where the jackknife's is the narrower
+                jackknife = cbmm.predict_accuracy(small.iloc[held][chosen], result,
+                                                  reference=calibration)
+                wider += int((got["upper"].to_numpy() > jackknife["upper"].to_numpy()
+                              + 1e-9).sum())
+    assert wider > 0
     # chosen on the split's calibration models (predictive: on their answers, the
     # selection of 10 the start of that of 20) or on their fit: the width cross-validated
     # over them, each fold's items chosen on the calibration refitted without it

@@ -314,9 +314,9 @@ class HubClient:
         token for any other endpoint is refused with a :class:`DataError`.
     retries : int
         Attempts after a server error or a dropped connection, on top of
-        huggingface_hub's own, ``backoff * 2**k`` seconds apart.  None where
-        the endpoint's host name does not resolve (and no proxy is set): that
-        fails at once, with what to do offline.
+        huggingface_hub's own, ``backoff * 2**k`` seconds apart.  No retry
+        where the endpoint's host name does not resolve (and no proxy is set):
+        that fails at once, with what to do offline.
     backoff : float
         First of those waits, in seconds.
     rate_limit_wait : float

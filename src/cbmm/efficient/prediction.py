@@ -113,14 +113,13 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
         How the answered items were chosen: None, not from the reference (the interval
         is the jackknife's; where the reference is the calibration's own models, pass
         ``"random"`` for items not chosen on them); else the :func:`cbmm.select_items`
-        strategy that chose them,
-        on the reference models' answers (``"predictive"``) or on their fit (the others,
-        with ``refit``).  Items chosen on these models make their own errors look small,
-        so the interval's width is then cross-validated: the reference models are cut
-        into :data:`SELECTION_FOLDS` folds, and the models of each are predicted from as
-        many items chosen anew by the same strategy on the others (on their answers, or
-        on the calibration refitted to them), corrected by the others; the interval is
-        the wider of that and the jackknife's.
+        strategy that chose them, on the reference models' answers (``"predictive"``) or
+        on their fit (the others, with ``refit``).  Items chosen on these models make
+        their own errors look small, so the interval's width is then cross-validated:
+        the reference models are cut into :data:`SELECTION_FOLDS` folds, and the models
+        of each are predicted from as many items chosen anew by the same strategy on the
+        others (on their answers, or on the calibration refitted to them), corrected by
+        the others; the interval is the wider of that and the jackknife's.
     refit : callable or True, optional
         How ``result`` was fitted, for a ``selection`` that chooses on the fit (where
         ``reference`` is the calibration's own data): ``refit(data)`` of a models x items

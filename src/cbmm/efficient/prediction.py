@@ -420,16 +420,17 @@ class Reference:
     def __init__(self, answers: np.ndarray, bank: ItemBank,
                  penalty: float = PREDICTIVE_PENALTY, refit=None, labels=None):
         self.bank, self.penalty, self.refit = bank, penalty, refit
-        kept = answered_enough(np.count_nonzero(answers, axis=1), answers.shape[1])
-        self.answers = answers[kept]
+        n_items = answers.shape[1]
+        answered = np.count_nonzero(answers, axis=1)
+        kept = np.flatnonzero(answered_enough(answered, n_items))
         if labels is not None:  # in their labels' order, which the folds are cut in
-            self.answers = self.answers[np.argsort(np.asarray(labels, dtype=str)[kept],
-                                                   kind="stable")]
-        self.left_out = int(answers.shape[0] - kept.sum())
-        self.accuracy = np.count_nonzero(self.answers > 0, axis=1) / answers.shape[1]
+            kept = kept[np.argsort(np.asarray(labels, dtype=str)[kept], kind="stable")]
+        self.answers = answers[kept]
+        self.left_out = int(answers.shape[0] - kept.size)
+        self.accuracy = np.count_nonzero(self.answers > 0, axis=1) / n_items
         # an unanswered item (a few at most) as the 2PL's; only where there is one: the
         # posteriors of 1,768 complete models of 12,032 items take 4 s
-        partial = np.flatnonzero(np.count_nonzero(self.answers, axis=1) < answers.shape[1])
+        partial = np.flatnonzero(answered[kept] < n_items)
         if partial.size:
             self.accuracy[partial] = reconstruct(self.answers[partial], bank)["accuracy"]
         self._folds = None  # per fold: its models, the others' Reference, the items chosen

@@ -681,6 +681,9 @@ def test_disk_in_use_is_bounded_by_the_file_in_flight(tmp_path):
                 while not stop.is_set():
                     seen.append(_disk_use(folder))
                     time.sleep(0.002)
+                # and once the build has returned: a last file finished between two looks
+                # and the stop would otherwise go unseen (a fresh clone's run, 2026-11-29)
+                seen.append(_disk_use(folder))
 
             watcher = threading.Thread(target=watch)
             watcher.start()

@@ -247,6 +247,34 @@ def test_a_reference_model_may_leave_a_few_items_unanswered(simulated):
         cbmm.predict_accuracy(held[keep], result, reference=gappy)
 
 
+def test_a_model_predicted_is_refused_as_a_reference_model(simulated):
+    _, table, result = simulated
+    held = table.iloc[800:850]
+    shown = held.where(np.broadcast_to(np.arange(200) < 40, held.shape))
+    reference = pd.concat([table.iloc[:800], held.iloc[:2]])
+    with pytest.raises(ValueError, match=r"^reference: 2 of the models predicted are among its "
+                                         r"models, with the same answers \(m800, m801\)"):
+        cbmm.predict_accuracy(shown, result, reference=reference)
+    # the row numbers of unlabelled arrays are not models: the answers differ
+    predicted = cbmm.predict_accuracy(shown.to_numpy(), result,
+                                      reference=table.iloc[:800].to_numpy())
+    expected = cbmm.predict_accuracy(shown, result, reference=table.iloc[:800])
+    np.testing.assert_allclose(predicted.to_numpy(), expected.to_numpy(), rtol=1e-12)
+
+
+def test_a_reference_of_the_calibrations_own_models_warns_without_a_selection(simulated):
+    _, table, result = simulated
+    held = table.iloc[900:].iloc[:, :40]
+    with pytest.warns(cbmm.efficient.InSampleReferenceWarning,
+                      match="^reference: 800 of its models are the calibration's own"):
+        cbmm.predict_accuracy(held, result, reference=table.iloc[:800])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cbmm.efficient.InSampleReferenceWarning)
+        cbmm.predict_accuracy(held, result, reference=table.iloc[800:900])  # other models
+        cbmm.predict_accuracy(held, result, reference=table.iloc[:800], selection="random",
+                              refit=True)
+
+
 def test_a_reference_of_the_wrong_items_or_too_few_models_is_named(simulated):
     _, table, result = simulated
     held = table.iloc[800:805, :30]
@@ -293,6 +321,40 @@ def test_every_strategy_keeps_k_distinct_calibrated_items_reproducibly(simulated
     assert list(chosen) == list(cbmm.select_items(result, 25, strategy, seed=3, **answers))
     everything = cbmm.select_items(result, 200, strategy, **answers)
     assert sorted(everything) == sorted(table.columns)
+
+
+@pytest.mark.parametrize("strategy", cbmm.efficient.STRATEGIES)
+def test_a_seed_chooses_the_same_items_whatever_the_order_of_the_columns(simulated, strategy):
+    _, table, result = simulated
+    items = pd.DataFrame({"a": result.a, "b": result.b})
+    order = np.random.default_rng(1).permutation(len(items))
+    for seed in (0, 5):
+        chosen = [cbmm.select_items(
+            items.iloc[columns], 25, strategy, seed=seed,
+            **({"responses": table.iloc[:800, columns]} if strategy == "predictive" else {}))
+            for columns in (slice(None), order)]
+        assert set(chosen[0]) == set(chosen[1])
+
+
+def test_item_labels_come_back_as_the_calibration_gives_them(simulated, tmp_path):
+    _, table, _ = simulated
+    numbered = table.iloc[:300, :60].set_axis(range(60), axis=1)
+    result = quiet_fit(numbered)
+    for strategy in cbmm.efficient.STRATEGIES:
+        answers = {"responses": numbered} if strategy == "predictive" else {}
+        chosen = cbmm.select_items(result, 10, strategy, **answers)
+        assert numbered[chosen].shape == (300, 10) and result.a[chosen].notna().all()
+    assert list(cbmm.item_audit(result, numbered).index) == list(range(60))
+    asked = []
+    test = cbmm.adaptive_test(lambda item: asked.append(item) or numbered.iloc[0][item],
+                              result, max_items=5, se_target=1e-9)
+    assert test.items == asked and set(asked) <= set(range(60))
+    assert list(test.trace["item"]) == asked
+    # a saved fit's labels are its text; the same seed chooses the same items
+    result.save(tmp_path / "fit")
+    saved = cbmm.FitResult.load(tmp_path / "fit")
+    assert list(cbmm.select_items(saved, 10, "anchor", seed=2)) == [
+        str(item) for item in cbmm.select_items(result, 10, "anchor", seed=2)]
 
 
 def test_predictive_selection_is_forward_selection_by_the_ridge_leave_one_out_error():

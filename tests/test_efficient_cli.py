@@ -384,15 +384,43 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
     (["adaptive", "--responses", "new.csv", "--reference", "few.csv"],
      "--reference few.csv: 10 model(s) answered at least 95% of the calibrated items; a "
      "0.95 interval needs at least 19"),
+    (["predict", "--responses", "new.csv", "--reference", "all.csv"],
+     "--reference all.csv: 40 of the models predicted are among its models, with the same "
+     "answers (m300, m301, m302 and 37 more)"),
+    (["adaptive", "--responses", "new.csv", "--reference", "all.csv"],
+     "--reference all.csv: 40 of the models predicted are among its models"),
+    (["audit", "--responses", "calibration.csv", "--figure", "/proc/cbmm-map.png"],
+     "--figure /proc/cbmm-map.png: cannot write into /proc"),
+    (["predict", "--responses", "trailing.csv"],
+     "--responses trailing.csv: item column 61 has no header (a comma at the end of each "
+     "line?)"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypatch, tmp_path,
                                                    args, message):
     folder, table = calibrated
     monkeypatch.chdir(folder)
     table.iloc[:10].to_csv(folder / "few.csv")
+    table.to_csv(folder / "all.csv")
+    table.iloc[300:].assign(**{" ": np.nan}).to_csv(folder / "trailing.csv")
     status, _, err = call(capsys, *args, "--items", "fit", "--out", tmp_path / "out.csv")
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("name,message", [
+    ("accuracy.parquet", "this command writes a CSV table; name the file .csv (not .parquet)"),
+    ("a" * 300 + ".csv", "File name too long"),
+])
+def test_an_output_that_cannot_be_written_as_named_is_refused_first(calibrated, capsys,
+                                                                   tmp_path, name, message):
+    folder, _ = calibrated
+    for command in (["predict", "--responses", folder / "new.csv"],
+                    ["audit", "--responses", folder / "new.csv"], ["select", "--k", 3]):
+        status, _, err = call(capsys, *command, "--items", folder / "fit",
+                              "--out", tmp_path / name)
+        assert status == 2 and err.startswith(f"error: --out {tmp_path / name}: ")
+        assert message in err and len(err.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
 
 
 def test_an_existing_output_is_kept_without_force(calibrated, capsys, tmp_path):
@@ -468,3 +496,12 @@ def test_predict_cross_validates_items_chosen_on_the_fit_by_refitting_it(calibra
                           "--out", tmp_path / "again.csv")
     assert status == 2 and "--items must be the `cbmm fit` folder" in err
     assert not (tmp_path / "again.csv").exists()
+    # a model that answered none of the items: nothing chosen on the folds either, and the
+    # interval at least the jackknife's
+    blank = table.iloc[300:][chosen].copy()
+    blank.iloc[0] = np.nan
+    widest = cbmm.predict_accuracy(blank, folder / "fit", reference=table.iloc[:300],
+                                   selection="information", refit=True).iloc[0]
+    jackknife = cbmm.predict_accuracy(blank, folder / "fit", reference=table.iloc[:300]).iloc[0]
+    assert widest["n_items"] == 0 and widest["accuracy"] == jackknife["accuracy"]
+    assert widest["lower"] <= jackknife["lower"] and widest["upper"] >= jackknife["upper"]

@@ -130,6 +130,13 @@ def test_items_are_matched_by_id_and_one_model_can_be_scored(tmp_path):
     # unlabelled arrays: one column per item, in order
     array = cbmm.score(sim.responses[299:], result)
     assert array["theta"].iloc[0] == pytest.approx(full["theta"].iloc[0], rel=1e-10)
+    # one model's answers as a Series: labelled by its name, its items by the index
+    series = shuffled.iloc[0].rename("new model")
+    one = cbmm.score(series, result.items_frame(), sigma=1.5)
+    assert list(one.index) == ["new model"]
+    assert one["theta"].iloc[0] == pytest.approx(part["theta"].iloc[0], rel=1e-10)
+    predicted = cbmm.predict_accuracy(series, result)
+    assert predicted["n_items"].iloc[0] == 28 and list(predicted.index) == ["new model"]
 
 
 def test_a_users_items_file_has_its_ids_in_item_or_the_first_column(tmp_path):

@@ -101,34 +101,68 @@ def _nearest_existing(path: Path) -> Path:
     return probe
 
 
-def _check_folder_writable(folder: Path, flag: str) -> None:
-    """``folder`` exists and is writable, or can be created (its nearest existing ancestor is)."""
+def _check_folder_writable(folder: Path, flag: str, given: Path | None = None) -> None:
+    """``folder`` exists and is writable, or can be created (its nearest existing ancestor
+    is): a file is made there and dropped at once (unnamed where the system allows), since
+    permissions alone do not tell, e.g. to root under /proc.  The errors name ``flag`` and
+    its value ``given`` (default ``folder``)."""
+    import tempfile
+
+    given = folder if given is None else given
     probe = _nearest_existing(folder)
     if not probe.is_dir():
-        raise CliError(f"{flag} {folder}: {probe} is not a folder")
+        raise CliError(f"{flag} {given}: {probe} is not a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise CliError(f"{flag} {folder}: cannot write into {probe} (permission denied)")
+        raise CliError(f"{flag} {given}: cannot write into {probe} (permission denied)")
+    try:
+        tempfile.TemporaryFile(dir=probe).close()
+    except OSError as exc:
+        raise CliError(f"{flag} {given}: cannot write into {probe} "
+                       f"({exc.strerror or exc})") from None
 
 
-def _check_output_file(path: Path, flag: str, force: bool) -> None:
-    if path.is_dir():
-        raise CliError(f"{flag} {path}: is a folder; expected a file name")
-    if path.exists() and not force:
-        raise CliError(f"{flag} {path}: exists; pass --force to replace it")
-    _check_folder_writable(path.parent, flag)
+@contextmanager
+def _named_path_errors(flag: str, path: Path):
+    """A name the system refuses to look up (too long, a loop of links) as a CliError
+    naming ``flag``."""
+    try:
+        yield
+    except OSError as exc:
+        raise CliError(f"{flag} {path}: {exc.strerror or exc}") from None
+
+
+#: Suffixes of the table formats a CSV output must not be named with (the reader of the
+#: file would take it for one).
+_NOT_CSV = {".parquet", ".pq", ".feather", ".arrow", ".json", ".xlsx", ".xls", ".tsv"}
+
+
+def _check_output_file(path: Path, flag: str, force: bool, *, csv: bool = False) -> None:
+    """``path`` can be written: not a folder, new unless ``force``, its folder writable;
+    ``csv``: a CSV table's, not named as another format's."""
+    if csv and path.suffix.lower() in _NOT_CSV:
+        raise CliError(f"{flag} {path}: this command writes a CSV table; name the file "
+                       f".csv (not {path.suffix})")
+    with _named_path_errors(flag, path):
+        if path.is_dir():
+            raise CliError(f"{flag} {path}: is a folder; expected a file name")
+        if path.exists() and not force:
+            raise CliError(f"{flag} {path}: exists; pass --force to replace it")
+        _check_folder_writable(path.parent, flag, path)
 
 
 def _check_output_folder(path: Path, names, flag: str, force: bool) -> None:
-    if path.exists() and not path.is_dir():
-        raise CliError(f"{flag} {path}: exists and is not a folder")
-    for name in names:
-        if (path / name).is_dir():
-            raise CliError(f"{flag} {path}: {name} is a folder; cannot write the result there")
-    existing = [name for name in names if (path / name).exists()]
-    if existing and not force:
-        raise CliError(f"{flag} {path}: already holds {', '.join(existing)}; "
-                       "pass --force to replace them")
-    _check_folder_writable(path, flag)
+    with _named_path_errors(flag, path):
+        if path.exists() and not path.is_dir():
+            raise CliError(f"{flag} {path}: exists and is not a folder")
+        for name in names:
+            if (path / name).is_dir():
+                raise CliError(f"{flag} {path}: {name} is a folder; cannot write the result "
+                               "there")
+        existing = [name for name in names if (path / name).exists()]
+        if existing and not force:
+            raise CliError(f"{flag} {path}: already holds {', '.join(existing)}; "
+                           "pass --force to replace them")
+        _check_folder_writable(path, flag)
 
 
 def _check_input_file(path: Path, flag: str) -> None:

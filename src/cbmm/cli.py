@@ -132,7 +132,7 @@ def _validate_command(args) -> int:
     from .io import write_csv
 
     options = _checked_method(args)
-    _check_output_file(args.out, "--out", args.force)
+    _check_output_file(args.out, "--out", args.force, csv=True)
     _distinct(("--responses", args.responses), ("--out", args.out))
     settings = {k: v for k, v in fit_settings(args).items() if k != "seed"}
     scores = cbmm.cross_validate(_responses(args), args.method, folds=args.folds, seed=args.seed,
@@ -155,7 +155,7 @@ def _score_command(args) -> int:
         _check_input_file(args.items / "items.csv", "--items")
     else:
         _check_input_file(args.items, "--items")
-    _check_output_file(args.out, "--out", args.force)
+    _check_output_file(args.out, "--out", args.force, csv=True)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out))
     _outside("--items", args.items, ("--out", args.out))
     read_items(args.items)  # bad items before the responses are read
@@ -174,7 +174,7 @@ def _simulate_command(args) -> int:
     from .io import atomic_paths
     from .simulate import simulate
 
-    _check_output_file(args.out, "--out", args.force)
+    _check_output_file(args.out, "--out", args.force, csv=True)
     if args.truth is not None:
         _check_output_file(args.truth, "--truth", args.force)
         _distinct(("--out", args.out), ("--truth", args.truth))

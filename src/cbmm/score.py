@@ -59,12 +59,13 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
 
     Parameters
     ----------
-    responses : array-like, pandas.DataFrame or Responses
+    responses : array-like, pandas.DataFrame, pandas.Series or Responses
         Models x items, coded as for :func:`cbmm.fit` (1/0/NaN, or -1/+1 with
         0/NaN missing), wide or long (columns ``model``, ``item``,
         ``correct``).  A DataFrame's columns (long: its item ids) are matched
         with the calibrated item ids (compared as strings); an unlabelled
-        array must have one column per item, in the items' order.  Missing
+        array must have one column per item, in the items' order; a Series is one
+        model's answers, indexed by item and labelled by its name.  Missing
         entries are allowed, and items of the calibration that the responses
         lack count as missing.
     items : FitResult, pandas.DataFrame or path
@@ -207,6 +208,16 @@ def read_items(items):
     try:
         table = table.astype(float)
     except (TypeError, ValueError):
+        for column in ("a", "b"):
+            values = table[column]
+            try:
+                bad = values.notna() & pd.to_numeric(values, errors="coerce").isna()
+            except TypeError:  # cells that are not even text (lists, say)
+                break
+            if bad.any():
+                raise ValueError(f"{where}: item {bad.index[bad.argmax()]!r} has {column}="
+                                 f"{values[bad].iloc[0]!r}; columns a and b must be "
+                                 "numbers") from None
         raise ValueError(f"{where}: columns a and b must be numbers") from None
     if table.empty:
         raise ValueError(f"{where}: no items")
@@ -270,6 +281,8 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
 
     if layout not in ("auto", "wide", "long"):
         raise ValueError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
+    if isinstance(responses, pd.Series):  # one model's answers, its label the name
+        responses = responses.to_frame().T
     if isinstance(responses, pd.DataFrame) and (
             layout == "long" or layout == "auto" and set(LONG_COLUMNS) <= set(responses.columns)):
         responses = _long_to_wide(responses, coding)
@@ -293,7 +306,8 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
                                  f"({' '.join(str(exc).split())})") from None
             if values.ndim != 2:
                 raise ValueError(f"responses: expected a 2-D models x items matrix, "
-                                 f"got {values.ndim}-D")
+                                 f"got {values.ndim}-D (one model's answers: a pandas "
+                                 "Series indexed by item)")
             frame = pd.DataFrame(values)
             columns = None
         else:
@@ -313,6 +327,11 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
                              f"{list(ids[ids.duplicated()].unique()[:5])}")
         position = table.index.get_indexer(ids)
         unknown = ids[position < 0]
+        if (unknown.str.strip() == "").any():
+            blank = int(np.flatnonzero((ids.str.strip() == "") & (position < 0))[0])
+            trailing = " (a comma at the end of each line?)" if blank == len(ids) - 1 else ""
+            raise ValueError(f"responses: item column {blank + 1} has no header{trailing}; "
+                             "each column needs an item id")
         if len(unknown):
             raise ValueError(f"responses: {len(unknown)} item column(s) not among the calibrated "
                              f"items: {list(unknown[:5])}; drop them, or calibrate them first")

@@ -22,10 +22,10 @@ was measured.
 from .adaptive import AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test
 from .audit import (FLAGS, AbilityAgreement, AbilityAgreementWarning, WrongWayDependence,
                     WrongWayDependenceWarning, ability_agreement, item_audit)
-from .prediction import predict_accuracy, selection_error
+from .prediction import InSampleReferenceWarning, predict_accuracy, selection_error
 from .selection import STRATEGIES, select_items
 
 __all__ = ["select_items", "STRATEGIES", "predict_accuracy", "selection_error", "adaptive_test",
            "adaptive_interval_scale", "AdaptiveTest", "ItemExposure", "item_audit", "FLAGS",
            "ability_agreement", "AbilityAgreement", "AbilityAgreementWarning",
-           "WrongWayDependence", "WrongWayDependenceWarning"]
+           "WrongWayDependence", "WrongWayDependenceWarning", "InSampleReferenceWarning"]

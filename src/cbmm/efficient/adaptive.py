@@ -93,7 +93,7 @@ class AdaptiveTest:
     theta, se : float
         Posterior mean and sd of the ability (the calibration's canonical scale).
     items : list
-        The items given, in order (labels of the bank).
+        The items given, in order (their labels as the calibration gives them).
     answers : list of int
         The answers, 1 correct and 0 wrong, in the same order.
     accuracy, lower, upper : float
@@ -205,7 +205,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     ----------
     respond : callable
         ``respond(label) -> 1 | 0`` (or True / False): the model's answer to the item
-        with that label (correct or not); labels are text, as the bank's.
+        with that label (correct or not): the label as the calibration gives it (a
+        FitResult's or a DataFrame's own, a file's text).
     result : FitResult, pandas.DataFrame, path or ItemBank
         The calibrated items (as for :func:`cbmm.score`; a bare table is read at
         temperature 1, :meth:`~cbmm.efficient.bank.ItemBank.of`); an
@@ -231,8 +232,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         items it allows, at most its :meth:`~ItemExposure.share` of them, and is counted
         in it.
     content : mapping or pandas.Series, optional
-        Each calibrated item's content area (label -> area; labels as strings, as the
-        bank's; labels of other items are ignored): balance the test over the areas in
+        Each calibrated item's content area (label -> area; labels matched as text;
+        labels of other items are ignored): balance the test over the areas in
         their shares of the bank (see the module's notes).  Default: no balancing.
     level : float
         Coverage of the accuracy's interval.
@@ -281,7 +282,7 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         counts = np.zeros(shares.size)
     length, stop = max_items, "max_items"
     if exposure is not None:
-        allowed, share = exposure._allowance(bank.labels)
+        allowed, share = exposure._allowance(bank.given_labels)
         free &= allowed
         if share < max_items:
             length, stop = share, "exposure share"
@@ -301,18 +302,18 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         j = _next_item(bank, weights, eligible, candidates, weight, rng)
         if areas is not None:
             counts[areas[j]] += 1
-        answer = _answer(respond, bank.labels[j])
+        answer = _answer(respond, bank.given_labels[j])
         free[j] = False
         given.append(j)
         answers.append(answer)
         x = GRID * bank.slope[j] + bank.intercept[j]
         log_weights = log_weights - np.logaddexp(0.0, -x if answer else x)
         weights, theta, se = _posterior(log_weights)
-        trace.append((bank.labels[j], answer, theta, se))
+        trace.append((bank.given_labels[j], answer, theta, se))
         if len(given) >= min_items and se <= se_target:
             stop = "se_target"
             break
-    items = [bank.labels[j] for j in given]
+    items = bank.given_labels[given].tolist()
     if exposure is not None:
         exposure.record(items)
     predicted = reconstruct(_coded(len(bank), given, answers), bank, level, interval_scale)
@@ -435,7 +436,7 @@ def reference_scale(models: Reference, level: float, seed: int,
         for row in rows[tested[rows]]:
             test = replayed_test(models.answers[row], fold.bank, seed=rng, exposure=exposure,
                                  **options)
-            given = fold.bank.labels.get_indexer(test.items)
+            given = fold.bank.given_labels.get_indexer(test.items)
             out = predicted_accuracy(_coded(n_items, given, test.answers), fold.bank)
             error = abs(out["accuracy"][0] - models.accuracy[row])
             # a test of every item predicts exactly, with sd 0: covered at any scale
@@ -452,7 +453,7 @@ def replayed_test(answers: np.ndarray, bank: ItemBank, **options) -> AdaptiveTes
     answered = answers != 0
     # a model that answered every item (as most reference models did) needs no pool: the
     # labels' checks cost 3 ms a test on 5,761 items
-    return adaptive_test(lambda label: int(answers[bank.labels.get_loc(label)] > 0), bank,
+    return adaptive_test(lambda label: int(answers[bank.given_labels.get_loc(label)] > 0), bank,
                          pool=None if answered.all() else bank.labels[answered], **options)
 
 

@@ -160,6 +160,9 @@ class AbilityAgreement:
         return not self.observed < self.implied - AGREEMENT_SHORTFALL
 
     def __str__(self) -> str:
+        if np.isnan(self.observed):  # fewer than two models, or all alike
+            return (f"the abilities' rank correlation with the accuracy is not measured "
+                    f"({self.n_models} model(s) answered an item; it needs two that differ)")
         return (f"the abilities' rank correlation with the accuracy of {self.n_models} "
                 f"models is {self.observed:.3f} (answers drawn from the fit: "
                 f"{self.implied:.3f})")
@@ -302,7 +305,7 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
                           "n_models": n_models, "share_correct": share,
                           "information": information, "slope_z": slope_z, **flags,
                           "key_checked": key_checked},
-                         index=pd.Index(bank.labels, name="item"))
+                         index=pd.Index(bank.given_labels, name="item"))
     agreement = _agreement(answers, posterior, bank)
     table["ability_rank_correlation"] = agreement.observed
     table["implied_rank_correlation"] = agreement.implied

@@ -51,10 +51,13 @@ _NORMAL_POPULATION = 200
 class ItemBank:
     """Calibrated items: labels, discrimination ``a``, easiness ``b``, temperature ``sigma``.
 
-    ``abilities`` are the calibration models' abilities where known (a FitResult),
-    else None.  :attr:`slope` and :attr:`intercept` are ``a / sigma`` and
-    ``b / sigma``: the probability of a correct answer at ability ``t`` is
-    ``expit(t * slope + intercept)``.
+    ``labels`` are text, as answers are matched with them; ``given`` are the labels as
+    the calibration gives them where they are not text (a FitResult's or a DataFrame's
+    index of integers, say), else None: :attr:`given_labels`, which the public results
+    return, so that they index the user's own tables.  ``abilities`` are the calibration
+    models' abilities where known (a FitResult), else None.  :attr:`slope` and
+    :attr:`intercept` are ``a / sigma`` and ``b / sigma``: the probability of a correct
+    answer at ability ``t`` is ``expit(t * slope + intercept)``.
     """
 
     labels: pd.Index
@@ -62,6 +65,7 @@ class ItemBank:
     b: np.ndarray
     sigma: float
     abilities: np.ndarray | None
+    given: pd.Index | None = None
 
     @classmethod
     def of(cls, result) -> ItemBank:
@@ -70,16 +74,31 @@ class ItemBank:
         returned as it is (with the grid values it has computed).  A FitResult and a
         saved fit carry their temperature; a bare table (a DataFrame, or an items.csv
         without its fit.json) is read at temperature 1: divide a fit's ``a`` and ``b`` by
-        its ``sigma``.  Labels are text, as in every result."""
+        its ``sigma``.  The labels of a FitResult or a DataFrame are kept as they are
+        (:attr:`given_labels`), a file's are its text."""
+        import pandas as pd
+
         if isinstance(result, ItemBank):
             return result
         table, sigma, _ = read_items(result)
-        abilities = None
+        abilities, given = None, None
         if isinstance(result, FitResult):
             theta = np.asarray(result.theta, dtype=float)
             abilities = theta[np.isfinite(theta)]  # set-aside models (+-inf) have no place
+            given = getattr(result.a, "index", pd.RangeIndex(len(table)))
+        elif isinstance(result, pd.DataFrame):
+            given = pd.Index(result["item"]) if "item" in result.columns else result.index
+        if given is not None and given.equals(table.index):
+            given = None
         return cls(table.index, table["a"].to_numpy(float), table["b"].to_numpy(float),
-                   1.0 if sigma is None else float(sigma), abilities)
+                   1.0 if sigma is None else float(sigma), abilities, given)
+
+    @property
+    def given_labels(self) -> pd.Index:
+        """The items' labels as the calibration gives them (:attr:`labels` where those
+        are text): what :func:`cbmm.select_items`, :func:`cbmm.item_audit` and
+        :func:`cbmm.adaptive_test` return."""
+        return self.labels if self.given is None else self.given
 
     @property
     def slope(self) -> np.ndarray:
@@ -134,6 +153,13 @@ class ItemBank:
         # a probability is monotone in the ability: its extremes are the extreme abilities'
         p = self.probabilities([population.min(), population.max()])
         return (p.max(axis=0) < SETTLED_PROBABILITY) | (p.min(axis=0) > 1 - SETTLED_PROBABILITY)
+
+    @functools.cached_property
+    def label_order(self) -> np.ndarray:
+        """The items' positions in the order of their labels (as text): the seeded
+        strategies of :func:`cbmm.select_items` draw in this order, so that the same seed
+        chooses the same items whatever the order of the calibration's columns."""
+        return np.argsort(self.labels.to_numpy(dtype=str), kind="stable")
 
     def population(self) -> np.ndarray:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)

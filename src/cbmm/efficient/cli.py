@@ -69,7 +69,7 @@ def _select_command(args) -> int:
     from .refit import refit_like
     from .selection import SEEDED_STRATEGIES, select_items
 
-    _check_output_file(args.out, "--out", args.force)
+    _check_output_file(args.out, "--out", args.force, csv=True)
     target = args.target_mae is not None
     if target and args.responses is None:
         raise CliError("--target-mae measures the items' error on the calibration models' "
@@ -161,7 +161,7 @@ def _predict_command(args) -> int:
     from .prediction import predict_accuracy
     from .refit import refit_like
 
-    _check_output_file(args.out, "--out", args.force)
+    _check_output_file(args.out, "--out", args.force, csv=True)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--reference", args.reference))
     _outside("--items", args.items, ("--out", args.out))
@@ -179,9 +179,10 @@ def _predict_command(args) -> int:
     table = _read_responses(args)
     reference = None if args.reference is None else _read_responses(args, "--reference")
     with _files_named(args, "--responses", "--reference"):
-        predicted = predict_accuracy(table, calibration, reference=reference,
-                                     selection=args.selection, refit=refit,
-                                     level=args.level, coding=args.coding,
+        # the fit, where there is one: its models' labels tell a reference of its own
+        predicted = predict_accuracy(table, calibration if fitted is None else fitted,
+                                     reference=reference, selection=args.selection,
+                                     refit=refit, level=args.level, coding=args.coding,
                                      layout=args.layout)
     write_csv(predicted.reset_index(), args.out, float_format="%.17g")
     print(f"predicted the accuracy of {len(predicted)} model(s) from "
@@ -231,9 +232,10 @@ def _adaptive_command(args) -> int:
     from ..io import write_csv
     from .adaptive import ItemExposure, _areas, adaptive_interval_scale, replayed_test
     from .bank import aligned_answers
+    from .prediction import check_not_in_reference, reference_answers
     from .refit import refit_like
 
-    _check_output_file(args.out, "--out", args.force)
+    _check_output_file(args.out, "--out", args.force, csv=True)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--content", args.content), ("--reference", args.reference))
     _outside("--items", args.items, ("--out", args.out))
@@ -252,6 +254,10 @@ def _adaptive_command(args) -> int:
         except ValueError as exc:
             raise CliError(f"--content {args.content}: "
                            f"{str(exc).removeprefix('content: ')}") from None
+        other = content.index[~content.index.isin(bank.labels)]
+        if other.size:
+            print(f"--content {args.content}: {other.size} item(s) not among the calibrated "
+                  f"items, ignored: {list(other[:5])}")
     table = _read_responses(args)
     with _files_named(args, "--responses"):
         answers, labels = aligned_answers(table, bank, coding=args.coding, layout=args.layout)
@@ -262,6 +268,8 @@ def _adaptive_command(args) -> int:
     if args.reference is not None:
         reference = _read_responses(args, "--reference")
         with _files_named(args, "--reference"):
+            check_not_in_reference(answers, labels, *reference_answers(
+                reference, bank, args.coding, args.layout))
             scale = adaptive_interval_scale(
                 bank, reference, refit=refit_like(fitted), seed=args.seed,
                 max_exposure=args.max_exposure, coding=args.coding, layout=args.layout,
@@ -298,10 +306,10 @@ def _adaptive_command(args) -> int:
 
 
 def _audit_command(args) -> int:
-    from ..io import write_csv
+    from ..io import atomic_paths
     from .audit import FLAGS, item_audit, key_check_summary
 
-    _check_output_file(args.out, "--out", args.force)
+    _check_output_file(args.out, "--out", args.force, csv=True)
     if args.figure is not None:
         from ..figures.style import FIGURE_FORMATS
 
@@ -316,11 +324,13 @@ def _audit_command(args) -> int:
     responses = _read_responses(args)
     with _files_named(args, "--responses"):
         table = item_audit(calibration, responses, coding=args.coding, layout=args.layout)
-    write_csv(table.reset_index(), args.out, float_format="%.17g")
-    if args.figure is not None:
-        from ..figures.item_audit import plot_item_audit
+    outputs = [args.out] + ([args.figure] if args.figure is not None else [])
+    with atomic_paths(outputs) as temporaries:  # both files or neither
+        table.reset_index().to_csv(temporaries[0], index=False, float_format="%.17g")
+        if args.figure is not None:
+            from ..figures.item_audit import plot_item_audit
 
-        plot_item_audit(table.reset_index(), out_paths=[args.figure])
+            plot_item_audit(table.reset_index(), out_paths=[temporaries[1]])
     counts = ", ".join(f"{int(table[flag].sum())} {flag}" for flag in FLAGS)
     print(f"audited {len(table)} item(s): {counts} -> {args.out}")
     summary = key_check_summary(table)

@@ -102,8 +102,8 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     Returns
     -------
     pandas.Index
-        The item labels (as text, as every result gives them), in the order the strategy
-        chose them.
+        The item labels (as the calibration gives them: a FitResult's or a DataFrame's
+        own, a file's text), in the order the strategy chose them.
 
     Raises
     ------
@@ -134,10 +134,10 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
                           f"{varying} of the calibrated items; the other {k - varying} "
                           "chosen are items they all answered alike (or none answered), "
                           "in the bank's order", UserWarning, stacklevel=2)
-        return bank.labels[chosen]
+        return bank.given_labels[chosen]
     rng = np.random.default_rng(seed)
     chosen = _STRATEGY[strategy](bank, k, rng)
-    return bank.labels[chosen]
+    return bank.given_labels[chosen]
 
 
 def draw_count(strategy: str, draws: int) -> int:
@@ -148,22 +148,24 @@ def draw_count(strategy: str, draws: int) -> int:
 
 
 def _random(bank, k, rng):
-    return rng.choice(len(bank), size=k, replace=False)
+    return bank.label_order[rng.choice(len(bank), size=k, replace=False)]
 
 
 def _stratified(bank, k, rng):
     # a settled item's answer is known before it is given: the strata span the others,
     # and settled items fill only the places k has beyond them (the real AIME's 9-11 of
     # 100 items: 25 items' held-out MAE 0.039 -> 0.037; docs/efficiency.md)
-    unsettled = np.flatnonzero(~bank.settled)
+    order = bank.label_order
+    unsettled, settled = order[~bank.settled[order]], order[bank.settled[order]]
     if k <= unsettled.size:
         return _strata(unsettled, k, bank.expected_share, rng)
-    return np.concatenate([unsettled, _strata(np.flatnonzero(bank.settled), k - unsettled.size,
+    return np.concatenate([unsettled, _strata(settled, k - unsettled.size,
                                               bank.expected_share, rng)])
 
 
 def _strata(items, k, share, rng):
-    """One of ``items`` drawn from each of k strata of (nearly) equal size by ``share``."""
+    """One of ``items`` drawn from each of k strata of (nearly) equal size by ``share``
+    (items of equal share in their order in ``items``)."""
     order = items[np.argsort(share[items], kind="stable")]
     edges = np.linspace(0, order.size, k + 1).round().astype(int)
     return order[rng.integers(edges[:-1], edges[1:])]
@@ -171,28 +173,29 @@ def _strata(items, k, share, rng):
 
 def _information(bank, k, rng):
     levels = np.quantile(bank.population(), (np.arange(k) + 0.5) / k)
-    information = bank.information(levels)
+    order = bank.label_order  # of items alike, the first by label
+    information = bank.information(levels)[:, order]
     free = np.ones(len(bank), dtype=bool)
     chosen = []
     for row in information:
         j = int(np.argmax(np.where(free, row, -np.inf)))
         free[j] = False
         chosen.append(j)
-    return np.array(chosen)
+    return order[chosen]
 
 
 def _anchor(bank, k, rng):
     population = bank.population()
     levels = np.quantile(population, (np.arange(min(_ANCHOR_LEVELS, population.size)) + 0.5)
                          / min(_ANCHOR_LEVELS, population.size))
-    curves = bank.probabilities(levels).T  # items x levels
+    order = bank.label_order  # clustered in label order: the k-means++ start is by position
+    curves = bank.probabilities(levels).T[order]  # items x levels
     chosen, _, distance = cluster_representatives(curves, k, rng)
-    chosen = list(chosen)
     # k-means may leave clusters empty (identical curves): the items worst represented
     # by their centres fill the places left
-    rest = np.setdiff1d(np.arange(len(bank)), chosen)
-    chosen += list(rest[np.argsort(-distance[rest], kind="stable")[:k - len(chosen)]])
-    return np.array(chosen)
+    rest = np.setdiff1d(np.arange(len(curves)), chosen)
+    fill = rest[np.argsort(-distance[rest], kind="stable")[:k - len(chosen)]]
+    return order[np.concatenate([chosen, fill]).astype(int)]
 
 
 def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):

@@ -251,7 +251,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                 k, strategy).mean()
             for draw in range(draw_count(strategy, draws)):
                 chosen = predictive[:k] if strategy == "predictive" else \
-                    bank.labels.get_indexer(select_items(bank, k, strategy, seed=selection_seed(
+                    bank.given_labels.get_indexer(select_items(bank, k, strategy, seed=selection_seed(
                         seed, split, draw, len(calibrated))))
                 answers = np.zeros(coded.shape, dtype=np.int8)
                 answers[:, chosen] = coded[:, chosen]

@@ -296,6 +296,10 @@ def test_every_job_logs_its_start_up(test_run):
     for log in logs:
         found = re.findall(r"start-up: ([0-9.]+) CPU-s", log.read_text())
         assert found and 0 < float(found[-1]) < 30, log
+    # the render jobs' PDFs: fontTools' subsetting narrates at INFO, kept out of the logs
+    renders = list(workdir.glob("logs/render/*.log"))
+    assert renders and not any(re.search(r" INFO (Glyph IDs|\w+ pruned)", log.read_text())
+                               for log in renders)
 
 
 def test_a_batch_job_loads_manopt_without_the_torch_its_env_lacks():
@@ -613,7 +617,8 @@ def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
             real["validation"]["methods"]),
         "heldout_table": len(real["validation"]["datasets"]), "render_uncertainty": 1,
         "efficiency": len(real["efficiency"]["datasets"]),
-        "item_audit": len(real["efficiency"]["datasets"]), "render_efficiency": 1,
+        "item_audit": len(real["efficiency"]["datasets"]),
+        **{f"render_efficiency_{d}": 1 for d in real["efficiency"]["datasets"]},
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
     assert "fit_real" not in counts  # planned once the matrices are built (checkpoint)
@@ -637,7 +642,8 @@ def test_quick_config_renders_every_figure_and_table(tmp_path):
     expected = {
         "render_sensitivity": 1, "render_runtime": 1, "render_math500": 1,
         "render_interpretability": 1, "aggregate_stability": 1, "aggregate_runtime": 1,
-        "math500_tables": 1, "render_efficiency": 1,
+        "math500_tables": 1,
+        **{f"render_efficiency_{d}": 1 for d in config["real"]["efficiency"]["datasets"]},
         **{f"render_rankflow_{d}": 1 for d in config["real"]["interpretability"]["datasets"]},
     }
     assert {rule: counts.get(rule) for rule in expected} == expected
@@ -965,6 +971,24 @@ def test_an_efficiency_study_its_dataset_cannot_split_stops_its_job_with_one_lin
     assert not (workdir / "results/efficiency").exists() and not (workdir / target).exists()
 
 
+def test_an_efficiency_study_with_no_k_below_the_items_stops_its_job_with_one_line(tmp_path):
+    """real.efficiency.k all at least suite_a's items: nothing to measure, said in one line
+    naming the key, not an empty table."""
+    items = pd.read_csv(TEST_DATA / "suites" / "suite_a.csv", index_col=0).shape[1]
+    config = overlay(tmp_path, "k", {"real": {
+        **NO_REAL_DATA, "efficiency": {"datasets": ["suite_a"], "k": [items, items + 5]}}})
+    workdir = tmp_path / "run"
+    target = "results/tables/efficiency/suite_a.csv"
+    result = snakemake(workdir, "--cores", "1", target, configfiles=(TEST_CONFIG, config))
+    assert result.returncode != 0
+    log = (workdir / "logs/efficiency/suite_a.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and errors[0].endswith(
+        f"real.efficiency.k, dataset 'suite_a': every k ({items}, {items + 5}) is at least "
+        f"its {items} items; give some below {items}"), log
+    assert not (workdir / target).exists()
+
+
 def test_adaptive_tests_keep_the_2pl_intervals_where_the_config_turns_the_scale_off(tmp_path):
     """real.efficiency.adaptive.interval_scale: false: no scale, each test's interval is
     predict_accuracy's of its answers on its split's calibration."""
@@ -1052,6 +1076,26 @@ def test_a_failed_download_stops_only_its_job_with_one_line(tmp_path):
     assert "Offline or behind a firewall?" in errors[0]
     # what to do: a pre-filled cache (the file's place in it) or a local copy
     assert "resources/cache/release/" in errors[0] and "source 'local'" in errors[0]
+    assert "Traceback" not in log
+
+
+def test_a_local_file_that_cannot_be_read_names_its_dataset(tmp_path):
+    """A local dataset whose label column is not in its file: its build job's one line
+    names the dataset as well as the file."""
+    mine = overlay(tmp_path, "mine", {
+        "datasets": {"mine": {"source": "local", "options": {
+            "path": str(TEST_DATA / "suites" / "suite_a.csv"), "label_column": "nope"}}},
+        "simulation": {"run": []},
+        "real": {**NO_REAL_DATA, "interpretability": {
+            "datasets": ["mine"], "rankflow": [], "math500": {"dataset": None}}},
+    })
+    workdir = tmp_path / "run"
+    result = snakemake(workdir, "--cores", "1", configfiles=(TEST_CONFIG, mine))
+    assert result.returncode != 0 and "Error in rule build_dataset" in result.stderr
+    log = (workdir / "logs/build_dataset/mine.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and " ERROR dataset 'mine': " in errors[0], log
+    assert "suite_a.csv" in errors[0] and "nope" in errors[0]
     assert "Traceback" not in log
 
 

@@ -86,6 +86,10 @@ BAD_CONFIGS = {
         "datasets.mine.options.path: file"),
     "dataset without a path": ({"datasets": {"mine": {"source": "local", "options": {}}}},
                                "datasets.mine.options: missing required option(s) ['path']"),
+    "dataset path misspelled": (
+        {"datasets": {"mine": {"source": "local", "options": {"pth": "x.csv"}}}},
+        "datasets.mine.options: missing required option(s) ['path'] for source 'local'; "
+        "unknown option(s) ['pth']"),
     "unknown dataset source": ({"datasets": {"mine": {"source": "ftp"}}},
                                "datasets.mine.source: 'ftp'"),
     "unknown dataset option": (
@@ -473,6 +477,25 @@ def test_without_real_data_only_the_simulation_is_a_target():
     assert all("sensitivity_" in p for p in plan.all_figures())
 
 
+def test_the_own_dataset_config_runs_that_dataset_alone(tmp_path):
+    own = yaml.safe_load((REPO / "config" / "own_dataset.yaml").read_text())
+    csv = tmp_path / "mine.csv"
+    pd.DataFrame([[1, 0], [0, 1], [1, 1]], index=["m1", "m2", "m3"],
+                 columns=["q1", "q2"]).to_csv(csv)
+    own["datasets"]["my_suite"]["options"]["path"] = str(csv)
+    plan = Plan(configuration.load_config(merged(own)))
+    assert not plan.studies and plan.math500 is None and not plan.rankflow_panels()
+    assert {fit.dataset for fit in plan.real_fits} == {"my_suite"}
+    assert plan.all_tables() == [
+        "results/tables/discrimination_summary.csv", "results/tables/rankings/my_suite.csv",
+        "results/tables/abilities/my_suite.csv", "results/tables/heldout/my_suite.csv",
+        *[f"results/tables/{table}/my_suite.csv"
+          for table in ("efficiency", "adaptive", "adaptive_summary", "item_audit")]]
+    assert {Path(p).stem for p in plan.all_figures()} == {
+        "discrimination", "rankflow_my_suite", "abilities_my_suite", "efficiency_my_suite",
+        "item_audit_my_suite"}
+
+
 def test_every_table_target_is_a_table_of_cbmm_tables():
     patterns = [re.escape(f"{paths.TABLE_DIR}/") + re.sub(r"\\\{\w+\\\}", "[^/]+", re.escape(f))
                 for f in cbmm.tables.TABLE_FILES.values()]
@@ -512,7 +535,8 @@ def test_the_interpretability_figures_show_the_configured_panels():
 
 def test_the_efficiency_study_has_two_figures_per_dataset_drawn_from_its_tables():
     plan = test_plan()
-    figures = {f.name: f for f in render.efficiency_figures(plan)}
+    figures = {f.name: f for dataset in plan.efficiency_datasets()
+               for f in render.efficiency_figures(plan, dataset)}
     assert list(figures) == ["efficiency_MATH_500", "item_audit_MATH_500",
                              "efficiency_suite_a", "item_audit_suite_a"]
     assert figures["efficiency_suite_a"].spec == {
@@ -520,7 +544,8 @@ def test_the_efficiency_study_has_two_figures_per_dataset_drawn_from_its_tables(
         "args": ["results/tables/efficiency/suite_a.csv", "results/tables/adaptive/suite_a.csv"],
         "kwargs": {"title": "suite_a"},
         "caption_args": {"config_summary": {"splits": 2, "held_models": 0, "test_share": 0.2,
-                                            "tinybenchmarks": True, "content": None}}}
+                                            "draws": 5, "tinybenchmarks": True,
+                                            "content": None}}}
     # MATH-500's tests are also balanced over its items' subjects (the schema's default)
     assert figures["efficiency_MATH_500"].spec["caption_args"]["config_summary"][
         "content"] == "subject"

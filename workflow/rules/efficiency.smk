@@ -1,11 +1,8 @@
 """Efficient evaluation (docs/efficiency.md): per dataset of real.efficiency, the
 selection study and the adaptive tests of held-out models (rule efficiency), the item
-audit (rule item_audit), and their figures (rule render_efficiency).  The study's logic
-is cbmm.efficient.study; these jobs fit their own calibrations (cbmm.fit's defaults)."""
-
-
-localrules:
-    render_efficiency,
+audit (rule item_audit), and their figures (a rule render_efficiency_<dataset> each).
+The study's logic is cbmm.efficient.study; these jobs fit their own calibrations
+(cbmm.fit's defaults)."""
 
 
 rule efficiency:
@@ -75,27 +72,33 @@ rule item_audit:
         "../scripts/item_audit.py"
 
 
-# One job draws the figures of every dataset of the study.
-rule render_efficiency:
-    input:
-        [
-            pattern.format(dataset=dataset)
-            for dataset in PLAN.efficiency_datasets()
-            for pattern in (
-                paths.EFFICIENCY_TABLE,
-                paths.ADAPTIVE_TABLE,
-                paths.ITEM_AUDIT_TABLE,
-            )
-        ],
-    output:
-        figure_outputs(render.efficiency_figures(PLAN)),
-    log:
-        paths.log_file("render", "efficiency"),
-    benchmark:
-        paths.benchmark_file("render", "efficiency")
-    conda:
-        "../../envs/core.yaml"
-    params:
-        figures=[figure.spec for figure in render.efficiency_figures(PLAN)],
-    script:
-        "../scripts/render.py"
+# Each dataset's figures in a job of its own: one dataset's failure cannot take another's
+# figures down.  One rule per dataset (not a wildcard rule): the report shows each
+# figure's caption file, whose path must be known.
+for dataset in PLAN.efficiency_datasets():
+
+    rule:
+        name:
+            f"render_efficiency_{dataset}"
+        input:
+            [
+                pattern.format(dataset=dataset)
+                for pattern in (
+                    paths.EFFICIENCY_TABLE,
+                    paths.ADAPTIVE_TABLE,
+                    paths.ITEM_AUDIT_TABLE,
+                )
+            ],
+        output:
+            figure_outputs(render.efficiency_figures(PLAN, dataset)),
+        log:
+            paths.log_file("render", f"efficiency_{dataset}"),
+        benchmark:
+            paths.benchmark_file("render", f"efficiency_{dataset}")
+        localrule: True
+        conda:
+            "../../envs/core.yaml"
+        params:
+            figures=[figure.spec for figure in render.efficiency_figures(PLAN, dataset)],
+        script:
+            "../scripts/render.py"

@@ -18,7 +18,9 @@ try:
     build_dataset(name, entry, snakemake.output.matrix,
                   cache_dir=snakemake.params.cache_dir,
                   release=snakemake.params.release or None)
-except DataError as exc:  # its message names the dataset and says what to do offline
-    log.error("%s", exc)
+except DataError as exc:  # says what to do offline; a local file's names the file
+    message = str(exc)
+    named = message.startswith(name) or repr(name) in message
+    log.error("%s", message if named else f"dataset {name!r}: {message}")
     sys.exit(1)
 log.info("wrote %s", snakemake.output.matrix)

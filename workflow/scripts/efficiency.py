@@ -4,8 +4,10 @@ and their summary; also balanced over a column of the item table, where the rule
 given one), by cbmm.efficient.study.
 
 Splits the dataset's models cannot make (``real.efficiency.test_share`` that leaves
-fewer than 2 calibration models) end the job with one line in its log naming the key and
-the dataset; the other jobs go on (the profile's keep-going)."""
+fewer than 2 calibration models), and numbers of items ``real.efficiency.k`` none of
+which is below the dataset's, end the job with one line in its log naming the key and
+the dataset; the other jobs go on (the profile's keep-going).  A k not below them is
+skipped with a warning."""
 
 import sys
 
@@ -27,6 +29,16 @@ try:  # splits this dataset's models cannot make: one line, not a traceback from
 except ValueError as exc:
     log.error("real.efficiency, dataset %r: %s", snakemake.wildcards.dataset, exc)
     sys.exit(1)
+measured = study.measurable_ks(settings["k"], table.shape[1])
+if not measured:  # an empty table and figure would say nothing of why
+    log.error("real.efficiency.k, dataset %r: every k (%s) is at least its %d items; give "
+              "some below %d", snakemake.wildcards.dataset,
+              ", ".join(map(str, settings["k"])), table.shape[1], table.shape[1])
+    sys.exit(1)
+if measured != list(settings["k"]):
+    log.warning("real.efficiency.k, dataset %r: k = %s skipped, not below its %d items",
+                snakemake.wildcards.dataset,
+                ", ".join(str(k) for k in settings["k"] if k not in measured), table.shape[1])
 log.info("%s: %d splits of its %d models, %d held out in each", snakemake.wildcards.dataset,
          splits, len(table), study.held_out(len(table), settings["test_share"]))
 calibrated = study.calibrations(table, splits=splits,

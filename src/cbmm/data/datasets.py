@@ -174,9 +174,11 @@ def check_entry(name, entry, where: str) -> dict:
     options = mapping(entry.get("options"), f"{key}.options")
     required, optional = SOURCE_OPTIONS[source]
     absent = sorted(set(required) - set(options))
-    if absent:
-        raise DataError(f"{key}.options: missing required option(s) {absent} for source {source!r}")
     unknown = sorted(set(options) - set(required) - set(optional))
+    if absent:  # with the unknown ones, which may be the required ones misspelled
+        also = f"; unknown option(s) {unknown}" if unknown else ""
+        raise DataError(f"{key}.options: missing required option(s) {absent} for source "
+                        f"{source!r}{also}")
     if unknown:
         raise DataError(
             f"{key}.options: unknown option(s) {unknown} for source {source!r}; "

@@ -45,7 +45,7 @@ from .tinybenchmarks import tinybenchmarks_predictions
 __all__ = ["model_splits", "calibrations", "Calibration", "selection_study", "adaptive_study",
            "summarise_selection", "summarise_adaptive", "calibration_statuses", "BASELINE",
            "TINYBENCHMARKS", "TEST_SHARE", "held_out", "split_count", "selection_seed",
-           "tinybenchmarks_draws"]
+           "tinybenchmarks_draws", "measurable_ks"]
 
 #: The baseline of the selection study: the mean of the k items of each ``random`` draw.
 BASELINE = "random_mean"
@@ -171,6 +171,12 @@ def tinybenchmarks_draws(values, calibration, held, bank: ItemBank, ks, *, seed:
             yield draw, k, predicted
 
 
+def measurable_ks(ks, n_items: int) -> list:
+    """The numbers of items of ``ks`` a study of ``n_items`` items measures: those below
+    it (k items of J leave J - k to predict; all of them, none)."""
+    return [k for k in ks if k < n_items]
+
+
 def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
                     draws: int = SELECTION_DRAWS, reference: bool = True,
                     tinybenchmarks: bool = False):
@@ -232,7 +238,7 @@ def selection_study(table, calibrated, *, ks, strategies, seed: int = 0,
     rows = []
     draws = check_integer("draws", draws, minimum=1)
     values = table.to_numpy(dtype=float)
-    ks = [k for k in ks if k < table.shape[1]]
+    ks = measurable_ks(ks, table.shape[1])
     reference = reference and _has_reference(values, calibrated, "selection_study")
     for split, calibration in enumerate(calibrated):
         held, bank, status = calibration.held, calibration.bank, calibration.result.status

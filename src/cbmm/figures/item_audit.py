@@ -56,7 +56,8 @@ def plot_item_audit(audit, out_paths=(), title: str | None = None):
             observed, implied = audit[["ability_rank_correlation",
                                        "implied_rank_correlation"]].iloc[0]
             agrees = AbilityAgreement(observed, implied, len(audit)).agrees
-            note = (f"abilities vs accuracy: rank correlation {observed:.3f}, the fit "
+            # short lines: the note is right-aligned in the axes and must stay inside them
+            note = (f"abilities vs accuracy: rank correlation {observed:.3f},\nthe fit "
                     f"implies {implied:.3f}"
                     + ("" if agrees else "\n(one dimension does not describe these answers)"))
             if {"wrong_way_dependence", "ordinary_dependence"} <= set(audit.columns):

@@ -89,22 +89,21 @@ def uncertainty_figures(plan: Plan) -> list[Figure]:
     }) for dataset in plan.uncertainty_datasets()]
 
 
-def efficiency_figures(plan: Plan) -> list[Figure]:
-    """Per dataset of the efficient-evaluation study: its selection and adaptive-test
+def efficiency_figures(plan: Plan, dataset: str) -> list[Figure]:
+    """A dataset of the efficient-evaluation study's figures (a job of its own, so that one
+    dataset's figures cannot take another's down): its selection and adaptive-test
     figure, and its item information map."""
     study = plan.config["real"]["efficiency"]
-    settings = {"splits": study["splits"], "held_models": study["held_models"],
-                "test_share": study["test_share"], "tinybenchmarks": study["tinybenchmarks"]}
-    figures = []
-    for dataset in plan.efficiency_datasets():
-        figures.append(Figure(f"efficiency_{dataset}", "Efficient evaluation", dataset, {
+    settings = {key: study[key] for key in ("splits", "held_models", "test_share", "draws",
+                                            "tinybenchmarks")}
+    return [
+        Figure(f"efficiency_{dataset}", "Efficient evaluation", dataset, {
             "figure": "efficiency",
             "args": [paths.EFFICIENCY_TABLE.format(dataset=dataset),
                      paths.ADAPTIVE_TABLE.format(dataset=dataset)],
             "kwargs": {"title": suite_label(dataset)},
             "caption_args": {"config_summary": {
-                **settings, "content": plan.content_balance(dataset)}}}))
-        figures.append(Figure(f"item_audit_{dataset}", "Efficient evaluation", dataset, {
+                **settings, "content": plan.content_balance(dataset)}}}),
+        Figure(f"item_audit_{dataset}", "Efficient evaluation", dataset, {
             "figure": "item_audit", "args": [paths.ITEM_AUDIT_TABLE.format(dataset=dataset)],
-            "kwargs": {"title": suite_label(dataset)}}))
-    return figures
+            "kwargs": {"title": suite_label(dataset)}})]

@@ -110,6 +110,10 @@ from cbmm.efficient.refit import refit_like
 from cbmm.efficient.selection import draw_count, forward_selection
 from cbmm.simulate import simulate
 
+# the howmany and se parts predict with the calibration models as the reference and read
+# only the accuracy, not the interval the warning is about
+warnings.filterwarnings("ignore", category=cbmm.efficient.InSampleReferenceWarning)
+
 #: The issue's targets.
 MAE_TARGET, MAE_TARGET_K = 0.015, 100
 ATLAS_ITEMS, ATLAS_THETA_MAE, EXPOSURE_TARGET = 41, 0.157, 0.10

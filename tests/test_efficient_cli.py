@@ -392,8 +392,7 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
     (["audit", "--responses", "calibration.csv", "--figure", "/proc/cbmm-map.png"],
      "--figure /proc/cbmm-map.png: cannot write into /proc"),
     (["predict", "--responses", "trailing.csv"],
-     "--responses trailing.csv: item column 61 has no header (a comma at the end of each "
-     "line?)"),
+     "trailing.csv: item column 61 has no header (a comma at the end of each line?)"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypatch, tmp_path,
                                                    args, message):

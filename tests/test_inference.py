@@ -183,6 +183,18 @@ def test_bootstrap_intervals_ranks_and_pairwise_probabilities():
     draws = result.draws["theta"]
     assert p[3, 7] == pytest.approx(np.mean(draws[:, 3] > draws[:, 7]))
     assert list(result.prob_better.index) == list(frame.index)
+    # the item parameters' spread over item resamples is not their uncertainty
+    assert result.a[["lower", "upper"]].isna().all().all()
+    assert result.b[["lower", "upper"]].isna().all().all()
+
+
+def test_model_resampling_intervals_cover_the_item_parameters():
+    draw = simulate(300, 30, seed=8)
+    result = quiet(cbmm.bootstrap, draw.responses, n_boot=60, resample="models", seed=2)
+    _, a, b = cbmm.canonicalize(draw.theta, draw.a, draw.b)
+    for table, truth in ((result.a, a), (result.b, b)):
+        inside = (table["lower"] <= truth) & (truth <= table["upper"])
+        assert inside.mean() >= 0.8, inside.mean()
 
 
 def test_bootstrap_replicates_are_reproducible_and_resample_models(tmp_path):
@@ -193,8 +205,14 @@ def test_bootstrap_replicates_are_reproducible_and_resample_models(tmp_path):
     np.testing.assert_array_equal(one.draws["a"], two.draws["a"])
     # a model left out of a replicate has no theta there
     assert np.isnan(one.draws["theta"]).any() and not np.isnan(one.draws["a"]).any()
+    # intervals for the item parameters, none for the abilities
+    assert one.theta[["lower", "upper"]].isna().all().all()
+    assert one.rank[["lower", "upper"]].isna().all().all() and one.prob_better.isna().all().all()
+    assert one.a[["lower", "upper"]].notna().all().all()
     one.save(tmp_path / "boot")
     abilities = pd.read_csv(tmp_path / "boot" / "abilities.csv")
+    with pytest.raises(ValueError, match="a bootstrap's folder .bootstrap.json., not a fit's"):
+        cbmm.FitResult.load(tmp_path / "boot")
     assert list(abilities.columns) == ["model", "theta", "theta_lower", "theta_upper", "rank",
                                        "rank_lower", "rank_upper"]
     with pytest.raises(ValueError, match="n_boot"):
@@ -216,6 +234,9 @@ def test_cross_validation_holds_every_cell_out_once_and_beats_the_item_means():
     assert (table["log_loss"] < table["item_mean_log_loss"]).all()
     assert (table["auc"] > table["item_mean_auc"]).all()
     assert (table["status"] == "converged").all()
+    with pytest.raises(ValueError, match=f"^folds={observed + 1}: more than the {observed} "
+                                         "observed cells$"):
+        cbmm.cross_validate(draw.responses, folds=observed + 1)
 
 
 def test_held_out_scores_match_their_definitions():

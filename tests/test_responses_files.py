@@ -104,6 +104,13 @@ def test_wide_parquet_label_rules(tmp_path):
 def test_wide_files_duplicate_labels_and_other_errors(tmp_path):
     with pytest.raises(DataError, match=r"d.csv: duplicate model labels: 'm0' \(rows 0, 2\)"):
         load_local(_write(tmp_path / "d.csv", ",a,b\nm0,1,0\nm1,0,1\nm0,1,1\n"))
+    # a table written without its model labels: the first item's answers taken for them
+    with pytest.raises(DataError, match=r"n.csv: duplicate model labels: .*these look like "
+                                        r"answers: a table needs its model labels"):
+        load_local(_write(tmp_path / "n.csv", "a,b,c\n1,0,1\n0,1,1\n1,1,0\n"))
+    with pytest.raises(DataError, match=r"t.csv: item column 2 has no header \(a comma at "
+                                        "the end of each line"):
+        load_local(_write(tmp_path / "t.csv", "model,a,\nm0,1,\nm1,0,\n"))
     with pytest.raises(DataError, match="h.csv: no model rows after the header"):
         load_local(_write(tmp_path / "h.csv", ",a,b\n"))
     with pytest.raises(DataError, match="a directory; expected a CSV or Parquet file"):

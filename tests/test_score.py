@@ -166,6 +166,11 @@ def test_a_users_items_file_has_its_ids_in_item_or_the_first_column(tmp_path):
      pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q0"]), "more than once"),
     (pd.DataFrame([[1, 0]], columns=["q0", "q1"]), pd.DataFrame({"a": [1.0]}), r"\['b'\]"),
     (pd.DataFrame([[1, 0]], columns=["q0", "q1"]), "nope/items.csv", "no such file"),
+    (pd.DataFrame([[1, 0, 1]], columns=["q0", "q1", " "]), None,
+     r"item column 3 has no header \(a comma at the end of each line\?\)"),
+    (pd.DataFrame([[1, 0]], columns=["q0", "q1"]),
+     pd.DataFrame({"a": [1.0, "x"], "b": [0.0, 0.0]}, index=["q0", "q1"]),
+     r"item 'q1' has a='x'; columns a and b must be numbers"),
 ])
 def test_bad_input_names_the_problem(responses, items, message):
     if items is None:

@@ -37,10 +37,13 @@ class BootstrapResult:
     theta, a, b, rank : pandas.DataFrame
         Indexed like the parameters, columns ``estimate`` (the full data's fit),
         ``lower`` and ``upper`` (the replicates' ``(1 - level) / 2`` and
-        ``(1 + level) / 2`` quantiles).  ``rank`` is 1 for the ablest model.
+        ``(1 + level) / 2`` quantiles; NaN for the parameters the resample is not for:
+        ``a`` and ``b`` of item resampling, ``theta`` and ``rank`` of model
+        resampling).  ``rank`` is 1 for the ablest model.
     prob_better : pandas.DataFrame
         N x N: the share of replicates in which the row model's theta exceeds the
-        column model's (0.5 on the diagonal's ties excluded: the diagonal is NaN).
+        column model's (0.5 on the diagonal's ties excluded: the diagonal is NaN); all
+        NaN for model resampling.
     fit : FitResult
         The fit of the full data.
     draws : dict of ndarray
@@ -134,7 +137,8 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     resample : {"items", "models"}
         ``"items"``: draw J items with replacement (every model kept), for the
         abilities and their ranks; ``"models"``: draw N models with replacement
-        (every item kept), for the item parameters.  Each replicate is put on the
+        (every item kept), for the item parameters.  The other parameters get no
+        interval (NaN; their replicates stay in ``draws``).  Each replicate is put on the
         canonical scale (theta mean 0, sd 1 over its models), like the fit.
     level : float
         Interval coverage, in (0, 1).
@@ -219,7 +223,15 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     ranks = _ranks(theta)
     lo, hi = (1 - level) / 2, (1 + level) / 2
 
-    def table(estimate, values, index):
+    def table(estimate, values, index, resampled):
+        """Estimates with percentile intervals, where ``resampled`` says the resample is
+        the one for them: the other's spread is not their uncertainty (item resampling
+        covered a simulated truth's a 34 % and b 5 % of the time; model resampling, with
+        a model's answers absent from a third of the replicates, theta's 70 %), so their
+        intervals are NaN."""
+        if not resampled:
+            return pd.DataFrame({"estimate": estimate, "lower": np.nan, "upper": np.nan},
+                                index=index)
         quantile = np.nanquantile if np.isnan(values).any() else np.quantile  # 10x faster
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
@@ -229,11 +241,14 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     model_index = getattr(full.theta, "index", None)
     item_index = getattr(full.a, "index", None)
     theta_full = np.asarray(full.theta, dtype=float)
+    models, items = resample == "items", resample == "models"  # whose intervals it gives
+    better = _prob_better(theta) if models else np.full((n, n), np.nan)
     return BootstrapResult(
-        theta=table(theta_full, theta, model_index), a=table(np.asarray(full.a), a, item_index),
-        b=table(np.asarray(full.b), b, item_index),
-        rank=_whole(table(_ranks(theta_full[None, :])[0], ranks, model_index)),
-        prob_better=pd.DataFrame(_prob_better(theta), index=model_index, columns=model_index),
+        theta=table(theta_full, theta, model_index, models),
+        a=table(np.asarray(full.a), a, item_index, items),
+        b=table(np.asarray(full.b), b, item_index, items),
+        rank=_whole(table(_ranks(theta_full[None, :])[0], ranks, model_index, models)),
+        prob_better=pd.DataFrame(better, index=model_index, columns=model_index),
         fit=full, draws={"theta": theta, "a": a, "b": b}, n_boot=int(n_boot),
         n_failed=int(draws["failed"]), resample=resample, level=float(level), runtime_s=runtime)
 

@@ -625,11 +625,16 @@ def _check_labels(labels, what, axis, source):
         f"({axis}s {', '.join(map(str, np.flatnonzero(text == label)[:3]))})"
         for label in dup[:3])
     same = any(len(pd.unique(labels[text == label])) > 1 for label in dup[:3])
+    answers = axis == "row" and text.str.strip().isin(
+        ["0", "1", "-1", "0.0", "1.0", "-1.0", "True", "False"]).all()
     raise ResponseError(f"{source}: duplicate {what}: {where}"
                         f"{f' and {len(dup) - 3} more' if len(dup) > 3 else ''}; "
                         + ("labels are saved and compared as text, where these are the same; "
                            if same else "")
-                        + "each label must name one " + ("model" if axis == "row" else "item"))
+                        + "each label must name one " + ("model" if axis == "row" else "item")
+                        + ("; these look like answers: a table needs its model labels in "
+                           "its first column (pandas' to_csv(index=False) leaves them out)"
+                           if answers else ""))
 
 
 # ---- sparse and long input ---------------------------------------------------------------------

@@ -433,6 +433,10 @@ def read_result_folder(out_dir):
     meta_path = out / "fit.json"
     if not meta_path.is_file():
         present = [n for n in FitResult.OUTPUT_FILES if (out / n).is_file()]
+        if (out / "bootstrap.json").is_file():  # its items.csv holds intervals, not a fit
+            raise ResultFolderError(f"{out}: a bootstrap's folder (bootstrap.json), not a "
+                                    "fit's; give the folder `cbmm fit` or FitResult.save "
+                                    "wrote")
         raise ResultFolderError(
             f"{out}: no fit.json" + (f" beside {', '.join(present)}: an interrupted save "
                                      "(refit, or save again)" if present

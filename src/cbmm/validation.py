@@ -60,6 +60,8 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     seed = check_integer("seed", seed, minimum=0)
     data = as_responses(responses, coding=fit_kwargs.pop("coding", None), storage="auto")
     rows, cols, values = _observed_cells(data)
+    if folds > rows.size:  # a fold without a cell scores nothing
+        raise ValueError(f"folds={folds}: more than the {rows.size} observed cells")
     assignment = np.random.default_rng([seed, 0xcf]).permutation(rows.size) % folds
     table = []
     for fold in range(folds):

@@ -196,6 +196,11 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
     items = header[:label_pos] + header[label_pos + 1:]
     if not items:
         raise DataError(f"{path}: the header has no item columns")
+    blank = [k for k, item in enumerate(items) if not item.strip()]
+    if blank:  # the same words as cbmm.score's for a table's blank column label
+        trailing = " (a comma at the end of each line?)" if blank[0] == len(items) - 1 else ""
+        raise DataError(f"{path}: item column {blank[0] + 1} has no header{trailing}; each "
+                        "column needs an item id")
     seen, duplicates = set(), []
     for item in items:
         if item in seen:

@@ -240,6 +240,14 @@ def test_max_iter_and_history_bookkeeping():
     assert out.n_iter == 7
     assert len(out.loss_history) == 8  # the start and after each iteration
     assert out.loss_history[-1] == pytest.approx(loss(out.theta, out.a, out.b, y), rel=1e-12)
+    # accelerated: SQUAREM's cycles of two MM maps end with one where one is left
+    for accelerate in ("squarem", "auto"):
+        for max_iter in (1, 2, 7):
+            out = solve_cbmm(y, theta, a, b, tol=1e-15, max_iter=max_iter,
+                             precision="float64", accelerate=accelerate)
+            assert (out.status, out.n_iter) == ("max_iter", max_iter), accelerate
+            assert out.loss_history[-1] == pytest.approx(loss(out.theta, out.a, out.b, y),
+                                                         rel=1e-6)
 
 
 def numpy_gradient(theta, a, b, y, sigma):

@@ -178,7 +178,8 @@ def _mm_phase(op, theta, a, b, max_iter, record, stop_se=None):
         scale = _inverse_sqrt(np.concatenate(curvature))
         theta = _abilities_given_items(op, theta, a, b, curvature[0])
         op.gradient = op.current_gradient()  # the operator stands at theta: no pass again
-    cycles = squarem_cycles(op, theta, a, b, gradient=True, evaluated=stop_se is not None)
+    cycles = squarem_cycles(op, theta, a, b, gradient=True, evaluated=stop_se is not None,
+                            max_updates=max_iter)
     previous = next(cycles)
     record(previous)
     reference = canonical_projected_norm(theta, a, *op.gradient)

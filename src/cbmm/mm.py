@@ -363,7 +363,7 @@ def _balanced(penalty, theta, a, b, stats, w_a=None):
     return (c * (theta + e), a / c, b - a * e), stats, None if w_a is None else w_a / c
 
 
-def squarem_cycles(op, theta, a, b, gradient=False, evaluated=False):
+def squarem_cycles(op, theta, a, b, gradient=False, evaluated=False, max_updates=None):
     """SQUAREM (scheme S3) with step-length adaptation and a monotone safeguard.
 
     Yields the loss at ``(theta, a, b)`` and then after every cycle; the
@@ -374,7 +374,8 @@ def squarem_cycles(op, theta, a, b, gradient=False, evaluated=False):
     cycle ends at ``p2``.  A cycle applies 2 MM maps (``op.updates``) and one
     pass that evaluates ``p_ext``.  ``gradient``: the first pass also leaves the
     gradient at the start in ``op.gradient``; ``evaluated``: the operator stands at
-    ``(theta, a, b)`` already (no first pass).
+    ``(theta, a, b)`` already (no first pass); ``max_updates``: where one MM map is left
+    of them, a plain MM step instead of a cycle (a fit's ``max_iter`` counts MM maps).
     """
     n, j = op.shape
 
@@ -388,6 +389,11 @@ def squarem_cycles(op, theta, a, b, gradient=False, evaluated=False):
     p0 = pack(*op.point)
     step_max = 1.0
     while True:
+        if max_updates is not None and op.updates + 2 > max_updates:
+            value = op.update()                   # the last map the budget allows
+            p0 = pack(*op.point)
+            yield value
+            continue
         value1 = op.update()                      # p1 = F(p0)
         p1 = pack(*op.point)
         op.update()                               # p2 = F(p1)

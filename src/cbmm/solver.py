@@ -141,7 +141,7 @@ def _squarem(op, theta, a, b, tol, max_iter, start, progress=None):
     """SQUAREM-accelerated MM (:func:`squarem_cycles`) with the relative-loss rule."""
     history, times = [], []
     status = "max_iter"
-    for value in squarem_cycles(op, theta, a, b, gradient=True):
+    for value in squarem_cycles(op, theta, a, b, gradient=True, max_updates=max_iter):
         history.append(value)
         times.append(time.perf_counter() - start)
         if progress is not None and len(history) > 1:

@@ -75,14 +75,14 @@ rule item_audit:
 # Each dataset's figures in a job of its own: one dataset's failure cannot take another's
 # figures down.  One rule per dataset (not a wildcard rule): the report shows each
 # figure's caption file, whose path must be known.
-for dataset in PLAN.efficiency_datasets():
+for figures_of in PLAN.efficiency_datasets():
 
     rule:
         name:
-            f"render_efficiency_{dataset}"
+            f"render_efficiency_{figures_of}"
         input:
             [
-                pattern.format(dataset=dataset)
+                pattern.format(dataset=figures_of)
                 for pattern in (
                     paths.EFFICIENCY_TABLE,
                     paths.ADAPTIVE_TABLE,
@@ -90,15 +90,17 @@ for dataset in PLAN.efficiency_datasets():
                 )
             ],
         output:
-            figure_outputs(render.efficiency_figures(PLAN, dataset)),
+            figure_outputs(render.efficiency_figures(PLAN, figures_of)),
         log:
-            paths.log_file("render", f"efficiency_{dataset}"),
+            paths.log_file("render", f"efficiency_{figures_of}"),
         benchmark:
-            paths.benchmark_file("render", f"efficiency_{dataset}")
+            paths.benchmark_file("render", f"efficiency_{figures_of}")
         localrule: True
         conda:
             "../../envs/core.yaml"
         params:
-            figures=[figure.spec for figure in render.efficiency_figures(PLAN, dataset)],
+            figures=[
+                figure.spec for figure in render.efficiency_figures(PLAN, figures_of)
+            ],
         script:
             "../scripts/render.py"

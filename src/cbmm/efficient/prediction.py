@@ -111,8 +111,9 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
     reference : same forms as ``responses``, optional
         Answers of models with known accuracy, the calibration models' as a rule (never
         the models predicted: one with the label and the answers of a model predicted is
-        refused, :func:`check_not_in_reference`): the 2PL prediction is corrected by what it misses on them
-        (see the module's notes) and the interval is the jackknife's.  Worth it with
+        refused, :func:`check_not_in_reference`): the 2PL prediction is corrected by
+        what it misses on them (see the module's notes) and the interval is the
+        jackknife's.  Worth it with
         hundreds of reference models or more; only those that answered at least 95 % of
         the calibrated items count (:data:`REFERENCE_UNANSWERED`; what a prediction
         misses on the items a model skipped is seen only where the reference answered

@@ -601,6 +601,13 @@ def _frame_columns(frame):
     return [frame.iloc[:, k] if column is None else column for k, column in enumerate(columns)]
 
 
+def headerless_column(position: int, n_columns: int) -> str:
+    """What is wrong with item column ``position`` (0-based) of ``n_columns`` whose header
+    is blank, in the words of every reader of response tables."""
+    trailing = " (a comma at the end of each line?)" if position == n_columns - 1 else ""
+    return f"item column {position + 1} has no header{trailing}; each column needs an item id"
+
+
 def _check_labels(labels, what, axis, source):
     """Labels name one model or item each, as the text they are saved and compared as: none
     missing, none repeated, no two with the same text (``1`` and ``'1'``)."""

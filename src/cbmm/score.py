@@ -37,7 +37,8 @@ import numpy as np
 from ._checks import check_integer, check_positive
 from .api import DegenerateDataWarning
 from .model import SIGMA_RANGE, check_sigma, expit
-from .responses import _EXPECTED, LONG_COLUMNS, Responses, _show, as_responses
+from .responses import (_EXPECTED, LONG_COLUMNS, Responses, _show, as_responses,
+                        headerless_column)
 from .result import FitResult, ResultFolderError, read_labelled_csv, read_result_folder
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -329,9 +330,7 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
         unknown = ids[position < 0]
         if (unknown.str.strip() == "").any():
             blank = int(np.flatnonzero((ids.str.strip() == "") & (position < 0))[0])
-            trailing = " (a comma at the end of each line?)" if blank == len(ids) - 1 else ""
-            raise ValueError(f"responses: item column {blank + 1} has no header{trailing}; "
-                             "each column needs an item id")
+            raise ValueError(f"responses: {headerless_column(blank, len(ids))}")
         if len(unknown):
             raise ValueError(f"responses: {len(unknown)} item column(s) not among the calibrated "
                              f"items: {list(unknown[:5])}; drop them, or calibrate them first")

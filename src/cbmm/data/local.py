@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..responses import LONG_COLUMNS, ResponseError, Responses, as_responses
+from ..responses import LONG_COLUMNS, ResponseError, Responses, as_responses, headerless_column
 from .matrix import LABEL_COLUMN, DataError, read_matrix
 
 __all__ = ["load_local", "read_csv_matrix", "read_responses", "read_table"]
@@ -197,10 +197,8 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
     if not items:
         raise DataError(f"{path}: the header has no item columns")
     blank = [k for k, item in enumerate(items) if not item.strip()]
-    if blank:  # the same words as cbmm.score's for a table's blank column label
-        trailing = " (a comma at the end of each line?)" if blank[0] == len(items) - 1 else ""
-        raise DataError(f"{path}: item column {blank[0] + 1} has no header{trailing}; each "
-                        "column needs an item id")
+    if blank:
+        raise DataError(f"{path}: {headerless_column(blank[0], len(items))}")
     seen, duplicates = set(), []
     for item in items:
         if item in seen:

@@ -188,6 +188,29 @@ def test_bootstrap_intervals_ranks_and_pairwise_probabilities():
     assert result.b[["lower", "upper"]].isna().all().all()
 
 
+def test_identical_answers_give_identical_parameters_and_ties():
+    """Models (items) answering alike have the same block of the objective, so the same
+    optimum: equal estimates, tied ranks and P(better) one half, whatever the start."""
+    y = simulate(120, 60, missing="mcar", missing_rate=0.2, seed=11).responses
+    y[[10, 20]] = y[3]                    # copies of a model, missing cells included
+    y[[5, 6]] = np.where(np.isnan(y[5]), np.nan, 0.0)  # two models with every answer wrong
+    y[:, [8, 9]] = y[:, [7]]              # copies of an item
+    for start in ("spectral", "random"):
+        fit = quiet(cbmm.fit, y, start=start, n_starts=3, se=True, seed=4)
+        assert fit.status == "converged"
+        theta = np.asarray(fit.theta)
+        assert theta[3] == theta[10] == theta[20] and theta[5] == theta[6]
+        assert fit.a[7] == fit.a[8] == fit.a[9] and fit.b[7] == fit.b[8] == fit.b[9]
+        np.testing.assert_allclose(fit.theta_se[[10, 20]], fit.theta_se[3], rtol=1e-9)
+    boot = quiet(cbmm.bootstrap, y, n_boot=20, seed=3)
+    assert (boot.draws["theta"][:, 10] == boot.draws["theta"][:, 3]).all()
+    assert boot.prob_better.iloc[3, 10] == boot.prob_better.iloc[20, 3] == 0.5
+    assert boot.prob_better.iloc[5, 6] == 0.5
+    ranks = boot.rank["estimate"].to_numpy()
+    assert ranks[3] == ranks[10] == ranks[20] and ranks[3] % 1 == 0  # the mean of three ranks
+    assert ranks[5] == ranks[6] == 119.5  # the two weakest models
+
+
 def test_model_resampling_intervals_cover_the_item_parameters():
     draw = simulate(300, 30, seed=8)
     result = quiet(cbmm.bootstrap, draw.responses, n_boot=60, resample="models", seed=2)

@@ -239,6 +239,36 @@ def test_dense_and_sparse_storage_round_trip(cells, storage):
     pd.testing.assert_frame_equal(dense.to_frame(), sparse.to_frame())
 
 
+def _same_pattern_pairs(rows):
+    """Pairs (i, k), i < k, of equal rows, by comparing them as tuples."""
+    rows = [tuple(r) for r in rows]
+    return {(i, k) for i in range(len(rows)) for k in range(i + 1, len(rows)) if rows[i] == rows[k]}
+
+
+@PROPERTY
+@given(seed=st.integers(0, 2**32 - 1), shape=st.tuples(st.integers(2, 12), st.integers(1, 9)),
+       copies=st.integers(0, 4), storage=st.sampled_from(["dense", "sparse"]))
+def test_answer_patterns_group_exactly_the_identical_rows_and_columns(seed, shape, copies,
+                                                                        storage):
+    rng = np.random.default_rng(seed)
+    y = rng.choice(np.array([-1, 0, 1], dtype=np.int8), size=shape, p=[0.4, 0.3, 0.3])
+    for _ in range(copies):  # planted copies of a row and of a column
+        y[rng.integers(shape[0])] = y[rng.integers(shape[0])]
+        y[:, rng.integers(shape[1])] = y[:, rng.integers(shape[1])]
+    y[:, 0] = np.where(y[:, 0] == 0, 1, y[:, 0])  # no empty row or column
+    y[0] = np.where(y[0] == 0, -1, y[0])
+    responses = cbmm.as_responses(y, coding="signed", storage=storage)
+    for axis, lines in ((1, y), (0, y.T)):
+        groups = responses.answer_patterns(axis)
+        expected = _same_pattern_pairs(lines)
+        if groups is None:
+            assert not expected
+            continue
+        found = {(i, k) for i in range(len(lines)) for k in range(i + 1, len(lines))
+                 if groups[i] == groups[k]}
+        assert found == expected and expected
+
+
 @st.composite
 def long_tables(draw):
     """Records (model, item, correct) over small id pools, with NaN records and duplicates."""

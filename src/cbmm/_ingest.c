@@ -892,6 +892,84 @@ fail:
     return NULL;
 }
 
+/* Sums of each row's and each column's cells times random weights, modulo 2^64 (so exact
+ * in any order): equal patterns give equal sums.  Weights and sums are (count, 2) uint64. */
+static PyObject *py_pattern_sums(PyObject *self, PyObject *args)
+{
+    PyObject *oy, *optr, *oind, *orw, *ocw, *ors, *ocs;
+    Py_ssize_t n, n_cols;
+    Buffer b[7] = {0};
+    if (!PyArg_ParseTuple(args, "OOOnnOOOO", &oy, &optr, &oind, &n, &n_cols, &orw, &ocw, &ors,
+                          &ocs))
+        return NULL;
+    if (n < 0 || n_cols < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad shape");
+        return NULL;
+    }
+    const int sparse = optr != Py_None;
+    if (contiguous(orw, &b[3], "row_weights", 8, 2 * n, 0) < 0 ||
+        contiguous(ocw, &b[4], "col_weights", 8, 2 * n_cols, 0) < 0 ||
+        contiguous(ors, &b[5], "row_sums", 8, 2 * n, 1) < 0 ||
+        contiguous(ocs, &b[6], "col_sums", 8, 2 * n_cols, 1) < 0)
+        goto fail;
+    if (sparse) {
+        if (contiguous(optr, &b[1], "indptr", 8, n + 1, 0) < 0 ||
+            contiguous(oind, &b[2], "indices", 4, -1, 0) < 0 ||
+            contiguous(oy, &b[0], "values", 1, b[2].view.len / 4, 0) < 0)
+            goto fail;
+        if (check_indptr(b[1].view.buf, n, b[2].view.len / 4) < 0) {
+            PyErr_SetString(PyExc_ValueError, "inconsistent CSR layout");
+            goto fail;
+        }
+        const int32_t *ind = b[2].view.buf;
+        for (Py_ssize_t k = 0; k < b[2].view.len / 4; k++)
+            if (ind[k] < 0 || ind[k] >= n_cols) {
+                PyErr_Format(PyExc_ValueError, "column index %d out of range", (int)ind[k]);
+                goto fail;
+            }
+    } else if (contiguous(oy, &b[0], "y", 1, n * n_cols, 0) < 0) {
+        goto fail;
+    }
+    const int8_t *v = b[0].view.buf;
+    const uint64_t *rw = b[3].view.buf, *cw = b[4].view.buf;
+    uint64_t *rs = b[5].view.buf, *cs = b[6].view.buf;
+    const int64_t *indptr = sparse ? b[1].view.buf : NULL;
+    const int32_t *indices = sparse ? b[2].view.buf : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    memset(cs, 0, 2 * n_cols * sizeof(uint64_t));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t r0 = 0, r1 = 0;
+        const uint64_t w0 = rw[2 * i], w1 = rw[2 * i + 1];
+        if (sparse) {
+            for (int64_t k = indptr[i]; k < indptr[i + 1]; k++) {
+                const uint64_t c = (uint64_t)(int64_t)v[k];
+                const int32_t j = indices[k];
+                r0 += c * cw[2 * j];
+                r1 += c * cw[2 * j + 1];
+                cs[2 * j] += c * w0;
+                cs[2 * j + 1] += c * w1;
+            }
+        } else {
+            const int8_t *yr = v + i * n_cols;
+            for (Py_ssize_t j = 0; j < n_cols; j++) {
+                const uint64_t c = (uint64_t)(int64_t)yr[j];
+                r0 += c * cw[2 * j];
+                r1 += c * cw[2 * j + 1];
+                cs[2 * j] += c * w0;
+                cs[2 * j + 1] += c * w1;
+            }
+        }
+        rs[2 * i] = r0;
+        rs[2 * i + 1] = r1;
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 7);
+    Py_RETURN_NONE;
+fail:
+    release(b, 7);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"scan_rows", py_scan_rows, METH_VARARGS,
      "scan_rows(values, code, mode, y, row_obs, row_cor, col_obs, col_cor, row_offset, stats)\n\n"
@@ -913,6 +991,10 @@ static PyMethodDef methods[] = {
     {"coded_counts", py_coded_counts, METH_VARARGS,
      "coded_counts(y_or_values, indptr_or_None, indices_or_None, n, n_cols, row_obs, row_cor, "
      "col_obs, col_cor)\n\nObserved and correct cells per row and column of a coded matrix."},
+    {"pattern_sums", py_pattern_sums, METH_VARARGS,
+     "pattern_sums(y_or_values, indptr_or_None, indices_or_None, n, n_cols, row_weights, "
+     "col_weights, row_sums, col_sums)\n\nSums of the cells of each row (times the column "
+     "weights) and of each column (times the row weights), modulo 2**64."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_ingest",

@@ -324,6 +324,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         else:
             out = task()
         best = out.info.get("best_start", 0)
+        if spec.minimises_loss and not out.status.startswith("failed"):
+            share_identical(out.theta, out.a, out.b, core.answer_patterns(1),
+                            core.answer_patterns(0))
         result = _finish(out, core, starts[best][1], method, settings, init_scale,
                          data.label_cols(bad_items), data.label_rows(bad_models), penalty)
         result.info.update(start=starts[best][0], n_starts=len(starts), degenerate=degenerate,
@@ -339,6 +342,24 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
                         result.status, result.n_iter, result.loss, result.runtime_s)
     _warn_status(result, method)
     return result
+
+
+def share_identical(theta, a, b, models, items):
+    """Give models (items) with identical answers their mean ability (discrimination and
+    easiness), in place; ``models`` and ``items`` are their group numbers
+    (:meth:`Responses.answer_patterns`), None where every pattern is unique.
+
+    Their blocks of loss (3) plus the penalty are the same convex function, so the mean is
+    no worse than the parts and the optimum has them equal; a solver stopped by its
+    tolerance from different starts leaves them apart by about that tolerance, which
+    would rank identical models apart (docs/model.md).
+    """
+    for groups, values in ((models, (theta,)), (items, (a, b))):
+        if groups is None:
+            continue
+        sizes = np.bincount(groups)
+        for value in values:
+            value[...] = (np.bincount(groups, weights=value) / sizes)[groups]
 
 
 def _given_start(start, shape):

@@ -42,8 +42,8 @@ class BootstrapResult:
         resampling).  ``rank`` is 1 for the ablest model.
     prob_better : pandas.DataFrame
         N x N: the share of replicates in which the row model's theta exceeds the
-        column model's (0.5 on the diagonal's ties excluded: the diagonal is NaN); all
-        NaN for model resampling.
+        column model's, a tie counting one half (models with identical answers tie in
+        every replicate: 0.5); the diagonal is NaN; all NaN for model resampling.
     fit : FitResult
         The fit of the full data.
     draws : dict of ndarray
@@ -270,12 +270,14 @@ def _fitted(full, data):
 
 def _replicates(data, warm, spec, settings, options, n_boot, resample, seed):
     """Solve ``n_boot`` resamples from the warm start; canonical estimates, NaN where none."""
+    from .api import share_identical
     from .result import canonicalize
 
     n, j = data.shape
     rng = np.random.default_rng([seed, 0x0b00])
     out = {"theta": np.full((n_boot, n), np.nan), "a": np.full((n_boot, j), np.nan),
            "b": np.full((n_boot, j), np.nan), "failed": 0}
+    models, items = data.answer_patterns(1), data.answer_patterns(0)
     for k in range(n_boot):
         rows = rng.integers(0, n, n) if resample == "models" else np.arange(n)
         cols = rng.integers(0, j, j) if resample == "items" else np.arange(j)
@@ -294,6 +296,9 @@ def _replicates(data, warm, spec, settings, options, n_boot, resample, seed):
             out["failed"] += 1
             continue
         theta, a, b = estimate
+        # models (items) identical in the data are identical in every resample
+        share_identical(theta, a, b, None if models is None else models[rows],
+                        None if items is None else items[cols])
         theta[~np.isfinite(part.accuracy(axis=1))] = np.nan  # a model with no drawn answer
         # the first copy of each drawn row / column
         kept_rows, first_rows = np.unique(rows, return_index=True)
@@ -322,20 +327,23 @@ def _ranks(theta):
 
 def _prob_better(theta):
     """Share of replicates (rows of ``theta``) in which model i's theta exceeds model k's,
-    over the replicates where both have one; NaN on the diagonal."""
+    a tie counting one half, over the replicates where both have one; NaN on the
+    diagonal."""
     n = theta.shape[1]
-    better = np.zeros((n, n), dtype=np.int32)
+    halves = np.zeros((n, n), dtype=np.int32)  # 2 per replicate it is better, 1 per tie
     both = np.zeros((n, n), dtype=np.int32)
     comparison = np.empty((n, n), dtype=bool)
     for t in theta:
         np.greater(t[:, None], t[None, :], out=comparison)  # False wherever a NaN is
-        better += comparison
+        halves += 2 * comparison
+        np.equal(t[:, None], t[None, :], out=comparison)
+        halves += comparison
         finite = ~np.isnan(t)
         if finite.all():
             both += 1
         else:
             both += finite[:, None] & finite[None, :]
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = better / both
+        share = halves / (2 * both)
     np.fill_diagonal(share, np.nan)
     return share

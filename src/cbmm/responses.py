@@ -193,6 +193,21 @@ class Responses:
         acc = self.accuracy(axis=1)
         return np.flatnonzero((acc == 0) | (acc == 1))
 
+    def answer_patterns(self, axis: int) -> np.ndarray | None:
+        """Which models (axis=1) or items (axis=0) share their whole answer pattern.
+
+        Returns one group number per model (or item), equal for those whose correct, wrong
+        and missing cells all coincide, or None when every pattern is unique.  Patterns are
+        matched by two sums of their cells times random 64-bit weights, modulo 2**64 (one
+        pass over the data gives both axes): two different patterns share both sums with
+        probability at most 2**-126.
+        """
+        if axis not in (0, 1):
+            raise ValueError(f"axis must be 0 (items) or 1 (models), got {axis!r}")
+        if "patterns" not in self._cache:
+            self._cache["patterns"] = _identical_patterns(self)
+        return self._cache["patterns"][0 if axis == 1 else 1]
+
     def label_rows(self, idx) -> list:
         return [self.row_labels[i] if self.row_labels is not None else int(i) for i in idx]
 
@@ -290,6 +305,33 @@ class Responses:
         correct = ((sparse.values + 1) // 2).astype(np.int8)
         return pd.DataFrame({LONG_COLUMNS[0]: np.asarray(model), LONG_COLUMNS[1]: np.asarray(item),
                              LONG_COLUMNS[2]: correct})
+
+
+#: Seed of the random weights that match answer patterns (:meth:`Responses.answer_patterns`).
+PATTERN_SEED = 20240611
+
+
+def _identical_patterns(responses):
+    """``(models, items)``: the group numbers of the rows and of the columns of
+    ``responses`` by their whole pattern, each None when every pattern is unique
+    (:meth:`Responses.answer_patterns`)."""
+    n, j = responses.shape
+    weights = [np.random.default_rng([PATTERN_SEED, axis]).integers(
+        0, np.iinfo(np.uint64).max, size=(size, 2), dtype=np.uint64, endpoint=True)
+        for axis, size in enumerate((n, j))]
+    sums = [np.empty((size, 2), dtype=np.uint64) for size in (n, j)]
+    if responses.y is not None:
+        _ingest.pattern_sums(np.ascontiguousarray(responses.y), None, None, n, j, *weights, *sums)
+    else:
+        _ingest.pattern_sums(responses.values, responses.indptr, responses.indices, n, j,
+                             *weights, *sums)
+    return tuple(_groups(axis_sums) for axis_sums in sums)
+
+
+def _groups(sums):
+    """Group numbers of equal rows of ``sums``; None when every group has one member."""
+    _, groups, sizes = np.unique(sums, axis=0, return_inverse=True, return_counts=True)
+    return groups.reshape(-1) if sizes.size and sizes.max() > 1 else None
 
 
 def _shared_counts(responses):

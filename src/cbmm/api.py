@@ -357,6 +357,7 @@ def share_identical(theta, a, b, models, items):
     for groups, values in ((models, (theta,)), (items, (a, b))):
         if groups is None:
             continue
+        _, groups = np.unique(groups, return_inverse=True)  # a resample's groups, numbered
         sizes = np.bincount(groups)
         for value in values:
             value[...] = (np.bincount(groups, weights=value) / sizes)[groups]

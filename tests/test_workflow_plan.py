@@ -689,9 +689,16 @@ def test_batch_tables_of_missing_or_damaged_fits_are_marked_before_the_run(tmp_p
         for unit in batch:
             store.store_fit(unit["fit_dir"], "k", a_fit(1), {})
         table.parent.mkdir(parents=True, exist_ok=True)
-        table.write_text("rows\n")
+        pd.DataFrame([{k: unit[k] for k in ("study", "level", "method", "replicate")}
+                      for unit in batch]).assign(status="converged").to_csv(table, index=False)
     log = logging.getLogger("test")
     assert store.mark_stale_batches(plan, log) == []
+    # another configuration's plan (more replicates, other batches) judges none of them
+    other = test_plan({"simulation": {"run": ["mcar"], "replicates": 3}, "methods": ["cbmm"],
+                       "fit": {"batch_seconds": 1e-6}})
+    assert len(other.sim_batches("core")) > len(batches)
+    assert store.mark_stale_batches(other, log) == []
+    assert not list(tables[0].parent.glob("*.refit"))
     shutil.rmtree(batches[0][0]["fit_dir"])
     truncate(Path(batches[1][-1]["fit_dir"]) / "abilities.csv", keep=0.9)
     assert store.mark_stale_batches(plan, log) == [str(tables[0]), str(tables[1])]

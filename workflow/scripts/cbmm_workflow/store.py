@@ -180,6 +180,27 @@ def _listed_fit_dirs(table: Path) -> list[str]:
         return [row["fit_dir"] for row in csv.DictReader(handle) if row.get("fit_dir")]
 
 
+def _sim_table_fits(table, batch) -> list | None:
+    """The fit folders to check of the simulation batch table ``table`` of ``batch``:
+    ``batch``'s, or ``[None]`` (stale) if the table cannot be read, or None if it does not
+    exist or lists other fits (written under another configuration, its job runs again
+    anyway, its parameters having changed, so its fits are not this plan's to judge)."""
+    def key(study, level, method, replicate):
+        return study, float(level), method, int(replicate)
+
+    try:
+        with open(table, newline="") as handle:
+            listed = {key(row["study"], row["level"], row["method"], row["replicate"])
+                      for row in csv.DictReader(handle)}
+    except FileNotFoundError:
+        return None
+    except (OSError, KeyError, ValueError, TypeError, csv.Error):
+        return [None]
+    if listed != {key(u["study"], u["level"], u["method"], u["replicate"]) for u in batch}:
+        return None
+    return [unit["fit_dir"] for unit in batch]
+
+
 def refit_marker(table) -> Path:
     """The file that marks a batch table stale: written, with the reasons, when one of its
     fits is found missing or damaged; the batch job takes it as an input (when present), so
@@ -193,11 +214,16 @@ def mark_stale_batches(plan, log) -> list[str]:
     tables.  Its job then runs again and refits those fits (reusing the rest), and every
     job reading the table runs again after it.  (Removing the table would not do: Snakemake
     does not rerun a job for a missing intermediate file whose readers are up to date.)
-    Cheap: a stat per file."""
+    A table is judged by the fits it lists: one written under another configuration (a dry
+    run of the paper's plan over the test run's results) is not marked.  Cheap: a stat per
+    file."""
     tables = {}
     for env in plan.env_methods():
         for k, batch in enumerate(plan.sim_batches(env)):
-            tables[paths.SIM_BATCH.format(env=env, batch=k)] = [u["fit_dir"] for u in batch]
+            table = paths.SIM_BATCH.format(env=env, batch=k)
+            fit_dirs = _sim_table_fits(table, batch)
+            if fit_dirs is not None:
+                tables[table] = fit_dirs
     for dataset in dict.fromkeys(fit.dataset for fit in plan.real_fits):
         for table in Path().glob(paths.REAL_BATCH.format(dataset=dataset, env="*", batch="*")):
             try:

@@ -194,6 +194,39 @@ def test_failed_calibration_is_refused():
         cbmm.score(np.array([[1.0, 0.0]]), failed)
 
 
+def test_a_calibration_that_is_not_an_optimum_is_named_once(tmp_path, capsys):
+    """Items of a fit stopped short (max_iter) or without a finite optimum (unbounded)
+    give scores that are not an answer: the library warns, the command says it once
+    though several of its steps read the calibration."""
+    from cbmm.cli import main
+
+    sim = simulate(60, 15, seed=3)
+    new = sim.responses[:5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        converged = cbmm.fit(sim.responses)
+        short = cbmm.fit(sim.responses, max_iter=2)
+    assert (converged.status, short.status) == ("converged", "max_iter")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cbmm.score(new, converged)
+    assert not [w for w in caught if issubclass(w.category, cbmm.ConvergenceWarning)]
+    with pytest.warns(cbmm.ConvergenceWarning, match="calibration's status is max_iter: its "
+                                                     "item parameters are not an optimum"):
+        cbmm.score(new, short)
+    frame = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(60)])
+    frame.to_csv(tmp_path / "all.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", "--responses", str(tmp_path / "all.csv"), "--out",
+                     str(tmp_path / "fit"), "--max-iter", "2"]) == 0
+    capsys.readouterr()
+    assert main(["predict", "--responses", str(tmp_path / "all.csv"), "--items",
+                 str(tmp_path / "fit"), "--out", str(tmp_path / "p.csv")]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert sum("calibration's status is max_iter" in line for line in lines) == 1, lines
+
+
 def test_score_command(tmp_path):
     from cbmm.cli import main
 

@@ -395,8 +395,18 @@ def _one_line(exc) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None):
-    print(f"warning: {_one_line(message)}", file=sys.stderr)
+def _warning_printer():
+    """``warnings.showwarning`` for one command: each distinct warning once, on one line
+    (the calibration's status, say, is checked by each step that reads it)."""
+    shown = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = _one_line(message)
+        if text not in shown:
+            shown.add(text)
+            print(f"warning: {text}", file=sys.stderr)
+
+    return show
 
 
 def main(argv=None) -> int:
@@ -407,7 +417,7 @@ def main(argv=None) -> int:
     debug = os.environ.get("CBMM_DEBUG", "") not in ("", "0")
     try:
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _warning_printer()
             args = build_parser().parse_args(argv)
             handler = getattr(args, "func", None) or args.handler  # data commands set func
             return handler(args) or 0

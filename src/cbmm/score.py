@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._checks import check_integer, check_positive
-from .api import DegenerateDataWarning
+from .api import ConvergenceWarning, DegenerateDataWarning
 from .model import SIGMA_RANGE, check_sigma, expit
 from .responses import (_EXPECTED, LONG_COLUMNS, Responses, _show, as_responses,
                         headerless_column)
@@ -162,6 +162,22 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
 SET_ASIDE_LOGIT = 40.0
 
 
+#: Statuses of a calibration whose item parameters are not an optimum (docs/trust.md).
+NOT_AN_OPTIMUM = ("max_iter", "not_stationary", "unbounded")
+
+
+def _warn_not_an_answer(status) -> None:
+    """A ConvergenceWarning when the calibration is not an optimum: what is computed from
+    its items is not an answer either."""
+    if status in NOT_AN_OPTIMUM:
+        advice = ("some items have no finite optimum: refit with prior='normal' or "
+                  "degenerate='set_aside'" if status == "unbounded"
+                  else "refit until it is converged")
+        warnings.warn(f"the calibration's status is {status}: its item parameters "
+                      f"are not an optimum, nor is what is computed from them; {advice} "
+                      "(docs/trust.md)", ConvergenceWarning, stacklevel=3)
+
+
 def read_items(items):
     """The calibrated items as ``(table, sigma, description)``.
 
@@ -177,6 +193,7 @@ def read_items(items):
     if isinstance(items, FitResult):
         if items.failed:
             raise ValueError(f"items: the calibration fit failed ({items.status})")
+        _warn_not_an_answer(items.status)
         frame = pd.DataFrame({"a": np.asarray(items.a, float), "b": np.asarray(items.b, float)},
                              index=getattr(items.a, "index", None))
         where = "the calibration FitResult"
@@ -193,6 +210,7 @@ def read_items(items):
             where = str(folder / "items.csv")
             if str(meta.get("status", "")).startswith("failed"):
                 raise ValueError(f"{where}: the calibration fit failed ({meta['status']})")
+            _warn_not_an_answer(meta.get("status"))
             sigma = _calibrated_sigma(meta.get("sigma"), folder / "fit.json")
         else:
             where = str(path)

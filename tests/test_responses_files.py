@@ -113,6 +113,13 @@ def test_wide_files_duplicate_labels_and_other_errors(tmp_path):
         load_local(_write(tmp_path / "t.csv", "model,a,\nm0,1,\nm1,0,\n"))
     with pytest.raises(DataError, match="h.csv: no model rows after the header"):
         load_local(_write(tmp_path / "h.csv", ",a,b\n"))
+    for name, text in (("h2.csv", ",a,b"), ("h3.csv", ",a,b\r\n")):  # no final line feed
+        with pytest.raises(DataError, match=f"{name}: no model rows after the header"):
+            load_local(_write(tmp_path / name, text))
+    for name, text in (("c.csv", ",a,b\rm0,1,0\rm1,0,1\r"), ("c2.csv", ",a,b\r")):
+        with pytest.raises(DataError, match=f"{name}: its lines end in a carriage return "
+                                            "alone"):
+            load_local(_write(tmp_path / name, text))
     with pytest.raises(DataError, match="a directory; expected a CSV or Parquet file"):
         load_local(tmp_path)
     with pytest.raises(DataError, match=r"s.csv: ambiguous coding: .*-1 \(1 cell\(s\), first at "

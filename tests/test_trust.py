@@ -232,6 +232,19 @@ def test_the_map_objective_is_loss_plus_the_normal_log_prior():
     assert result.info["scaled_gradient"] <= STATIONARY_BELOW
 
 
+@pytest.mark.parametrize("method", ["cbmm", "lbfgsb", "manopt"])
+def test_the_prior_sd_range_is_the_one_whose_fits_stay_finite(method):
+    """Beyond the range a clear error (fits divided by zero at 1e-170, overflowed at
+    1e200, failed at 1e-100 and 1e-10), within it a finite fit."""
+    y = simulate(60, 20, seed=2).responses
+    for sd in (1e-6, 1e6):
+        result = quiet_fit(y, method, prior_sd=sd, n_starts=1)
+        assert not result.failed and np.isfinite(result.info["objective"])
+    for sd, message in ((1e-170, ">= 1e-06"), (1e200, "<= 1e\\+06"), (0.0, ">= 1e-06")):
+        with pytest.raises(ValueError, match=f"option 'prior_sd' must be {message}"):
+            cbmm.fit(y, method, prior_sd=sd)
+
+
 def test_methods_that_fit_their_own_model_keep_their_status_and_one_start():
     spec = cbmm.registry.get_method("pyirt")
     assert not spec.minimises_loss

@@ -74,6 +74,9 @@ def _check_field_counts(path: Path, expected: int, layout: str) -> tuple[int, bo
         tail = b""
         for chunk in iter(lambda: handle.read(1 << 24), b""):
             data = tail + chunk
+            if not state.lines and b"\r" in data and b"\n" not in data:
+                raise DataError(f"{path}: its lines end in a carriage return alone (old Mac "
+                                "line endings); save it with LF or CRLF line endings")
             if b'"' in data:
                 handle.seek(handle.tell() - len(data))
                 state.quoted(handle)
@@ -114,6 +117,8 @@ class _Lines:
         """Complete lines (each ending in a line feed), numbered from ``self.lines + 1``."""
         buf = np.frombuffer(block, dtype=np.uint8)
         ends = np.flatnonzero(buf == ord("\n"))
+        if not ends.size:  # a block within one line
+            return
         starts = np.concatenate(([0], ends[:-1] + 1))
         nul = np.flatnonzero(buf == 0)
         if nul.size:

@@ -14,7 +14,11 @@ PRIOR_OPTIONS = {
                     doc="none: maximum likelihood, loss (3) as in the paper; normal: MAP with "
                         "theta ~ N(0,1), a/sigma ~ N+(0,prior_sd^2), b/sigma ~ N(0,prior_sd^2), "
                         "which has a finite optimum whatever the data"),
-    "prior_sd": Option("float", PRIOR_SD, exclusive_minimum=0,
+    # Beyond a million logits the prior is none (prior="none" says so); below a millionth
+    # it pins a and b to 0.  Further out the fits fail: 1e-170 divided by zero, 1e200
+    # overflowed, L-BFGS-B's loss was not finite at 1e-100, Manopt's line search failed
+    # at 1e-10.
+    "prior_sd": Option("float", PRIOR_SD, minimum=1e-6, maximum=1e6,
                        doc="prior standard deviation of a/sigma and b/sigma (logits) with "
                            "prior=normal"),
 }

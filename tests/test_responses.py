@@ -50,6 +50,8 @@ def reference(cells, coding):
             seen.add(float(v))
     if coding is None and {0.0, -1.0} <= seen:
         return "ambiguous", None
+    if coding == "signed" and 0.0 in seen and -1.0 not in seen:
+        return "no wrong answer", None
     zero = 0 if coding == "signed" else -1
     y = [[0 if _missing(v) else {1.0: 1, -1.0: -1, 0.0: zero}[float(v)] for v in row]
          for row in cells]
@@ -74,6 +76,7 @@ def check_against_reference(cells, coding, make, labels=(None, None)):
             assert f"column {c}" + (f" ({cols[c]!r})" if cols is not None else "") in message
         else:
             assert {"ambiguous": "ambiguous coding", "empty": "no observed entry",
+                    "no wrong answer": "reads 0 as missing, but the matrix holds no -1",
                     "shape": "at least 2 models"}[kind] in message
         return None
     responses = cbmm.as_responses(data, coding=coding)
@@ -257,6 +260,7 @@ def test_answer_patterns_group_exactly_the_identical_rows_and_columns(seed, shap
         y[:, rng.integers(shape[1])] = y[:, rng.integers(shape[1])]
     y[:, 0] = np.where(y[:, 0] == 0, 1, y[:, 0])  # no empty row or column
     y[0] = np.where(y[0] == 0, -1, y[0])
+    y[0, 0] = -1  # a wrong answer: 0 is missing in the signed coding
     responses = cbmm.as_responses(y, coding="signed", storage=storage)
     for axis, lines in ((1, y), (0, y.T)):
         groups = responses.answer_patterns(axis)
@@ -294,8 +298,11 @@ def long_reference(records, coding):
     bad = [k for k, v in enumerate(values) if not _missing(v) and float(v) not in allowed]
     if bad:
         return "bad", bad[0]
-    if coding is None and {0.0, -1.0} <= {float(v) for v in values if not _missing(v)}:
+    seen = {float(v) for v in values if not _missing(v)}
+    if coding is None and {0.0, -1.0} <= seen:
         return "ambiguous", None
+    if coding == "signed" and 0.0 in seen and -1.0 not in seen:
+        return "no wrong answer", None
     kept = [(m, i) for m, i, v in records
             if not _missing(v) and not (coding == "signed" and v == 0)]
     if len(set(kept)) < len(kept):
@@ -315,6 +322,7 @@ def test_long_tables_agree_with_the_wide_reference(records, coding):
     if kind != "ok":
         message = {"bad": f"at row {detail} \\(model", "ambiguous": "ambiguous coding",
                    "duplicate": "duplicated cell", "empty": "no observed entry",
+                   "no wrong answer": "reads 0 as missing, but the matrix holds no -1",
                    "shape": "at least 2 models"}[kind]
         with pytest.raises(ResponseError, match=message):
             cbmm.as_responses(frame, coding=coding)

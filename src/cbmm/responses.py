@@ -863,6 +863,12 @@ def _check_values(counts, coding, source, value_at, describe):
             f"{listing(_ZERO)}); state it: coding 'binary' (1 correct, 0 incorrect, NaN "
             "missing; -1 is then an error) or 'signed' (+1 correct, -1 incorrect, 0 or NaN "
             "missing)")
+    if coding == "signed" and counts.count(_ZERO) and not counts.count(_MINUS):
+        raise ResponseError(
+            f"{source}: coding 'signed' reads 0 as missing, but the matrix holds no -1: every "
+            f"observed answer would be correct (its {counts.count(_ZERO)} cell(s) of 0 missing); "
+            "for 1 correct, 0 incorrect use coding 'binary' (where 0 does mean missing, "
+            "leave those cells empty)")
 
 
 def _check_empty(counts, row_labels, col_labels, source):

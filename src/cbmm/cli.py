@@ -180,6 +180,12 @@ def _simulate_command(args) -> int:
         _distinct(("--out", args.out), ("--truth", args.truth))
     sim = simulate(args.n_models, args.n_items, sigma=args.sigma, sparsity=args.sparsity,
                    missing=args.missing, missing_rate=args.missing_rate, seed=args.seed)
+    observed = ~np.isnan(sim.responses)
+    empty_models, empty_items = (int((~observed.any(axis=axis)).sum()) for axis in (1, 0))
+    if empty_models or empty_items:  # fit would refuse the file
+        raise CliError(f"the draw (missing rate {sim.missing_rate:.3f}) leaves {empty_models} "
+                       f"model(s) and {empty_items} item(s) without an observed answer, which "
+                       "no fit takes; lower --missing-rate or raise --n-models / --n-items")
     table = pd.DataFrame(sim.responses, index=[f"model_{i}" for i in range(args.n_models)],
                          columns=[f"item_{j}" for j in range(args.n_items)])
     paths = [args.out] + ([args.truth] if args.truth is not None else [])

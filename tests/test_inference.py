@@ -209,6 +209,10 @@ def test_identical_answers_give_identical_parameters_and_ties():
     ranks = boot.rank["estimate"].to_numpy()
     assert ranks[3] == ranks[10] == ranks[20] and ranks[3] % 1 == 0  # the mean of three ranks
     assert ranks[5] == ranks[6] == 119.5  # the two weakest models
+    # all wrong in every item resample: no interval (the bootstrap cannot measure it)
+    for frame in (boot.theta, boot.rank):
+        assert frame.iloc[[5, 6], 1:].isna().all().all()
+        assert frame.drop(index=frame.index[[5, 6]])[["lower", "upper"]].notna().all().all()
 
 
 def test_model_resampling_intervals_cover_the_item_parameters():

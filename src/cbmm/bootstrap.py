@@ -39,7 +39,8 @@ class BootstrapResult:
         ``lower`` and ``upper`` (the replicates' ``(1 - level) / 2`` and
         ``(1 + level) / 2`` quantiles; NaN for the parameters the resample is not for:
         ``a`` and ``b`` of item resampling, ``theta`` and ``rank`` of model
-        resampling).  ``rank`` is 1 for the ablest model.
+        resampling, and of the models answering every item alike, which every item
+        resample keeps so).  ``rank`` is 1 for the ablest model.
     prob_better : pandas.DataFrame
         N x N: the share of replicates in which the row model's theta exceeds the
         column model's, a tie counting one half (models with identical answers tie in
@@ -243,11 +244,18 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     theta_full = np.asarray(full.theta, dtype=float)
     models, items = resample == "items", resample == "models"  # whose intervals it gives
     better = _prob_better(theta) if models else np.full((n, n), np.nan)
+    theta_table = table(theta_full, theta, model_index, models)
+    rank_table = _whole(table(_ranks(theta_full[None, :])[0], ranks, model_index, models))
+    # A model answering all its items alike does so in every item resample: its spread
+    # over them is the gauge's, not its uncertainty (LaRT's all-wrong models: 0.07 wide,
+    # their Wald intervals 1.05).
+    for frame in (theta_table, rank_table):
+        frame.iloc[data.degenerate_models(), [1, 2]] = np.nan
     return BootstrapResult(
-        theta=table(theta_full, theta, model_index, models),
+        theta=theta_table,
         a=table(np.asarray(full.a), a, item_index, items),
         b=table(np.asarray(full.b), b, item_index, items),
-        rank=_whole(table(_ranks(theta_full[None, :])[0], ranks, model_index, models)),
+        rank=rank_table,
         prob_better=pd.DataFrame(better, index=model_index, columns=model_index),
         fit=full, draws={"theta": theta, "a": a, "b": b}, n_boot=int(n_boot),
         n_failed=int(draws["failed"]), resample=resample, level=float(level), runtime_s=runtime)

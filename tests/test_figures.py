@@ -485,6 +485,12 @@ def test_abilities_shows_the_ablest_with_their_intervals_and_a_status_that_is_no
     assert fig.texts[0].get_text() == "MATH-500 (fit status: not_stationary)"
     caption = FIGURES["abilities"].caption_for([table], config_summary={"top": 10})
     assert "did not converge (status not_stationary): it is not an optimum" in caption
+    table["status"] = "unbounded"  # MATH-500 under the paper's maximum likelihood
+    caption = FIGURES["abilities"].caption_for([table], config_summary={"top": 10})
+    assert caption.endswith("The fit shown is unbounded: under maximum likelihood its items or "
+                            "models separated by ability (all-correct and all-wrong ones "
+                            "included) have no finite optimum, so their estimates are not an "
+                            "answer (docs/trust.md).")
 
 
 def test_captions_count_the_statuses_of_the_fits_behind_each_figure(tmp_path):

@@ -50,6 +50,10 @@ def status_sentence(statuses) -> str:
                 else f"All {total} fits shown converged (stationary points of their "
                      "objectives).")
     meaning = "not an optimum, and its estimates are not an answer (docs/trust.md)."
+    if total == 1 and "unbounded" in counts:  # the paper's ML fit of MATH-500's 11 all-wrong items
+        return ("The fit shown is unbounded: under maximum likelihood its items or models "
+                "separated by ability (all-correct and all-wrong ones included) have no finite "
+                "optimum, so their estimates are not an answer (docs/trust.md).")
     if total == 1:
         return f"The fit shown did not converge (status {next(iter(counts))}): it is {meaning}"
     listed = ", ".join(f"{n} {status}" for status, n in sorted(

@@ -584,6 +584,18 @@ def test_rankflow_ties_are_wider_bars_and_panels_ordered_by_cv(tmp_path):
     assert sum(p.get_height() for p in left) == pytest.approx(len(shown))
 
 
+def test_rankflow_labels_keep_the_end_of_long_names():
+    """Two prompts of one model differ at the end of their names: cut in the middle, the
+    labels stay apart (cut at the end, both read 'Qwen_Qwen3_30B_A3B_Instruct_250...')."""
+    from cbmm.figures.rankflow import _short
+
+    names = [f"Qwen/Qwen_Qwen3_30B_A3B_Instruct_2507_{p}_shot" for p in ("zero", "one")]
+    labels = [_short(name) for name in names]
+    assert labels[0] != labels[1] and all(len(label) == 32 for label in labels)
+    assert labels[1].startswith("Qwen_Qwen3_30B") and labels[1].endswith("_one_shot")
+    assert _short("org/short") == "short"
+
+
 def test_rankflow_names_the_models_of_a_users_suite(tmp_path):
     table = rankings(40, 4)
     fig = plot_rankflow({"mine": table}, {"mine": 0.3}, out(tmp_path, "rankflow_mine"),

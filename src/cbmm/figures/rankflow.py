@@ -161,9 +161,14 @@ def _draw_panel(ax, shown, norm, labels, names=False):
 
 
 def _short(model: str, most: int = 32) -> str:
-    """A model's name as shown: without its organisation, at most ``most`` characters."""
+    """A model's name as shown: without its organisation, at most ``most`` characters, cut
+    in the middle (its end tells variants apart: MATH-500's ``..._zero_shot`` and
+    ``..._one_shot`` prompts of one model)."""
     name = str(model).split("/")[-1]
-    return name if len(name) <= most else name[:most - 1] + "\N{HORIZONTAL ELLIPSIS}"
+    if len(name) <= most:
+        return name
+    tail = (most - 1) // 2
+    return name[:most - 1 - tail] + "\N{HORIZONTAL ELLIPSIS}" + name[-tail:]
 
 
 def caption(config_summary: dict | None = None) -> str:

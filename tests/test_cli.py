@@ -286,6 +286,57 @@ def test_a_crashing_or_hanging_method_is_a_recorded_failure(workdir, method, ext
     assert pd.read_csv(workdir / "fit" / "abilities.csv")["theta"].isna().all()
 
 
+def test_validate_summarises_the_fit_beside_its_best_baseline(workdir, main_in):
+    status, out, err = main_in(["validate", "--responses", "good.csv", "--out", "v.csv",
+                                "--folds", "3"], workdir)
+    assert status == 0, err
+    table = pd.read_csv(workdir / "v.csv")
+    losses = {name: table[f"{name}_log_loss"].mean()
+              for name in ("item_mean", "model_mean", "additive")}
+    best = min(losses, key=losses.get)
+    words = {"item_mean": "item-mean", "model_mean": "model-mean", "additive": "additive (Rasch)"}
+    assert out == (f"3 folds: held-out log loss {table['log_loss'].mean():.4f}, AUC "
+                   f"{table['auc'].mean():.4f}; best baseline {words[best]}: log loss "
+                   f"{losses[best]:.4f}, AUC {table[f'{best}_auc'].mean():.4f} -> v.csv\n")
+    # a warning line exactly when the fit loses to that baseline
+    assert ("warning: the cbmm fit predicts held-out answers worse than" in err) == (
+        table["log_loss"].mean() > losses[best])
+
+
+def test_validate_warns_when_the_fit_loses_to_a_baseline(tmp_path, main_in):
+    sim = simulate(60, 60, seed=1, missing="mcar", missing_rate=0.8)
+    pd.DataFrame(sim.responses).to_csv(tmp_path / "sparse.csv")
+    status, out, err = main_in(["validate", "--responses", "sparse.csv", "--out", "v.csv",
+                                "--folds", "3"], tmp_path)
+    assert status == 0 and "best baseline additive (Rasch)" in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "warning: the cbmm fit predicts held-out answers worse than the additive (Rasch) "
+        "baseline (log loss ")
+
+
+def test_validate_fails_with_exit_1_when_every_fold_failed(workdir):
+    done = run_with(TOY_METHODS, "validate", "--responses", "good.csv", "--out", "v.csv",
+                    "--method", "crash", "--folds", "2", cwd=workdir)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ("2 folds: the crash fit failed in all 2 folds (failed: worker "
+                           "process killed by signal SIGSEGV) -> v.csv\n")
+    assert done.stderr == ("warning: 2 of 2 folds' fits are not answers (2 failed): a failed "
+                           "fold scores NaN\n")
+    table = pd.read_csv(workdir / "v.csv")  # written, as `cbmm fit` writes a failed result
+    assert table["log_loss"].isna().all() and table["additive_log_loss"].notna().all()
+
+
+def test_validate_fails_when_manopt_diverges_in_every_fold(workdir, main_in):
+    pytest.importorskip("pymanopt")
+    status, out, err = main_in(["validate", "--responses", "good.csv", "--out", "v.csv",
+                                "--folds", "2", "--method", "manopt", "--option",
+                                "step_size=1e300"], workdir)
+    assert status == 1
+    assert out.startswith("2 folds: the manopt fit failed in all 2 folds (failed: ")
+    assert err.startswith("warning: 2 of 2 folds' fits are not answers (2 failed)")
+
+
 def test_verbose_progress_and_warnings_are_one_line_each(tmp_path):
     sim = simulate(60, 20, seed=3)
     responses = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(60)])

@@ -17,7 +17,7 @@ import cbmm
 from cbmm.inference import standard_errors
 from cbmm.prior import Penalty
 from cbmm.simulate import simulate
-from cbmm.validation import held_out_scores, predicted_probabilities
+from cbmm.validation import additive_effects, best_baseline, held_out_scores, predicted_probabilities
 
 
 def quiet(function, *args, **kwargs):
@@ -264,6 +264,97 @@ def test_cross_validation_holds_every_cell_out_once_and_beats_the_item_means():
     with pytest.raises(ValueError, match=f"^folds={observed + 1}: more than the {observed} "
                                          "observed cells$"):
         cbmm.cross_validate(draw.responses, folds=observed + 1)
+
+
+def test_the_additive_baseline_maximises_its_penalised_likelihood():
+    # scipy's BFGS on the same objective, written out here: log likelihood of
+    # logit p_ij = u_i + v_j over the answered cells minus ridge / 2 * (|u|^2 + |v|^2)
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(1)
+    n, j = 7, 5
+    answered = rng.random((n, j)) < 0.75
+    answered[6] = False  # a model without an answer: the ridge alone, 0
+    correct = rng.random((n, j)) < 0.5
+    correct[0] = True  # an all-correct model
+    correct[:, 1] = False  # an all-wrong item
+    rows, cols = np.nonzero(answered)
+    y = correct[rows, cols]
+    for ridge in (1.0, 0.05):
+        def objective(x):
+            eta = x[:n][rows] + x[n:][cols]
+            return np.sum(np.logaddexp(0.0, np.where(y, -eta, eta))) + ridge / 2 * np.sum(x ** 2)
+
+        expected = minimize(objective, np.zeros(n + j), method="BFGS", options={"gtol": 1e-11}).x
+        u, v = additive_effects(rows, cols, y, (n, j), ridge=ridge, tol=1e-12)
+        np.testing.assert_allclose(np.r_[u, v], expected, atol=1e-6)
+        assert u[6] == pytest.approx(0.0, abs=1e-12) and u[0] == u.max() and v[1] == v.min()
+    # a smaller ridge lets an all-correct model go further out, yet finite
+    assert 3.0 < u[0] < 20.0
+
+
+def test_on_2pl_answers_with_spread_discriminations_the_fit_beats_every_baseline():
+    # simulate()'s discriminations spread little (sd 0.13): nearly the additive model,
+    # which predicts them as well; with a from 0.2 to 3 the 2PL's slopes matter
+    rng = np.random.default_rng(4)
+    theta, a, b = rng.normal(size=200), rng.uniform(0.2, 3.0, 60), rng.normal(size=60)
+    answers = (rng.random((200, 60)) < 1 / (1 + np.exp(-(np.outer(theta, a) + b)))).astype(float)
+    answers[rng.random(answers.shape) < 0.2] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cbmm.HeldOutWarning)
+        table = cbmm.cross_validate(answers, folds=4, seed=5)
+    assert (table["status"] == "converged").all()
+    for name in ("item_mean", "model_mean", "additive"):
+        assert (table["log_loss"] < table[f"{name}_log_loss"]).all(), name
+    assert best_baseline(table)[0] == "additive"
+
+
+def test_when_answers_depend_on_the_model_only_the_model_means_predict_them():
+    rng = np.random.default_rng(2)
+    p = rng.uniform(0.1, 0.9, 300)
+    answers = (rng.random((300, 100)) < p[:, None]).astype(float)
+    table = quiet(cbmm.cross_validate, answers, folds=3, seed=0)
+    entropy = -np.mean(p * np.log(p) + (1 - p) * np.log1p(-p))  # the best possible
+    mixed = -np.mean(p * np.log(p.mean()) + (1 - p) * np.log1p(-p.mean()))  # one p for all
+    # ~67 training answers per model: the estimation costs about 1 / (2 * 67) nats
+    for name in ("model_mean", "additive"):
+        assert entropy < table[f"{name}_log_loss"].mean() < entropy + 0.02, name
+    assert table["item_mean_log_loss"].mean() == pytest.approx(mixed, abs=0.01)
+    assert best_baseline(table)[0] in ("model_mean", "additive")
+    assert table["model_mean_auc"].mean() > table["item_mean_auc"].mean() + 0.2
+
+
+def test_a_fit_that_loses_to_a_baseline_says_so_and_names_it():
+    # 60 x 60 at 80 % missing: 12 answers per item, too few for two parameters each
+    draw = simulate(60, 60, seed=1, missing="mcar", missing_rate=0.8)
+    with pytest.warns(cbmm.HeldOutWarning) as caught:
+        table = cbmm.cross_validate(draw.responses, folds=3, seed=0)
+    assert (table["status"] == "converged").all()
+    name, means = best_baseline(table)
+    assert name == "additive"
+    assert means["log_loss"] == pytest.approx(table["additive_log_loss"].mean())
+    assert means["log_loss"] == min(table[f"{b}_log_loss"].mean()
+                                    for b in ("item_mean", "model_mean", "additive"))
+    message = str([w for w in caught if w.category is cbmm.HeldOutWarning][0].message)
+    assert message.startswith(
+        f"the cbmm fit predicts held-out answers worse than the additive (Rasch) baseline "
+        f"(log loss {table['log_loss'].mean():.4f} vs {means['log_loss']:.4f}): too few "
+        "answers per item for the 2PL (12.2 on average)?")
+
+
+def test_folds_whose_fit_is_not_an_answer_are_counted_by_status():
+    draw = simulate(60, 30, seed=1)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = cbmm.cross_validate(draw.responses, folds=2, max_iter=2)
+    assert (table["status"] == "max_iter").all()
+    messages = {w.category: str(w.message) for w in caught}
+    assert messages[cbmm.ConvergenceWarning] == (
+        "2 of 2 folds' fits are not answers (2 max_iter): a fold whose fit stopped short of "
+        "an answer scores the fit where it stopped")
+    # stopped after two iterations, it loses to a baseline, and the warning says why
+    assert messages[cbmm.HeldOutWarning].endswith(
+        "some folds' fits are not answers (see the status column)")
 
 
 def test_held_out_scores_match_their_definitions():

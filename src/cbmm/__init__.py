@@ -17,7 +17,7 @@ from .registry import MethodUnavailableError, available_methods, check_methods, 
 from .responses import ResponseError, Responses, as_responses
 from .result import FitResult, SolverOutput, canonicalize
 from .score import score
-from .validation import cross_validate
+from .validation import HeldOutWarning, cross_validate
 
 __version__ = "0.2.0"
 
@@ -25,7 +25,8 @@ __all__ = [
     "fit", "paper_settings", "score", "bootstrap", "BootstrapResult", "cross_validate",
     "FitResult", "SolverOutput", "canonicalize", "check_methods",
     "available_methods", "register_method", "MethodUnavailableError",
-    "DegenerateDataWarning", "ConvergenceWarning", "Responses", "ResponseError", "as_responses",
+    "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning", "Responses", "ResponseError",
+    "as_responses",
     "initial_values", "loss", "loss_and_gradient", "__version__",
     "select_items", "predict_accuracy", "selection_error", "adaptive_test", "adaptive_interval_scale",
     "AdaptiveTest", "ItemExposure", "item_audit",

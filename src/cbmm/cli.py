@@ -130,6 +130,7 @@ def _validate_command(args) -> int:
     import cbmm
 
     from .io import write_csv
+    from .validation import BASELINES, best_baseline
 
     options = _checked_method(args)
     _check_output_file(args.out, "--out", args.force, csv=True)
@@ -138,10 +139,16 @@ def _validate_command(args) -> int:
     scores = cbmm.cross_validate(_responses(args), args.method, folds=args.folds, seed=args.seed,
                                  **settings, **options)
     write_csv(scores, args.out, float_format="%.17g")
-    means = scores[["log_loss", "item_mean_log_loss", "auc", "item_mean_auc"]].mean()
-    print(f"{args.folds} folds: held-out log loss {means['log_loss']:.4f} (item means "
-          f"{means['item_mean_log_loss']:.4f}), AUC {means['auc']:.4f} (item means "
-          f"{means['item_mean_auc']:.4f}) -> {args.out}")
+    failed = int(scores["status"].str.startswith("failed").sum())
+    if failed == len(scores):  # nothing to summarise: a failed run, like `cbmm fit`'s
+        print(f"{args.folds} folds: the {args.method} fit failed in all {failed} folds "
+              f"({scores['status'].iloc[0]}) -> {args.out}")
+        return EXIT_FAILED
+    means = scores[["log_loss", "auc"]].mean()
+    name, baseline = best_baseline(scores)
+    print(f"{args.folds} folds: held-out log loss {means['log_loss']:.4f}, AUC "
+          f"{means['auc']:.4f}; best baseline {BASELINES[name]}: log loss "
+          f"{baseline['log_loss']:.4f}, AUC {baseline['auc']:.4f} -> {args.out}")
     return 0
 
 
@@ -339,7 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
                               description="K-fold cross-validation over the observed cells "
                                           "(see cbmm.cross_validate): a CSV with one row per "
                                           "fold, the held-out log loss, Brier score and AUC "
-                                          "of the method beside the item-mean baseline.")
+                                          "of the method beside three baselines fitted on "
+                                          "the same training cells (item means, model means "
+                                          "and the additive (Rasch) model logit p = u_i + "
+                                          "v_j); the summary line names the best baseline, "
+                                          "and a warning says when the fit loses to one.  "
+                                          "Exit status 1 when every fold's fit failed.")
     add_input(validate)
     add_method(validate)
     validate.add_argument("--out", required=True, type=_path, help="output CSV")

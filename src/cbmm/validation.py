@@ -2,9 +2,13 @@
 
 :func:`cross_validate` splits the observed cells into folds at random, fits each
 fold's complement with :func:`cbmm.fit` and scores the fold's cells with the fitted
-probabilities ``Phi(theta_i a_j + b_j)``, beside the item-mean baseline (each item's
-share correct in the training cells).  This is REEval's check, applied to every
-registered method through the one ``fit`` interface.
+probabilities ``Phi(theta_i a_j + b_j)``, beside three baselines fitted on the same
+training cells: the item means (each item's share correct), the model means (each
+model's share correct) and the additive (Rasch) model ``logit p_ij = u_i + v_j``.  This is
+REEval's check, applied to every registered method through the one ``fit`` interface.
+When the fit predicts the held-out answers worse than a baseline, a
+:class:`HeldOutWarning` says so (small or very sparse data: too few answers per item for
+the 2PL's two parameters).
 """
 
 from __future__ import annotations
@@ -14,12 +18,29 @@ import warnings
 
 import numpy as np
 
-__all__ = ["PROBABILITY_FLOOR", "cross_validate", "held_out_scores", "predicted_probabilities"]
+__all__ = ["PROBABILITY_FLOOR", "BASELINES", "ADDITIVE_RIDGE", "HeldOutWarning", "additive_effects",
+           "cross_validate",
+           "best_baseline", "held_out_scores", "predicted_probabilities"]
 
 #: Predicted probabilities are clipped to [PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR] in the
 #: log loss, so that a model predicted certain to fail (set aside at theta = -inf) costs a
 #: finite 34.5 nats per correct answer.
 PROBABILITY_FLOOR = 1e-15
+
+#: The baselines scored beside the fit, by their column prefix in :func:`cross_validate`'s
+#: table, with the words that name them.
+BASELINES = {"item_mean": "item-mean", "model_mean": "model-mean", "additive": "additive (Rasch)"}
+
+#: Ridge of the additive baseline: its penalised log likelihood subtracts
+#: ``ADDITIVE_RIDGE / 2 * (sum u_i^2 + sum v_j^2)``, a N(0, 1) prior on every effect in
+#: logits, so that all-correct and all-wrong models and items get finite effects (with
+#: n answers all correct, about ``log(n)`` rather than +inf) and the split of the
+#: overall level between ``u`` and ``v`` is defined.
+ADDITIVE_RIDGE = 1.0
+
+
+class HeldOutWarning(UserWarning):
+    """The fit predicts held-out answers worse than a simpler baseline."""
 
 
 def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 0,
@@ -47,8 +68,19 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
         One row per fold: ``fold``, ``method``, ``status`` (of the fold's fit),
         ``n_cells`` (held out), ``log_loss`` (mean, nats), ``brier`` (mean squared
         error of the probability), ``auc`` (area under the ROC curve), and the same
-        three for the item-mean baseline: ``item_mean_log_loss``, ``item_mean_brier``,
-        ``item_mean_auc``.  A failed fit gives NaN scores.
+        three for each baseline, fitted on the fold's training cells: the item means
+        (``item_mean_log_loss``, ``item_mean_brier``, ``item_mean_auc``), the model
+        means (``model_mean_*``) and the additive model ``logit p_ij = u_i + v_j``
+        (``additive_*``; ridge :data:`ADDITIVE_RIDGE`).  A failed fit gives NaN scores.
+
+    Warns
+    -----
+    ConvergenceWarning
+        When some folds' fits are not answers (status other than ``converged``),
+        counted by status.
+    HeldOutWarning
+        When the fit's mean held-out log loss is above a baseline's
+        (:func:`best_baseline`).
     """
     import pandas as pd
 
@@ -71,15 +103,71 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
             warnings.simplefilter("ignore")
             result = fit(train, method, seed=seed, **fit_kwargs)
         truth = values[held] > 0
-        baseline = _item_means(train)[cols[held]]
         if result.failed:
             scores = dict.fromkeys(("log_loss", "brier", "auc"), math.nan)
         else:
             scores = held_out_scores(truth, predicted_probabilities(result, rows[held], cols[held]))
-        table.append({"fold": fold, "method": method, "status": result.status,
-                      "n_cells": int(held.sum()), **scores,
-                      **{f"item_mean_{k}": v for k, v in held_out_scores(truth, baseline).items()}})
-    return pd.DataFrame(table)
+        row = {"fold": fold, "method": method, "status": result.status,
+               "n_cells": int(held.sum()), **scores}
+        for name, p in _baseline_probabilities(train, rows[~held], cols[~held], values[~held],
+                                               rows[held], cols[held]).items():
+            row.update({f"{name}_{k}": v for k, v in held_out_scores(truth, p).items()})
+        table.append(row)
+    table = pd.DataFrame(table)
+    _warn_statuses(table)
+    _warn_baseline(table, method, rows.size / data.shape[1])
+    return table
+
+
+def best_baseline(table):
+    """The baseline with the lowest mean held-out log loss in a :func:`cross_validate` table.
+
+    Means are over the folds whose fit has scores (all folds when none has), so that the
+    fit and its baselines are compared on the same cells.  Returns ``(name, means)``:
+    ``name`` a key of :data:`BASELINES` and ``means`` its mean ``log_loss``, ``brier`` and
+    ``auc`` (a dict).
+    """
+    scored = table[table["log_loss"].notna()]
+    if scored.empty:
+        scored = table
+    losses = {name: scored[f"{name}_log_loss"].mean() for name in BASELINES}
+    name = min(losses, key=lambda k: (math.inf if math.isnan(losses[k]) else losses[k]))
+    return name, {k: float(scored[f"{name}_{k}"].mean()) for k in ("log_loss", "brier", "auc")}
+
+
+def _warn_statuses(table) -> None:
+    """A ConvergenceWarning counting the folds whose fit is not an answer, by status."""
+    from .api import ConvergenceWarning
+
+    status = table["status"].where(~table["status"].str.startswith("failed"), "failed")
+    counts = status[status != "converged"].value_counts()
+    if not counts.sum():
+        return
+    meaning = []
+    if "failed" in counts:
+        meaning.append("a failed fold scores NaN")
+    if counts.drop("failed", errors="ignore").sum():
+        meaning.append("a fold whose fit stopped short of an answer scores the fit where it stopped")
+    warnings.warn(f"{counts.sum()} of {len(table)} folds' fits are not answers ("
+                  + ", ".join(f"{n} {s}" for s, n in counts.items()) + "): " + "; ".join(meaning),
+                  ConvergenceWarning, stacklevel=3)
+
+
+def _warn_baseline(table, method, answers_per_item) -> None:
+    """A HeldOutWarning when the fit's mean held-out log loss is above a baseline's."""
+    scored = table[table["log_loss"].notna()]
+    if scored.empty:
+        return
+    name, means = best_baseline(table)
+    fit_loss = scored["log_loss"].mean()
+    if fit_loss > means["log_loss"]:
+        why = (f"too few answers per item for the 2PL ({answers_per_item:.3g} on average)? Its "
+               "abilities and item parameters are then mostly noise"
+               if (scored["status"] == "converged").all() else
+               "some folds' fits are not answers (see the status column)")
+        warnings.warn(f"the {method} fit predicts held-out answers worse than the "
+                      f"{BASELINES[name]} baseline (log loss {fit_loss:.4f} vs "
+                      f"{means['log_loss']:.4f}): {why}", HeldOutWarning, stacklevel=3)
 
 
 def predicted_probabilities(result, rows, cols) -> np.ndarray:
@@ -142,8 +230,58 @@ def _held_out(fold, rows, cols, shape):
     return held
 
 
-def _item_means(train):
-    """Each item's share correct in the training cells, with half an answer of each kind
-    added (the spectral start's smoothing), so that no probability is 0 or 1."""
+def _baseline_probabilities(train, rows, cols, values, held_rows, held_cols) -> dict:
+    """Each baseline's probabilities at the held-out cells, from the training cells
+    ``(rows, cols, values)`` of ``train``."""
     counts = train._counts()
-    return (counts.col_cor + 0.5) / (counts.col_obs + 1.0)
+    u, v = additive_effects(rows, cols, values > 0, train.shape)
+    return {"item_mean": _smoothed_share(counts.col_cor, counts.col_obs)[held_cols],
+            "model_mean": _smoothed_share(counts.row_cor, counts.row_obs)[held_rows],
+            "additive": _expit(u[held_rows] + v[held_cols])}
+
+
+def _smoothed_share(correct, seen):
+    """The share correct with half an answer of each kind added (the spectral start's
+    smoothing), so that no probability is 0 or 1."""
+    return (correct + 0.5) / (seen + 1.0)
+
+
+def _expit(x):
+    from .model import expit
+
+    return expit(np.asarray(x, dtype=float))
+
+
+def additive_effects(rows, cols, correct, shape, ridge: float = ADDITIVE_RIDGE, tol: float = 1e-8,
+                     max_sweeps: int = 500):
+    """Effects ``(u, v)`` of the additive (Rasch) model ``logit P(correct_ij) = u_i + v_j``.
+
+    Maximises ``sum log P(answer) - ridge / 2 * (|u|^2 + |v|^2)`` over the answered cells
+    ``(rows[k], cols[k])`` with answers ``correct[k]`` (bool).  The objective is strictly
+    concave; it is climbed by alternating Newton steps, every model's ``u_i`` at once
+    (the Hessian of the ``u`` block is diagonal), then every item's ``v_j``, then the exact
+    optimum along ``(u + c, v - c)`` (which only the ridge sees), until no effect moves
+    by more than ``tol``.  Vectorised over the cells: each sweep is a few passes over them.
+    A model or item without a cell gets 0 (the ridge alone).
+    """
+    n, j = shape
+    correct = np.asarray(correct, dtype=float)
+    u, v = np.zeros(n), np.zeros(j)
+    for _ in range(max_sweeps):
+        moved = 0.0
+        for index, size, effect, other, other_index in ((rows, n, u, v, cols),
+                                                        (cols, j, v, u, rows)):
+            p = _expit(effect[index] + other[other_index])
+            gradient = np.bincount(index, correct - p, minlength=size) - ridge * effect
+            curvature = np.bincount(index, p * (1.0 - p), minlength=size) + ridge
+            # a 1-D Newton step per effect, at most 4 logits (the logistic's curvature
+            # vanishes far out, where a full step would overshoot)
+            step = np.clip(gradient / curvature, -4.0, 4.0)
+            effect += step
+            moved = max(moved, float(np.abs(step).max(initial=0.0)))
+        shift = (v.sum() - u.sum()) / (n + j)  # argmin_c |u + c|^2 + |v - c|^2
+        u += shift
+        v -= shift
+        if moved <= tol:
+            break
+    return u, v

@@ -382,3 +382,26 @@ def test_every_loss_method_runs_through_cross_validation(method):
     draw = simulate(60, 30, seed=1)
     table = quiet(cbmm.cross_validate, draw.responses, method, folds=2)
     assert (table["method"] == method).all() and table["log_loss"].notna().all()
+
+
+# --------------------------------------------------------------------------- coverage check
+
+def test_coverage_check_holds_where_the_2pl_is_estimable_and_fails_with_few_steep_items():
+    """On a simulated 400 x 150 the intervals cover at their level, centred (asymptotic
+    theory); with 3,000 models answering 10 steep items the joint estimate of the items
+    is biased by more than its standard error (the incidental-parameter problem: the
+    standard errors shrink with more models, the bias does not) and the check says so."""
+    well = quiet(cbmm.coverage_check, simulate(400, 150, seed=3).responses, n_rep=8)
+    assert list(well.index) == ["theta", "a", "b"]
+    assert (well["n_rep"] == 8).all() and (well["failed"] == 0).all()
+    assert well["coverage"].between(0.9, 0.99).all(), well
+    assert (well["bias_se"].abs() < 0.3).all() and well["sd_z"].between(0.85, 1.15).all()
+    assert (well["worst"] <= well["coverage"]).all()
+    rng = np.random.default_rng(0)
+    theta, b = rng.standard_normal(3000), rng.normal(0, 2, 10)
+    answers = (rng.random((3000, 10)) < 1 / (1 + np.exp(-(4.0 * theta[:, None] + b)))) * 1.0
+    steep = quiet(cbmm.coverage_check, answers, n_rep=4)
+    assert steep.loc["a", "coverage"] < 0.8 and abs(steep.loc["a", "bias_se"]) > 0.8, steep
+    with pytest.raises(ValueError, match="n_rep"):
+        cbmm.coverage_check(answers, n_rep=1)
+

@@ -9,6 +9,7 @@
 from . import methods as _methods  # noqa: F401  (registers the methods)
 from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
 from .bootstrap import BootstrapResult, bootstrap
+from .coverage import coverage_check
 from .efficient import (AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test,
                         item_audit, predict_accuracy, select_items, selection_error)
 from .initialization import initial_values
@@ -23,6 +24,7 @@ __version__ = "0.2.0"
 
 __all__ = [
     "fit", "paper_settings", "score", "bootstrap", "BootstrapResult", "cross_validate",
+    "coverage_check",
     "FitResult", "SolverOutput", "canonicalize", "check_methods",
     "available_methods", "register_method", "MethodUnavailableError",
     "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning", "Responses", "ResponseError",

@@ -455,3 +455,126 @@ def test_warnings_point_at_fit_json_not_at_python_attributes(tmp_path):
     assert not [line for line in warnings_ if "FitResult" in line or "info['" in line]
     meta = json.loads((tmp_path / "fit" / "fit.json").read_text())
     assert meta["degenerate_items"] == ["4"]
+
+
+# ------------------------------------------------------------- data commands' outputs
+
+def contents_under(folder):
+    """Every path under ``folder`` with its bytes (a link: where it points)."""
+    return {str(p.relative_to(folder)): (f"-> {p.readlink()}" if p.is_symlink() else
+                                         None if p.is_dir() else p.read_bytes())
+            for p in sorted(folder.rglob("*"))}
+
+
+@pytest.fixture
+def datadir(tmp_path, table):
+    """small.csv, a link to it, outputs of an earlier run and a registry with one local entry."""
+    table.iloc[:12, :9].to_csv(tmp_path / "small.csv")
+    (tmp_path / "link.parquet").symlink_to("small.csv")
+    (tmp_path / "sub").mkdir()
+    for name in ("old.parquet", "old.summary.json", "lone.summary.json", "old.json"):
+        (tmp_path / name).write_text("old")
+    (tmp_path / "reg.yaml").write_text(json.dumps(
+        {"datasets": {"S": {"source": "local", "options": {"path": "small.csv"}},
+                      "L": {"source": "local", "options": {"path": "link.parquet"}}}}))
+    return tmp_path
+
+
+IMPORT = ["data", "import", "small.csv"]
+BUILD = ["data", "build", "--name", "S", "--registry", "reg.yaml", "--cache-dir", "cache"]
+COMPARE = ["data", "compare", "small.csv", "small.csv"]
+DATA_BAD_OUTPUTS = [
+    (IMPORT + ["--out", "small.csv"], "the input file and --out name the same file small.csv"),
+    (IMPORT + ["--out", "small.csv", "--force"], "the input file and --out name the same file"),
+    (IMPORT + ["--out", "sub/../small.csv"], "the input file and --out name the same file"),
+    (IMPORT + ["--out", "link.parquet", "--force"],
+     "the input file and --out name the same file link.parquet"),
+    (IMPORT + ["--out", "imp/small.csv"],
+     "--out imp/small.csv: expected a file name ending in .parquet (the format written), "
+     "not .csv"),
+    (IMPORT + ["--out", "imp/small"], "ending in .parquet (the format written), not no suffix"),
+    (IMPORT + ["--out", "old.parquet"], "--out old.parquet: exists; pass --force to replace it"),
+    (IMPORT + ["--out", "lone.parquet"],
+     "--out lone.parquet: its companion lone.summary.json: exists; pass --force"),
+    (IMPORT + ["--out", "somedir/"],
+     "argument --out: 'somedir/' names a folder; give a file name"),
+    (IMPORT + ["--out", "sub/."], "argument --out: 'sub/.' names a folder; give a file name"),
+    (IMPORT + ["--out", "sub"], "--out sub: is a folder; expected a file name"),
+    (BUILD + ["--out", "old.parquet"], "--out old.parquet: exists; pass --force to replace it"),
+    (BUILD + ["--out", "new.csv"], "--out new.csv: expected a file name ending in .parquet"),
+    (BUILD + ["--out", "small.csv"], "the registry's local path and --out name the same file"),
+    (BUILD[:3] + ["L"] + BUILD[4:] + ["--out", "link.parquet", "--force"],
+     "the registry's local path and --out name the same file link.parquet"),
+    (BUILD + ["--out", "out/"], "argument --out: 'out/' names a folder"),
+    (COMPARE + ["--out", "small.csv"], "the rebuilt matrix and --out name the same file small.csv"),
+    (["data", "compare", "old.parquet", "small.csv", "--out", "link.parquet", "--force"],
+     "the release matrix and --out name the same file link.parquet"),
+    (COMPARE + ["--out", "c.csv"],
+     "--out c.csv: expected a file name ending in .json (the format written), not .csv"),
+    (COMPARE + ["--out", "old.json"], "--out old.json: exists; pass --force to replace it"),
+]
+
+
+@pytest.mark.parametrize("args,message", DATA_BAD_OUTPUTS, ids=lambda v: " ".join(v)
+                         if isinstance(v, list) else None)
+def test_data_outputs_are_checked_before_any_work(datadir, main_in, args, message):
+    before = contents_under(datadir)
+    status, out, err = main_in(args, datadir)
+    assert status == 2, err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert out == "" and contents_under(datadir) == before
+
+
+def test_data_import_and_compare_onto_their_input_through_the_command(datadir):
+    """The user's trial: both once overwrote small.csv (with Parquet, with JSON), exit 0."""
+    before = contents_under(datadir)
+    for args in (IMPORT + ["--out", "small.csv"], COMPARE + ["--out", "small.csv"]):
+        done = run(*args, cwd=datadir)
+        assert done.returncode == 2
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+        assert "and --out name the same file small.csv" in done.stderr
+    assert contents_under(datadir) == before
+
+
+def test_data_force_replaces_the_outputs_and_their_summary(datadir, main_in, table):
+    from cbmm.data import read_matrix
+
+    expected = table.iloc[:12, :9]
+    for args, written in ((IMPORT, "old.parquet"), (BUILD, "old.parquet"),
+                          (COMPARE, "old.json")):
+        status, _, err = main_in(args + ["--out", written, "--force"], datadir)
+        assert status == 0, err
+        if written.endswith(".parquet"):
+            np.testing.assert_array_equal(read_matrix(datadir / written).to_numpy(),
+                                          expected.to_numpy())
+            summary = json.loads((datadir / "old.summary.json").read_text())
+            assert (summary["n_models"], summary["n_items"]) == (12, 9)
+        else:
+            assert json.loads((datadir / written).read_text())["cells"]["agreement"] == 1.0
+    assert (datadir / "small.csv").read_bytes() == contents_under(datadir)["small.csv"]
+    assert pd.read_csv(datadir / "small.csv", index_col=0).shape == (12, 9)
+
+
+@pytest.mark.parametrize("args,flag,default", [
+    (["data", "build", "--name", "IFEval", "--out", "x.parquet", "--cache-dir", "c"],
+     "--registry", "config/datasets.yaml"),
+    (["data", "math500-models", "--out", "m.csv"], "--table", "config/math500_models.csv"),
+])
+def test_data_default_config_outside_the_repository_says_where_it_looked(tmp_path, main_in, args,
+                                                                        flag, default):
+    status, _, err = main_in(args, tmp_path)
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert (f"{flag} not given, and its default {default} is not in the current folder "
+            f"{tmp_path} (the default is relative to it); run from the repository root or pass "
+            f"{flag} PATH") in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_data_build_reads_the_default_registry_from_the_repository_root(main_in, tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    status, _, err = main_in(["data", "build", "--name", "nope", "--out", tmp_path / "x.parquet",
+                              "--cache-dir", tmp_path / "c"], root)
+    assert status == 2 and "no dataset 'nope' in the registry; known: [" in err
+    assert "'IFEval'" in err and list(tmp_path.iterdir()) == []

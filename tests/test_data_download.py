@@ -16,7 +16,7 @@ import time
 import pytest
 from data_fixtures import FileServer, tree_snapshot
 
-from cbmm.data.download import ChecksumError, DownloadError, download, sha256_file
+from cbmm.data.download import ChecksumError, DownloadError, StaleCacheError, download, sha256_file
 from cbmm.data.matrix import DataError
 
 BODY = os.urandom(3 * (1 << 20) + 12345)  # spans several 1 MiB read chunks
@@ -287,8 +287,13 @@ def test_malformed_responses_are_one_line_errors(server, tmp_path, raw, reason):
 def test_stale_cached_file_is_kept_until_its_replacement_is_verified(server, tmp_path):
     dest = tmp_path / "f.bin"
     dest.write_bytes(b"an older version")
-    with pytest.raises(DownloadError, match="connection failed"):
+    with pytest.raises(StaleCacheError, match="connection failed") as info:
         download("http://127.0.0.1:9/f.bin", dest, sha256=SHA, **_fast(retries=0))
+    older = hashlib.sha256(b"an older version").hexdigest()
+    # The file there is named with both digests: putting "the verified file" there is not
+    # the remedy, replacing this one is.
+    assert (f"the cached file {dest} failed the SHA-256 check (expected {SHA}, found {older})"
+            in _one_line(info))
     assert dest.read_bytes() == b"an older version"
     server.files["/f.bin"] = b"corrupted"
     with pytest.raises(ChecksumError):

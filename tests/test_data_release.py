@@ -165,6 +165,17 @@ def test_offline_names_the_dataset_and_a_pre_filled_cache_works(lfs, tmp_path, c
     assert status == 2
     assert capsys.readouterr().err.count("\n") == 1  # one line on stderr, no traceback
 
+    # A file that is there but is not the pinned one: the message names it and both digests.
+    target.write_bytes(data[:-1])
+    status = _cli_build_ifeval(tmp_path, out)
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1
+    assert (f"the cached file {target} failed the SHA-256 check (expected "
+            f"{hashlib.sha256(data).hexdigest()}, found {hashlib.sha256(data[:-1]).hexdigest()})"
+            in err)
+    assert "Replace that file with the verified one" in err and "Put the verified" not in err
+    assert target.read_bytes() == data[:-1] and not out.exists()
+
     target.write_bytes(data)
     build_dataset("IFEval", entry, out, cache_dir=tmp_path / "cache", release=offline)
     np.testing.assert_array_equal(

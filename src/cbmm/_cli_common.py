@@ -74,6 +74,15 @@ def _path(text):
     return Path(text)
 
 
+def _file_path(text):
+    """A path that names a file: a name ending in a separator, ``.`` or ``..`` names a
+    folder, which :class:`~pathlib.Path` would quietly drop (``out/`` becomes ``out``)."""
+    path = _path(text)
+    if os.path.basename(text) in ("", ".", ".."):
+        raise argparse.ArgumentTypeError(f"{text!r} names a folder; give a file name")
+    return path
+
+
 def _declared(name, option):
     """An argparse type for one of fit's declared settings (:data:`cbmm.api.FIT_OPTIONS`,
     :data:`cbmm.api.TIMEOUT`): the number as written, checked by the declaration."""
@@ -137,15 +146,20 @@ _NOT_CSV = {".parquet", ".pq", ".feather", ".arrow", ".json", ".xlsx", ".xls", "
             ".npy", ".pkl", ".pickle", ".h5", ".hdf5", ".yaml", ".yml"}
 
 
-def _check_output_file(path: Path, flag: str, force: bool, *, csv: bool = False) -> None:
+def _check_output_file(path: Path, flag: str, force: bool, *, csv: bool = False,
+                       suffix: str | None = None) -> None:
     """``path`` can be written: not a folder, new unless ``force``, its folder writable;
-    ``csv``: a CSV table's, not named as another format's."""
-    if csv and path.suffix.lower() in _NOT_CSV:
-        raise CliError(f"{flag} {path}: this command writes a CSV table; name the file "
-                       f".csv (not {path.suffix})")
+    ``csv``: a CSV table's, not named as another format's; ``suffix``: named with the one
+    suffix of the format written (e.g. ``.parquet``)."""
     with _named_path_errors(flag, path):
         if path.is_dir():
             raise CliError(f"{flag} {path}: is a folder; expected a file name")
+        if csv and path.suffix.lower() in _NOT_CSV:
+            raise CliError(f"{flag} {path}: this command writes a CSV table; name the file "
+                           f".csv (not {path.suffix})")
+        if suffix is not None and path.suffix != suffix:
+            raise CliError(f"{flag} {path}: expected a file name ending in {suffix} (the "
+                           f"format written), not {path.suffix or 'no suffix'}")
         if path.exists() and not force:
             raise CliError(f"{flag} {path}: exists; pass --force to replace it")
         _check_folder_writable(path.parent, flag, path)

@@ -19,7 +19,7 @@ from .datasets import (
     load_registry,
     validate_registry,
 )
-from .download import ChecksumError, DownloadError, download, sha256_file
+from .download import ChecksumError, DownloadError, StaleCacheError, download, sha256_file
 from .local import load_local, read_responses, read_table
 from .matrix import DataError, matrix_summary, read_matrix, summary_path, write_matrix
 
@@ -28,6 +28,7 @@ __all__ = [
     "ChecksumError",
     "DataError",
     "DownloadError",
+    "StaleCacheError",
     "build_dataset",
     "check_entry",
     "download",

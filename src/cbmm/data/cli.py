@@ -2,7 +2,10 @@
 
 ``register(subparsers)`` adds them to the main ``cbmm`` parser; each sets
 ``func`` to a handler ``func(args) -> int`` (exit status).  Data errors are
-printed as one line on stderr with exit status 2.
+printed as one line on stderr with exit status 2.  Like the other commands,
+``build``, ``import`` and ``compare`` check their outputs before any work: never
+an input file, named with the suffix of the format written, and new unless
+``--force``.
 """
 
 from __future__ import annotations
@@ -12,16 +15,22 @@ import json
 import sys
 from pathlib import Path
 
+from .._cli_common import CliError, _check_output_file, _distinct, _file_path, _Parser
 from .matrix import DataError
 
 __all__ = ["main", "register"]
+
+#: Defaults of ``build --registry`` and ``math500-models --table``: relative to the current
+#: folder, meant to be the repository root (a user elsewhere is told so, see _default_file).
+DEFAULT_REGISTRY = Path("config/datasets.yaml")
+DEFAULT_MODEL_TABLE = Path("config/math500_models.csv")
 
 
 def _guard(handler):
     def run(args) -> int:
         try:
             return handler(args)
-        except DataError as exc:
+        except (CliError, DataError) as exc:
             print(f"cbmm data: error: {exc}", file=sys.stderr)
             return 2
         except OSError as exc:  # e.g. an output folder that cannot be written
@@ -31,14 +40,46 @@ def _guard(handler):
     return run
 
 
+def _default_file(given, flag: str, default: Path) -> Path:
+    """``given``, else ``default`` when the current folder holds it: a user outside the
+    repository is told where it was looked for and which option names another."""
+    if given is not None:
+        return given
+    if not default.is_file():
+        raise CliError(
+            f"{flag} not given, and its default {default} is not in the current folder "
+            f"{Path.cwd()} (the default is relative to it); run from the repository root or "
+            f"pass {flag} PATH"
+        )
+    return default
+
+
+def _check_dataset_outputs(args, entry: dict, *inputs) -> None:
+    """``--out`` and the files written beside it are none of ``inputs`` (``(name, path)``
+    pairs), end in ``.parquet`` (the matrix) and are new unless ``--force``."""
+    from .datasets import dataset_outputs
+
+    matrix, *beside = dataset_outputs(entry, args.out)
+    _distinct(*inputs, *(("--out", path) for path in (matrix, *beside)))
+    _check_output_file(matrix, "--out", args.force, suffix=".parquet")
+    for path in beside:
+        _check_output_file(path, f"--out {matrix}: its companion", args.force)
+
+
 @_guard
 def _build(args) -> int:
     from .datasets import build_dataset, find_entry, load_registry
 
-    registry = load_registry(args.registry)
+    registry_path = _default_file(args.registry, "--registry", DEFAULT_REGISTRY)
+    registry = load_registry(registry_path)
+    entry = find_entry(registry, args.name)
+    inputs = [("--registry", registry_path)]
+    if entry["source"] == "local":
+        inputs.append(("the registry's local path", entry["options"]["path"]))
+    _check_dataset_outputs(args, entry, *inputs)
     out = build_dataset(
         args.name,
-        find_entry(registry, args.name),
+        entry,
         args.out,
         cache_dir=args.cache_dir,
         release=registry["release"],
@@ -54,6 +95,7 @@ def _import(args) -> int:
     entry = {"source": "local", "options": {"path": str(args.file)}}
     if args.label_column:
         entry["options"]["label_column"] = args.label_column
+    _check_dataset_outputs(args, entry, ("the input file", args.file))
     print(build_dataset(args.name or Path(args.file).stem, entry, args.out, cache_dir=None))
     return 0
 
@@ -74,6 +116,11 @@ def _compare(args) -> int:
     from .compare import compare_matrices, read_any_matrix
     from .matrix import write_json
 
+    if args.out is not None:
+        # Each input apart: comparing a file with itself is allowed.
+        _distinct(("the rebuilt matrix", args.rebuilt), ("--out", args.out))
+        _distinct(("the release matrix", args.release), ("--out", args.out))
+        _check_output_file(args.out, "--out", args.force, suffix=".json")
     result = compare_matrices(read_any_matrix(args.rebuilt), read_any_matrix(args.release))
     if args.out is not None:
         write_json(result, args.out)
@@ -119,7 +166,9 @@ def _math500_items(args) -> int:
 def _math500_models(args) -> int:
     from .math500 import refresh_model_table
 
-    table = refresh_model_table(args.table, args.out)
+    table = refresh_model_table(
+        _default_file(args.table, "--table", DEFAULT_MODEL_TABLE), args.out
+    )
     for repo, reason in table.attrs["unresolved"].items():
         print(f"unresolved: {repo}: {reason}", file=sys.stderr)
     print(args.out)
@@ -138,12 +187,20 @@ def register(subparsers) -> argparse.ArgumentParser:
         "--name", required=True, help="dataset name in the registry (datasets or alternatives)"
     )
     build.add_argument(
-        "--registry", default="config/datasets.yaml", help="registry YAML (default: %(default)s)"
+        "--registry",
+        type=Path,
+        help=f"registry YAML (default: {DEFAULT_REGISTRY} in the current folder, i.e. run from "
+        "the repository root)",
     )
     build.add_argument(
-        "--out", required=True, type=Path, help="output .parquet (summary JSON goes next to it)"
+        "--out",
+        required=True,
+        type=_file_path,
+        help="output .parquet (summary JSON goes next to it; hub builds also <stem>.models.csv)",
     )
     build.add_argument("--cache-dir", required=True, type=Path, help="download cache directory")
+    build.add_argument("--force", action="store_true", help="replace an existing --out (and "
+                       "the files beside it)")
     build.set_defaults(func=_build)
 
     imp = commands.add_parser(
@@ -152,7 +209,12 @@ def register(subparsers) -> argparse.ArgumentParser:
     imp.add_argument(
         "file", type=Path, help="CSV or Parquet: label column + item columns, 0/1/empty"
     )
-    imp.add_argument("--out", required=True, type=Path, help="output .parquet")
+    imp.add_argument(
+        "--out", required=True, type=_file_path,
+        help="output .parquet (summary JSON goes next to it); not the input file",
+    )
+    imp.add_argument("--force", action="store_true", help="replace an existing --out (and "
+                     "its summary)")
     imp.add_argument("--label-column", help="column holding the model labels (default: the first)")
     imp.add_argument("--name", help="dataset name recorded in the summary (default: file stem)")
     imp.set_defaults(func=_import)
@@ -171,8 +233,10 @@ def register(subparsers) -> argparse.ArgumentParser:
     compare.add_argument("rebuilt", type=Path, help="the rebuilt matrix (.parquet or .csv)")
     compare.add_argument("release", type=Path, help="the release's matrix (.parquet or .csv)")
     compare.add_argument(
-        "--out", type=Path, help="also write the full comparison (every label) as JSON"
+        "--out", type=_file_path,
+        help="also write the full comparison (every label) as .json; not an input file",
     )
+    compare.add_argument("--force", action="store_true", help="replace an existing --out")
     compare.set_defaults(func=_compare)
 
     items = commands.add_parser(
@@ -190,7 +254,12 @@ def register(subparsers) -> argparse.ArgumentParser:
     models = commands.add_parser(
         "math500-models", help="refresh the MATH-500 model table from the Hub"
     )
-    models.add_argument("--table", default="config/math500_models.csv", type=Path)
+    models.add_argument(
+        "--table",
+        type=Path,
+        help=f"the model table to refresh (default: {DEFAULT_MODEL_TABLE} in the current "
+        "folder, i.e. run from the repository root)",
+    )
     models.add_argument("--out", required=True, type=Path)
     models.set_defaults(func=_math500_models)
     return data
@@ -198,9 +267,13 @@ def register(subparsers) -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run the ``data`` subcommands on their own (``python -m cbmm.data.cli data ...``)."""
-    parser = argparse.ArgumentParser(prog="cbmm")
+    parser = _Parser(prog="cbmm")
     register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except CliError as exc:
+        print(f"cbmm data: error: {exc}", file=sys.stderr)
+        return 2
     return args.func(args)
 
 

@@ -35,7 +35,8 @@ from .checks import (
     relative_path,
     string,
 )
-from .download import DOWNLOAD_OPTIONS, ChecksumError, DownloadError
+from ..io import atomic_paths
+from .download import DOWNLOAD_OPTIONS, ChecksumError, DownloadError, StaleCacheError
 from .local import load_local
 from .matrix import DataError, atomic_path, matrix_summary, summary_path, write_json, write_matrix
 from .release import check_release, fetch_release_file, read_release, release_path
@@ -44,6 +45,7 @@ __all__ = [
     "SOURCE_OPTIONS",
     "build_dataset",
     "check_entry",
+    "dataset_outputs",
     "find_entry",
     "hub_cohort",
     "load_registry",
@@ -379,7 +381,7 @@ def _build_hub(name, options, cache_dir, release, out_path):
                 f"{hub.CONTENTS_REPO}: no 'fullname' column; cannot attach model metadata"
             )
         meta = contents[contents["fullname"].isin(frame.index)]
-        meta_path = out_path.with_name(out_path.stem + ".models.csv")
+        meta_path = _metadata_path(out_path)
         with atomic_path(meta_path) as tmp:
             meta.to_csv(tmp, index=False)
         provenance["metadata_file"] = meta_path.name
@@ -397,9 +399,12 @@ def _build_local(name, options, cache_dir, release):
     return frame, provenance, cleaning, None
 
 
-def _offline_advice(name, source, options, cache_dir, release) -> str:
-    """What to do when a dataset cannot be downloaded (one sentence)."""
-    if source == "release":
+def _offline_advice(name, source, options, cache_dir, release, stale: bool) -> str:
+    """What to do when a dataset cannot be downloaded (one sentence); ``stale``: the cached
+    file is there but failed its SHA-256 check (the error names it)."""
+    if stale:
+        where = "replace that file with the verified one"
+    elif source == "release":
         where = f"put the verified file at {release_path(options['file'], cache_dir, release)}"
     elif source == "math500_lart":
         where = f"put the LaRT file in {Path(cache_dir) / 'lart'}"
@@ -413,6 +418,26 @@ def _offline_advice(name, source, options, cache_dir, release) -> str:
         "filled once "
         f"online), or build {name!r} from your own copy with source 'local'."
     )
+
+
+def _metadata_path(out_path: Path) -> Path:
+    return out_path.with_name(out_path.stem + ".models.csv")
+
+
+def dataset_outputs(entry: dict, out_path) -> list[Path]:
+    """The files :func:`build_dataset` writes for ``entry`` into ``out_path``.
+
+    Returns
+    -------
+    list of pathlib.Path
+        ``out_path``, its summary (:func:`~cbmm.data.matrix.summary_path`) and, for a
+        ``hub`` entry with metadata (the default), ``<stem>.models.csv``.
+    """
+    out_path = Path(out_path)
+    paths = [out_path, summary_path(out_path)]
+    if entry.get("source") == "hub" and (entry.get("options") or {}).get("metadata", True):
+        paths.append(_metadata_path(out_path))
+    return paths
 
 
 def build_dataset(
@@ -470,7 +495,8 @@ def build_dataset(
                 exc,
                 (ChecksumError, hub.HubNotFoundError, hub.HubAccessError, hub.HubRateLimitError),
             )
-            else " " + _offline_advice(name, source, options, cache_dir, release)
+            else " " + _offline_advice(name, source, options, cache_dir, release,
+                                       isinstance(exc, StaleCacheError))
         )
         raise type(exc)(f"dataset {name!r}: {str(exc).rstrip('.')}.{advice}") from None
     summary = {
@@ -482,10 +508,8 @@ def build_dataset(
     }
     if report is not None:
         summary["report"] = report
-    write_matrix(frame, out_path, source=f"dataset {name!r}")
-    try:
-        write_json(summary, summary_path(out_path))
-    except BaseException:
-        out_path.unlink(missing_ok=True)
-        raise
+    # Both or neither: a replaced matrix never stands beside the summary of an older one.
+    with atomic_paths([out_path, summary_path(out_path)]) as (matrix_tmp, summary_tmp):
+        write_matrix(frame, matrix_tmp, source=f"dataset {name!r}")
+        write_json(summary, summary_tmp)
     return out_path

@@ -54,6 +54,7 @@ __all__ = [
     "DOWNLOAD_OPTIONS",
     "ChecksumError",
     "DownloadError",
+    "StaleCacheError",
     "download",
     "sha256_file",
 ]
@@ -85,6 +86,11 @@ class DownloadError(DataError):
 
 class ChecksumError(DownloadError):
     """A downloaded file does not have the pinned SHA-256."""
+
+
+class StaleCacheError(DownloadError):
+    """A download failed, and the file already at its destination does not have the pinned
+    SHA-256 (so it cannot stand in for the download)."""
 
 
 def sha256_file(path) -> str:
@@ -328,6 +334,20 @@ def _locked(path: Path, deadline_at: float, what: str):
         os.close(fd)
 
 
+def _raise_if_stale(exc: DownloadError, dest: Path, sha256: str | None) -> None:
+    """Raise :class:`StaleCacheError` for ``exc`` when ``dest`` exists with another SHA-256
+    than ``sha256``: pooch tried to replace it, so the user must (a file is there already,
+    "put the file there" would not help)."""
+    if sha256 is None or not dest.is_file():
+        return
+    found = sha256_file(dest)
+    if found != sha256.lower():
+        raise StaleCacheError(
+            f"{exc}; the cached file {dest} failed the SHA-256 check (expected "
+            f"{sha256.lower()}, found {found})"
+        ) from None
+
+
 @contextlib.contextmanager
 def _quiet_pooch():
     """pooch logs every download at INFO (with advice about its own API); we log our own way."""
@@ -402,6 +422,9 @@ def download(
     ------
     ChecksumError
         The complete file's SHA-256 differs from ``sha256`` (nothing is kept).
+    StaleCacheError
+        The download failed and the file at ``dest`` has another SHA-256 than
+        ``sha256``; the message gives both digests (the file is kept).
     DownloadError
         Non-retryable HTTP error, retries exhausted, deadline passed, body
         longer than the cap, or a body whose completeness cannot be checked
@@ -468,7 +491,8 @@ def download(
                 downloader=transfer,
                 progressbar=False,
             )
-        except DownloadError:
+        except DownloadError as exc:
+            _raise_if_stale(exc, dest, sha256)
             raise
         except ValueError as exc:  # pooch's hash check; it has deleted the data
             raise ChecksumError(

@@ -170,6 +170,8 @@ BAD_ARGUMENTS = [
     (SIM + ["--out", "s.csv", "--missing", "mcar", "--missing-rate", "0.99"],
      "item(s) without an observed answer, which no fit takes; lower --missing-rate"),
     (SIM + ["--out", "s.npz"], "writes a CSV table; name the file .csv"),
+    (SIM + ["--out", "sdir/"], "argument --out: 'sdir/' names a folder; give a file name"),
+    (SIM + ["--out", "s.csv", "--truth", "t/.."], "argument --truth: 't/..' names a folder"),
     (SIM, "required: --out"),
     (SIM + ["--out", "adir"], "--out adir: is a folder"),
     (SIM + ["--out", "taken.csv"], "--out taken.csv: exists; pass --force"),

@@ -29,6 +29,7 @@ from ._cli_common import (
     _check_output_folder,
     _declared,
     _distinct,
+    _file_path,
     _files_named,
     _integer,
     _number,
@@ -354,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
                                           "Exit status 1 when every fold's fit failed.")
     add_input(validate)
     add_method(validate)
-    validate.add_argument("--out", required=True, type=_path, help="output CSV")
+    validate.add_argument("--out", required=True, type=_file_path, help="output CSV")
     validate.add_argument("--folds", type=_integer(2), default=5, help="folds (default 5)")
     add_fit_settings(validate)
     validate.add_argument("--force", action="store_true", help="replace an existing --out")
@@ -368,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_input(score)
     score.add_argument("--items", required=True, type=_path,
                        help="items.csv of an earlier `cbmm fit`, or its output folder")
-    score.add_argument("--out", required=True, type=_path, help="output CSV")
+    score.add_argument("--out", required=True, type=_file_path, help="output CSV")
     score.add_argument("--sigma", type=_declared("sigma", FIT_OPTIONS["sigma"]),
                        help="temperature (default: the calibration's, from fit.json beside "
                             "items.csv, else 1)")
@@ -394,8 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--missing-rate", type=_number(0.0, 1.0, low_open=False), default=0.0,
                      help="rho for mcar/mar, column gate rate for mnar, in [0, 1) (default 0)")
     sim.add_argument("--seed", type=_integer(0), default=0, help="seed, >= 0 (default 0)")
-    sim.add_argument("--out", required=True, type=_path, help="output CSV")
-    sim.add_argument("--truth", type=_path, help="optional .npz file for the true parameters")
+    sim.add_argument("--out", required=True, type=_file_path, help="output CSV")
+    sim.add_argument("--truth", type=_file_path, help="optional .npz file for the true parameters")
     sim.add_argument("--force", action="store_true", help="replace existing output files")
     sim.set_defaults(handler=_simulate_command)
 

@@ -16,6 +16,7 @@ from .._cli_common import (
     _check_input_file,
     _check_output_file,
     _distinct,
+    _file_path,
     _files_named,
     _integer,
     _number,
@@ -353,7 +354,7 @@ def register(sub, add_input) -> None:
                              help="the calibration: the output folder of `cbmm fit` (with the "
                                   "calibration models' abilities) or an items.csv (without "
                                   "them: N(0, 1) stands for the models' abilities)")
-        command.add_argument("--out", required=True, type=_path, help="output CSV")
+        command.add_argument("--out", required=True, type=_file_path, help="output CSV")
         command.add_argument("--force", action="store_true", help="replace an existing output")
 
     select = sub.add_parser("select", help="the k items to keep of a calibrated benchmark",
@@ -465,6 +466,6 @@ def register(sub, add_input) -> None:
                                        "per item, its information, the flags and the reason.")
     add_input(audit)
     add_items(audit)
-    audit.add_argument("--figure", type=_path,
+    audit.add_argument("--figure", type=_file_path,
                        help="also draw the item information map (.pdf, .png or .svg)")
     audit.set_defaults(handler=_audit_command)

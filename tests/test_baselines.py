@@ -381,6 +381,23 @@ def test_pyirt_starts_from_the_shared_start_quietly_and_reproducibly(tmp_path, m
     assert not np.array_equal(first.theta, other.theta)
 
 
+@_needs("pyirt")
+def test_pyirt_takes_a_start_with_a_flat_item():
+    """A start of a0 = 0 (the spectral start's for an all-wrong item, as on 40 models x 60
+    items of MATH-500) has no log for py-irt's discrimination: it was a failed fit (NaN
+    logits), our bug, not py-irt's."""
+    import warnings
+
+    y, *_ = simulate(40, 20, seed=5)
+    y[:, 3] = 0.0  # every model wrong
+    theta0, a0, b0 = cbmm.initial_values(40, 20, seed=1)
+    a0[3] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = cbmm.fit(y, "pyirt", start=(theta0, a0, b0), max_iter=20)
+    assert result.status == "max_iter" and np.isfinite(result.loss)
+
+
 @pytest.mark.slow
 @_needs("pyirt")
 def test_pyirt_recovers_truth(problem):

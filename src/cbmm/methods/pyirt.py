@@ -14,7 +14,9 @@ epoch limit").  Only observed entries are passed as observations.
 * Start.  The shared initial values enter through py-irt's initializer hook
   (``IrtConfig.initializers``, registered as ``"cbmm_shared_start"``):
   ``loc_ability = theta0``, ``loc_slope = log(a0 / sigma)``,
-  ``loc_diff = -b0 / a0``.  The variational scales keep py-irt's defaults.
+  ``loc_diff = -b0 / a0``, with ``a0 / sigma`` at least :data:`MIN_START_DISC`
+  (py-irt's discrimination is positive).  The variational scales keep py-irt's
+  defaults.
 * Seed.  Pyro samples from torch's generator, seeded with ``seed`` inside
   ``torch.random.fork_rng`` so the caller's global torch state is untouched.
 * Stopping.  py-irt has no convergence test: it always runs all ``epochs``
@@ -45,9 +47,13 @@ from ..engine import Objective
 from ..stopping import relative_change
 from ._software import require_python_modules
 
-__all__ = ["availability", "solve", "to_cbmm_parameters"]
+__all__ = ["MIN_START_DISC", "availability", "solve", "to_cbmm_parameters"]
 
 _INITIALIZER = "cbmm_shared_start"
+
+#: The smallest start of py-irt's discrimination, a0 / sigma (a flat item's start, a0 = 0,
+#: has no log).
+MIN_START_DISC = 1e-2
 
 
 def availability() -> None:
@@ -203,7 +209,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, progress=N
     setup = time.perf_counter()
     y = responses.y
     _register_start_initializer()
-    a0 = np.asarray(a0, dtype=float)
+    # py-irt's discrimination is exp(log_disc) > 0: a start of a0 = 0 (the spectral
+    # start's for an all-wrong item) gave log_disc = -inf and NaN logits, a failed fit
+    a0 = np.maximum(np.asarray(a0, dtype=float), MIN_START_DISC * sigma)
     start = {"name": _INITIALIZER, "ability": np.asarray(theta0, dtype=float),
              "diff": -np.asarray(b0, dtype=float) / a0, "log_disc": np.log(a0 / sigma)}
     recorder = _Recorder(enabled=record_history, progress=progress)

@@ -112,6 +112,9 @@ def workdir(tmp_path, table):
     (tmp_path / "prev").mkdir()
     for name in ("abilities.csv", "items.csv", "fit.json"):
         (tmp_path / "prev" / name).write_text("old")
+    (tmp_path / "boot").mkdir()
+    for name in ("abilities.csv", "items.csv", "prob_better.csv", "bootstrap.json"):
+        (tmp_path / "boot" / name).write_text("old")
     return tmp_path
 
 
@@ -128,6 +131,12 @@ BAD_ARGUMENTS = [
     (FIT + ["--out", "o", "--timeout", "inf"],
      "argument --timeout: expected 'auto', a number > 0 (none for no limit), got 'inf'"),
     (FIT + ["--out", "o", "--timeout", "off"], "(none for no limit), got 'off'"),
+    (FIT + ["--out", "boot", "--force"],
+     "--out boot: holds another result's prob_better.csv, bootstrap.json; write into another"),
+    (["bootstrap", "--responses", "good.csv", "--out", "prev", "--force"],
+     "--out prev: holds another result's fit.json; write into another folder"),
+    (FIT + ["--out", "o", "--n-starts", "x"], "--n-starts: expected an integer >= 1 (none for "
+     "the method's default), got 'x'"),
     (FIT + ["--out", "o", "--sigma", "abc"], "got 'abc'"),
     (FIT + ["--out", "o", "--sigma", "nan"], "--sigma"),
     (FIT + ["--out", "o", "--tol", "inf"], "--tol"),

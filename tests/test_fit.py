@@ -174,7 +174,7 @@ def test_verbose_logs_every_n_iterations_with_the_fits_own_losses(caplog):
         assert loss == pytest.approx(history[k], rel=1e-9)
         assert change == pytest.approx(abs(history[k] - history[k - 1]) / history[k - 1],
                                        rel=1e-2)
-    assert lines[-1].startswith(f"cbmm: {result.status} after {result.n_iter} iterations")
+    assert lines[-1].startswith(f"cbmm: {result.status} ({result.n_iter} iterations")
     caplog.clear()
     cbmm.fit(responses, tol=1e-6)
     assert not [r for r in caplog.records if r.name == "cbmm"]

@@ -94,7 +94,8 @@ def _declared(name, option):
             value = int(word) if option.kind == "int" else float(word)
             return option.validate(name, value)
         except ValueError:
-            nothing = " (none for no limit)" if option.nullable else ""
+            nothing = (" (none for the method's default)" if name == "n_starts"
+                       else " (none for no limit)" if option.nullable else "")
             raise argparse.ArgumentTypeError(
                 f"expected {option.describe().replace(' or null', '')}{nothing}, "
                 f"got {text!r}") from None
@@ -165,10 +166,17 @@ def _check_output_file(path: Path, flag: str, force: bool, *, csv: bool = False,
         _check_folder_writable(path.parent, flag, path)
 
 
-def _check_output_folder(path: Path, names, flag: str, force: bool) -> None:
+def _check_output_folder(path: Path, names, flag: str, force: bool, foreign=()) -> None:
+    """``path`` can take the files ``names``: a folder or new, without them unless
+    ``force``, and without any of ``foreign`` (another result's files, which would stay
+    beside these and mix the two: a fit written over a bootstrap's folder)."""
     with _named_path_errors(flag, path):
         if path.exists() and not path.is_dir():
             raise CliError(f"{flag} {path}: exists and is not a folder")
+        other = [name for name in foreign if (path / name).exists()]
+        if other:
+            raise CliError(f"{flag} {path}: holds another result's {', '.join(other)}; "
+                           "write into another folder")
         for name in names:
             if (path / name).is_dir():
                 raise CliError(f"{flag} {path}: {name} is a folder; cannot write the result "

@@ -338,7 +338,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         if kept is not None:
             result = _with_set_aside(result, data, core, kept)
         if verbose:
-            logger.info("%s: %s after %d iterations, loss %.10g, %.3f s", method,
+            logger.info("%s: %s (%d iterations, loss %.10g, %.3f s)", method,
                         result.status, result.n_iter, result.loss, result.runtime_s)
     _warn_status(result, method)
     return result

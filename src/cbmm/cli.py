@@ -99,14 +99,23 @@ def _fit_command(args) -> int:
     if not args.isolate and args.timeout not in ("auto", None):
         raise CliError("--timeout needs the worker process; drop it or --no-isolate")
     options = _checked_method(args)
-    _check_output_folder(args.out, cbmm.FitResult.OUTPUT_FILES, "--out", args.force)
+    _check_output_folder(args.out, cbmm.FitResult.OUTPUT_FILES, "--out", args.force,
+                         foreign=_other_files(cbmm.FitResult.OUTPUT_FILES))
     result = cbmm.fit(_responses(args), method=args.method, **fit_settings(args),
                       timeout_s=args.timeout if args.isolate else None,
                       isolate=args.isolate, verbose=args.verbose, **options)
     _save_folder(result, args)
-    print(f"{result.method}: {result.status} after {result.n_iter} iterations, "
-          f"loss {result.loss:.6g}, {result.runtime_s:.3f} s -> {args.out}")
+    print(f"{result.method}: {result.status} ({result.n_iter} iterations, "
+          f"loss {result.loss:.6g}, {result.runtime_s:.3f} s) -> {args.out}")
     return EXIT_FAILED if result.failed else 0
+
+
+def _other_files(names) -> list[str]:
+    """The files of the other result folder (a fit's, a bootstrap's) than ``names``."""
+    import cbmm
+
+    both = cbmm.FitResult.OUTPUT_FILES + cbmm.BootstrapResult.OUTPUT_FILES
+    return [name for name in dict.fromkeys(both) if name not in names]
 
 
 def _bootstrap_command(args) -> int:
@@ -115,7 +124,8 @@ def _bootstrap_command(args) -> int:
     from .bootstrap import BootstrapResult
 
     options = _checked_method(args)
-    _check_output_folder(args.out, BootstrapResult.OUTPUT_FILES, "--out", args.force)
+    _check_output_folder(args.out, BootstrapResult.OUTPUT_FILES, "--out", args.force,
+                         foreign=_other_files(BootstrapResult.OUTPUT_FILES))
     settings = {k: v for k, v in fit_settings(args).items()
                 if k not in ("start", "n_starts", "se", "seed")}
     result = cbmm.bootstrap(_responses(args), n_boot=args.n_boot, resample=args.resample,

@@ -347,6 +347,12 @@ def test_runtime_figure_speedups_na_and_order(tmp_path):
     assert annotations == [f"{e}\N{MULTIPLICATION SIGN}" for e in expected]
     heights = [p.get_height() for p in speed_ax.patches]
     assert heights == pytest.approx(expected)
+    # below 10 with a decimal: cBMM at 107.5 s against L-BFGS-B's 100 s is 0.93x, not "1x"
+    slow = table.copy()
+    slow.loc[slow["method"] == "cbmm", "runtime_s"] *= 53.75
+    annotations = [t.get_text() for t in plot_runtime(slow).axes[0].texts
+                   if t.get_gid() == "speedup"]
+    assert annotations[2] == "0.9\N{MULTIPLICATION SIGN}"
     na = sorted(t.get_gid() for t in ax.texts if t.get_text() == "NA")
     assert na == sorted(f"NA:{d}:mirt" for d in ("GPQA", "MATH", "BBH", "MMLU_PRO"))
     # failed mirt runs have a recorded runtime (3 s) that must not be drawn
@@ -356,8 +362,8 @@ def test_runtime_figure_speedups_na_and_order(tmp_path):
 
 
 def test_runtime_figure_of_a_users_suites_names_them_and_their_sizes(tmp_path):
-    """Suites drawn by J, each with its own N under it when the N differ; the caption names
-    the suites of the run, not the paper's."""
+    """Suites drawn by J, each with its own N and J under it when the N differ; the caption
+    names the suites of the run, not the paper's."""
     rows = [{"dataset": name, "n_models": n, "n_items": j, "method": method, "replicate": 0,
              "status": "converged", "runtime_s": 1.0, "n_iter": 3, "loss": 0.1}
             for name, n, j in (("mine_b", 40, 90), ("mine_a", 300, 20), ("mine_c", 7, 50))
@@ -365,7 +371,7 @@ def test_runtime_figure_of_a_users_suites_names_them_and_their_sizes(tmp_path):
     fig = plot_runtime(pd.DataFrame(rows), out(tmp_path, "runtime_mine"))
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == [
-        "mine_a\nN = 300", "mine_c\nN = 7", "mine_b\nN = 40"]
+        "mine_a\nN = 300, J = 20", "mine_c\nN = 7, J = 50", "mine_b\nN = 40, J = 90"]
     assert ax.get_xlabel() == "Benchmark suite (ordered by number of items J)"
     same = plot_runtime(runtime_table(), out(tmp_path, "runtime_paper"))
     assert same.axes[0].get_xlabel().endswith("; N = 2211)")

@@ -18,7 +18,8 @@ __all__ = ["BASELINES_EXTRA", "DROP_HINT", "require_python_modules"]
 BASELINES_EXTRA = "pip install torch==2.13.0 && pip install 'cbmm[baselines]'"
 
 #: How to run the workflow without a method.
-DROP_HINT = "or remove {method!r} from `methods:` in config/config.yaml"
+DROP_HINT = ("or run without {method!r} (in the workflow: leave it out of `methods:` in your "
+             "configuration)")
 
 
 def require_python_modules(method: str, modules, install: str = BASELINES_EXTRA) -> None:

@@ -55,6 +55,8 @@ def _method_options(method, pairs) -> dict:
         key = key.strip()
         if not sep or not key:
             raise CliError(f"--option {pair!r}: expected KEY=VALUE")
+        if key in options:
+            raise CliError(f"--option {key}: given twice; give each option once")
         if key not in method.options:
             known = ", ".join(sorted(method.options)) or "none"
             raise CliError(f"--option {key}: method {method.name!r} has no such option; "
@@ -193,6 +195,9 @@ def _simulate_command(args) -> int:
     from .simulate import simulate
 
     _check_output_file(args.out, "--out", args.force, csv=True)
+    if args.missing == "none" and args.missing_rate:
+        raise CliError(f"--missing-rate {args.missing_rate:g}: --missing none draws no missing "
+                       "cell; choose --missing mcar or mnar")
     if args.truth is not None:
         _check_output_file(args.truth, "--truth", args.force)
         _distinct(("--out", args.out), ("--truth", args.truth))

@@ -19,8 +19,7 @@ import warnings
 import numpy as np
 
 __all__ = ["PROBABILITY_FLOOR", "BASELINES", "ADDITIVE_RIDGE", "HeldOutWarning", "additive_effects",
-           "cross_validate",
-           "best_baseline", "held_out_scores", "predicted_probabilities"]
+           "best_baseline", "cross_validate", "held_out_scores", "predicted_probabilities"]
 
 #: Predicted probabilities are clipped to [PROBABILITY_FLOOR, 1 - PROBABILITY_FLOOR] in the
 #: log loss, so that a model predicted certain to fail (set aside at theta = -inf) costs a

@@ -537,7 +537,7 @@ def test_missing_software_gives_a_clear_error(method, module, install, monkeypat
         cbmm.check_methods(["lbfgsb", method])
     for message in (str(fit_error.value), str(check_error.value)):
         assert module in message and install in message
-        assert "config/config.yaml" in message
+        assert "leave it out of `methods:`" in message
     assert "lbfgsb" not in str(check_error.value)
 
 
@@ -563,4 +563,4 @@ def test_missing_r_package_mirt_names_the_r_install_command(tmp_path):
     if "R package mirt" not in probe.stdout:
         pytest.skip(f"R itself is unavailable here: {probe.stdout.strip()}")
     assert "install.packages(\"mirt\")" in probe.stdout
-    assert "config/config.yaml" in probe.stdout
+    assert "leave it out of `methods:`" in probe.stdout

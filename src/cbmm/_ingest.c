@@ -817,6 +817,30 @@ fail:
 
 /* Observed and correct cells per row and per column of a coded matrix, dense (indptr None) or
  * CSR.  The count arrays are zeroed here. */
+/* A coded matrix into b[0..2]: dense y (n x n_cols int8; optr None) or CSR (values,
+ * indptr, indices), its layout and column indices checked. */
+static int coded_matrix(PyObject *oy, PyObject *optr, PyObject *oind, Py_ssize_t n,
+                        Py_ssize_t n_cols, Buffer *b)
+{
+    if (optr == Py_None)
+        return contiguous(oy, &b[0], "y", 1, n * n_cols, 0);
+    if (contiguous(optr, &b[1], "indptr", 8, n + 1, 0) < 0 ||
+        contiguous(oind, &b[2], "indices", 4, -1, 0) < 0 ||
+        contiguous(oy, &b[0], "values", 1, b[2].view.len / 4, 0) < 0)
+        return -1;
+    if (check_indptr(b[1].view.buf, n, b[2].view.len / 4) < 0) {
+        PyErr_SetString(PyExc_ValueError, "inconsistent CSR layout");
+        return -1;
+    }
+    const int32_t *ind = b[2].view.buf;
+    for (Py_ssize_t k = 0; k < b[2].view.len / 4; k++)
+        if (ind[k] < 0 || ind[k] >= n_cols) {
+            PyErr_Format(PyExc_ValueError, "column index %d out of range", (int)ind[k]);
+            return -1;
+        }
+    return 0;
+}
+
 static PyObject *py_coded_counts(PyObject *self, PyObject *args)
 {
     PyObject *oy, *optr, *oind, *oro, *orc, *oco, *occ;
@@ -833,26 +857,9 @@ static PyObject *py_coded_counts(PyObject *self, PyObject *args)
     if (contiguous(oro, &b[3], "row_obs", 8, n, 1) < 0 ||
         contiguous(orc, &b[4], "row_cor", 8, n, 1) < 0 ||
         contiguous(oco, &b[5], "col_obs", 8, n_cols, 1) < 0 ||
-        contiguous(occ, &b[6], "col_cor", 8, n_cols, 1) < 0)
+        contiguous(occ, &b[6], "col_cor", 8, n_cols, 1) < 0 ||
+        coded_matrix(oy, optr, oind, n, n_cols, b) < 0)
         goto fail;
-    if (sparse) {
-        if (contiguous(optr, &b[1], "indptr", 8, n + 1, 0) < 0 ||
-            contiguous(oind, &b[2], "indices", 4, -1, 0) < 0 ||
-            contiguous(oy, &b[0], "values", 1, b[2].view.len / 4, 0) < 0)
-            goto fail;
-        if (check_indptr(b[1].view.buf, n, b[2].view.len / 4) < 0) {
-            PyErr_SetString(PyExc_ValueError, "inconsistent CSR layout");
-            goto fail;
-        }
-        const int32_t *ind = b[2].view.buf;
-        for (Py_ssize_t k = 0; k < b[2].view.len / 4; k++)
-            if (ind[k] < 0 || ind[k] >= n_cols) {
-                PyErr_Format(PyExc_ValueError, "column index %d out of range", (int)ind[k]);
-                goto fail;
-            }
-    } else if (contiguous(oy, &b[0], "y", 1, n * n_cols, 0) < 0) {
-        goto fail;
-    }
     const int8_t *v = b[0].view.buf;
     int64_t *row_obs = b[3].view.buf, *row_cor = b[4].view.buf;
     int64_t *col_obs = b[5].view.buf, *col_cor = b[6].view.buf;
@@ -910,26 +917,9 @@ static PyObject *py_pattern_sums(PyObject *self, PyObject *args)
     if (contiguous(orw, &b[3], "row_weights", 8, 2 * n, 0) < 0 ||
         contiguous(ocw, &b[4], "col_weights", 8, 2 * n_cols, 0) < 0 ||
         contiguous(ors, &b[5], "row_sums", 8, 2 * n, 1) < 0 ||
-        contiguous(ocs, &b[6], "col_sums", 8, 2 * n_cols, 1) < 0)
+        contiguous(ocs, &b[6], "col_sums", 8, 2 * n_cols, 1) < 0 ||
+        coded_matrix(oy, optr, oind, n, n_cols, b) < 0)
         goto fail;
-    if (sparse) {
-        if (contiguous(optr, &b[1], "indptr", 8, n + 1, 0) < 0 ||
-            contiguous(oind, &b[2], "indices", 4, -1, 0) < 0 ||
-            contiguous(oy, &b[0], "values", 1, b[2].view.len / 4, 0) < 0)
-            goto fail;
-        if (check_indptr(b[1].view.buf, n, b[2].view.len / 4) < 0) {
-            PyErr_SetString(PyExc_ValueError, "inconsistent CSR layout");
-            goto fail;
-        }
-        const int32_t *ind = b[2].view.buf;
-        for (Py_ssize_t k = 0; k < b[2].view.len / 4; k++)
-            if (ind[k] < 0 || ind[k] >= n_cols) {
-                PyErr_Format(PyExc_ValueError, "column index %d out of range", (int)ind[k]);
-                goto fail;
-            }
-    } else if (contiguous(oy, &b[0], "y", 1, n * n_cols, 0) < 0) {
-        goto fail;
-    }
     const int8_t *v = b[0].view.buf;
     const uint64_t *rw = b[3].view.buf, *cw = b[4].view.buf;
     uint64_t *rs = b[5].view.buf, *cs = b[6].view.buf;

@@ -81,5 +81,6 @@ def caption(config_summary: dict | None = None) -> str:
             "intervals: Wald intervals from the observed information of the fit (dark) and "
             "percentile intervals of a bootstrap over items"
             + (f" ({summary['n_boot']} replicates)" if "n_boot" in summary else "")
-            + " (light); right, each model's rank with its bootstrap interval. The fit is "
-            "the library's default (spectral start, three starts, the normal prior).")
+            + " (light); right, each model's rank with its bootstrap interval (none for a "
+            "model answering every item alike, which every resample of items keeps so). The "
+            "fit is the library's default (spectral start, three starts, the normal prior).")

@@ -339,7 +339,19 @@ def test_a_fit_that_loses_to_a_baseline_says_so_and_names_it():
     assert message.startswith(
         f"the cbmm fit predicts held-out answers worse than the additive (Rasch) baseline "
         f"(log loss {table['log_loss'].mean():.4f} vs {means['log_loss']:.4f}): too few "
-        "answers per item for the 2PL (12.2 on average)?")
+        "answers per item or per model for the 2PL (12.2 per item, 12.2 per model on "
+        "average)?")
+
+
+def test_folds_left_empty_by_the_training_rule_are_refused():
+    """A cell that is its model's or item's last training answer stays in training; on a
+    diagonal matrix every cell is, so each fold would refit all the data and score
+    nothing (it printed nan and 'converged')."""
+    diagonal = np.full((4, 4), np.nan)
+    np.fill_diagonal(diagonal, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"folds=2: fold\(s\) \[0, 1\] hold no cell once "
+                                         "each model and item keeps a training answer"):
+        cbmm.cross_validate(diagonal, folds=2)
 
 
 def test_folds_whose_fit_is_not_an_answer_are_counted_by_status():

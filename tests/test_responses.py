@@ -50,8 +50,6 @@ def reference(cells, coding):
             seen.add(float(v))
     if coding is None and {0.0, -1.0} <= seen:
         return "ambiguous", None
-    if coding == "signed" and 0.0 in seen and -1.0 not in seen:
-        return "no wrong answer", None
     zero = 0 if coding == "signed" else -1
     y = [[0 if _missing(v) else {1.0: 1, -1.0: -1, 0.0: zero}[float(v)] for v in row]
          for row in cells]
@@ -76,7 +74,6 @@ def check_against_reference(cells, coding, make, labels=(None, None)):
             assert f"column {c}" + (f" ({cols[c]!r})" if cols is not None else "") in message
         else:
             assert {"ambiguous": "ambiguous coding", "empty": "no observed entry",
-                    "no wrong answer": "reads 0 as missing, but the matrix holds no -1",
                     "shape": "at least 2 models"}[kind] in message
         return None
     responses = cbmm.as_responses(data, coding=coding)
@@ -242,6 +239,22 @@ def test_dense_and_sparse_storage_round_trip(cells, storage):
     pd.testing.assert_frame_equal(dense.to_frame(), sparse.to_frame())
 
 
+def test_a_signed_matrix_without_a_wrong_answer_warns_that_every_answer_is_correct():
+    """A 0/1 matrix read as signed (every 0 missing, every answer correct) is likely a
+    mistake; a signed one whose 0s are unanswered items is not (a strong new model)."""
+    for data, zeros in ((np.array([[1, 0], [0, 1]]), 2),
+                        (pd.DataFrame([[1.0, np.nan], [0.0, 1.0]]), 1)):
+        with pytest.warns(cbmm.CodingWarning, match=f"coding 'signed' reads its {zeros} "
+                                                    r"cell\(s\) of 0 as missing, and it holds "
+                                                    "no -1"):
+            responses = cbmm.as_responses(data, coding="signed")
+        assert responses.n_observed == 2 and (responses.to_dense().y >= 0).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cbmm.as_responses(np.array([[1, 0], [-1, 1]]), coding="signed")
+        cbmm.as_responses(np.array([[1, 0], [0, 1]]), coding="binary")
+
+
 def _same_pattern_pairs(rows):
     """Pairs (i, k), i < k, of equal rows, by comparing them as tuples."""
     rows = [tuple(r) for r in rows]
@@ -301,8 +314,6 @@ def long_reference(records, coding):
     seen = {float(v) for v in values if not _missing(v)}
     if coding is None and {0.0, -1.0} <= seen:
         return "ambiguous", None
-    if coding == "signed" and 0.0 in seen and -1.0 not in seen:
-        return "no wrong answer", None
     kept = [(m, i) for m, i, v in records
             if not _missing(v) and not (coding == "signed" and v == 0)]
     if len(set(kept)) < len(kept):
@@ -322,7 +333,6 @@ def test_long_tables_agree_with_the_wide_reference(records, coding):
     if kind != "ok":
         message = {"bad": f"at row {detail} \\(model", "ambiguous": "ambiguous coding",
                    "duplicate": "duplicated cell", "empty": "no observed entry",
-                   "no wrong answer": "reads 0 as missing, but the matrix holds no -1",
                    "shape": "at least 2 models"}[kind]
         with pytest.raises(ResponseError, match=message):
             cbmm.as_responses(frame, coding=coding)

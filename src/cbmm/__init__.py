@@ -15,7 +15,7 @@ from .efficient import (AdaptiveTest, ItemExposure, adaptive_interval_scale, ada
 from .initialization import initial_values
 from .model import loss, loss_and_gradient
 from .registry import MethodUnavailableError, available_methods, check_methods, register_method
-from .responses import ResponseError, Responses, as_responses
+from .responses import CodingWarning, ResponseError, Responses, as_responses
 from .result import FitResult, SolverOutput, canonicalize
 from .score import score
 from .validation import HeldOutWarning, cross_validate
@@ -27,7 +27,8 @@ __all__ = [
     "coverage_check",
     "FitResult", "SolverOutput", "canonicalize", "check_methods",
     "available_methods", "register_method", "MethodUnavailableError",
-    "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning", "Responses", "ResponseError",
+    "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning", "CodingWarning", "Responses",
+    "ResponseError",
     "as_responses",
     "initial_values", "loss", "loss_and_gradient", "__version__",
     "select_items", "predict_accuracy", "selection_error", "adaptive_test", "adaptive_interval_scale",

@@ -22,6 +22,7 @@ degenerate rows/columns without another pass over the data.
 from __future__ import annotations
 
 import sys
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,8 @@ from . import _ingest
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["CODINGS", "LONG_COLUMNS", "SPARSE_BELOW", "ResponseError", "Responses", "as_responses"]
+__all__ = ["CODINGS", "LONG_COLUMNS", "SPARSE_BELOW", "CodingWarning", "ResponseError", "Responses",
+           "as_responses"]
 
 CODINGS = ("binary", "signed")
 #: Column names of a long-format table: model id, item id, response.
@@ -61,6 +63,10 @@ _EXPECTED = {
 _LONG_HINT = ("a long table? its columns must be named model, item, correct (DataFrame."
               "rename; files: cbmm.data.read_table(..., model_column=, item_column=, "
               "correct_column=) or `cbmm fit --model-column --item-column --correct-column`)")
+
+
+class CodingWarning(UserWarning):
+    """The stated coding reads the data in a way that is likely a mistake."""
 
 
 class ResponseError(ValueError):
@@ -864,11 +870,12 @@ def _check_values(counts, coding, source, value_at, describe):
             "missing; -1 is then an error) or 'signed' (+1 correct, -1 incorrect, 0 or NaN "
             "missing)")
     if coding == "signed" and counts.count(_ZERO) and not counts.count(_MINUS):
-        raise ResponseError(
-            f"{source}: coding 'signed' reads 0 as missing, but the matrix holds no -1: every "
-            f"observed answer would be correct (its {counts.count(_ZERO)} cell(s) of 0 missing); "
-            "for 1 correct, 0 incorrect use coding 'binary' (where 0 does mean missing, "
-            "leave those cells empty)")
+        # a 0/1 file read as signed, or a model that answered all it was asked correctly
+        warnings.warn(
+            f"{source}: coding 'signed' reads its {counts.count(_ZERO)} cell(s) of 0 as "
+            "missing, and it holds no -1, so every observed answer is correct; if 0 means "
+            "wrong, use coding 'binary' (if it means unanswered, leave those cells empty to "
+            "say so)", CodingWarning, stacklevel=4)
 
 
 def _check_empty(counts, row_labels, col_labels, source):

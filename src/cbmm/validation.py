@@ -94,9 +94,14 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     if folds > rows.size:  # a fold without a cell scores nothing
         raise ValueError(f"folds={folds}: more than the {rows.size} observed cells")
     assignment = np.random.default_rng([seed, 0xcf]).permutation(rows.size) % folds
+    helds = [_held_out(assignment == fold, rows, cols, data.shape) for fold in range(folds)]
+    empty = [fold for fold, held in enumerate(helds) if not held.any()]
+    if empty:  # its cells are every model's or item's last training answer
+        raise ValueError(f"folds={folds}: fold(s) {empty} hold no cell once each model and "
+                         "item keeps a training answer (too sparse for so many folds); use "
+                         "fewer folds")
     table = []
-    for fold in range(folds):
-        held = _held_out(assignment == fold, rows, cols, data.shape)
+    for fold, held in enumerate(helds):
         train = data.without(rows[held], cols[held])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -114,7 +119,7 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
         table.append(row)
     table = pd.DataFrame(table)
     _warn_statuses(table)
-    _warn_baseline(table, method, rows.size / data.shape[1])
+    _warn_baseline(table, method, rows.size / data.shape[1], rows.size / data.shape[0])
     return table
 
 
@@ -152,16 +157,18 @@ def _warn_statuses(table) -> None:
                   ConvergenceWarning, stacklevel=3)
 
 
-def _warn_baseline(table, method, answers_per_item) -> None:
-    """A HeldOutWarning when the fit's mean held-out log loss is above a baseline's."""
+def _warn_baseline(table, method, per_item, per_model) -> None:
+    """A HeldOutWarning when the fit's mean held-out log loss is above a baseline's
+    (``per_item``, ``per_model``: the answers per item and per model, on average)."""
     scored = table[table["log_loss"].notna()]
     if scored.empty:
         return
     name, means = best_baseline(table)
     fit_loss = scored["log_loss"].mean()
     if fit_loss > means["log_loss"]:
-        why = (f"too few answers per item for the 2PL ({answers_per_item:.3g} on average)? Its "
-               "abilities and item parameters are then mostly noise"
+        why = (f"too few answers per item or per model for the 2PL ({per_item:.3g} per item, "
+               f"{per_model:.3g} per model on average)? Its item parameters or abilities are "
+               "then mostly noise"
                if (scored["status"] == "converged").all() else
                "some folds' fits are not answers (see the status column)")
         warnings.warn(f"the {method} fit predicts held-out answers worse than the "

@@ -184,6 +184,7 @@ BAD_ARGUMENTS = [
     (FIT + ["--out", "o", "--option", "prior=none", "--option", "prior=normal"],
      "--option prior: given twice"),
     (SIM + ["--out", "sdir/"], "argument --out: 'sdir/' names a folder; give a file name"),
+    (SIM + ["--out", "s.csv", "--truth", "t.csv"], "--truth t.csv: this writes a NumPy .npz"),
     (SIM + ["--out", "s.csv", "--truth", "t/.."], "argument --truth: 't/..' names a folder"),
     (SIM, "required: --out"),
     (SIM + ["--out", "adir"], "--out adir: is a folder"),

@@ -414,6 +414,12 @@ def test_coverage_check_holds_where_the_2pl_is_estimable_and_fails_with_few_stee
     answers = (rng.random((3000, 10)) < 1 / (1 + np.exp(-(4.0 * theta[:, None] + b)))) * 1.0
     steep = quiet(cbmm.coverage_check, answers, n_rep=4)
     assert steep.loc["a", "coverage"] < 0.8 and abs(steep.loc["a", "bias_se"]) > 0.8, steep
+    assert (steep["not_optimum"] == 0).all()
     with pytest.raises(ValueError, match="n_rep"):
         cbmm.coverage_check(answers, n_rep=1)
+    with pytest.raises(ValueError, match="method 'pyirt' gives no standard errors"):
+        cbmm.coverage_check(answers, "pyirt")  # at once, not after py-irt's fit of the data
+    with pytest.warns(cbmm.ConvergenceWarning, match="2 of 2 draws' fits stopped short"):
+        short = cbmm.coverage_check(answers, n_rep=2, max_iter=2)
+    assert (short["not_optimum"] == 2).all()
 

@@ -199,6 +199,9 @@ def _simulate_command(args) -> int:
         raise CliError(f"--missing-rate {args.missing_rate:g}: --missing none draws no missing "
                        "cell; choose --missing mcar or mnar")
     if args.truth is not None:
+        if args.truth.suffix.lower() not in ("", ".npz"):
+            raise CliError(f"--truth {args.truth}: this writes a NumPy .npz archive; name the "
+                           f"file .npz (not {args.truth.suffix})")
         _check_output_file(args.truth, "--truth", args.force)
         _distinct(("--out", args.out), ("--truth", args.truth))
     sim = simulate(args.n_models, args.n_items, sigma=args.sigma, sparsity=args.sparsity,

@@ -48,7 +48,9 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
         draws), ``worst`` (the lowest share of one draw), ``bias_se`` (the mean of
         ``(estimate - truth) / se``: the bias in standard errors, 0 where the intervals
         are centred) and ``sd_z`` (the sd of that ratio, 1 where the standard errors are
-        right), ``n_rep`` and ``failed`` (draws whose fit failed, left out).
+        right), ``n_rep``, ``failed`` (draws whose fit failed, left out) and
+        ``not_optimum`` (draws whose fit stopped short of an optimum, counted; a
+        ConvergenceWarning says so).
 
     Notes
     -----
@@ -57,13 +59,19 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     :func:`cbmm.cross_validate` for held-out answers).  Every parameter is on the
     canonical scale (abilities of mean 0 and sd 1), the truth's and the estimates'.
     """
+    import warnings
+
     import pandas as pd
 
     from ._checks import check_integer, check_level
-    from .api import fit
+    from .api import ConvergenceWarning, fit
+    from .registry import get_method
     from .responses import Responses, as_responses
     from .validation import _observed_cells, predicted_probabilities
 
+    if not get_method(method).minimises_loss:  # before the fit of the data, not after
+        raise ValueError(f"coverage_check: method {method!r} gives no standard errors (only "
+                         "the methods that minimise loss (3) do)")
     n_rep = check_integer("n_rep", n_rep, minimum=2)
     level = check_level(level)
     seed = check_integer("seed", seed, minimum=0)
@@ -78,17 +86,20 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     rng = np.random.default_rng([seed, 0xC0])
     shares = {name: [] for name in truths}
     ratios = {name: [] for name in truths}
-    failed = 0
+    failed, stopped = 0, 0
     for rep in range(n_rep):
         values = np.where(rng.random(rows.size) < probability, 1, -1).astype(np.int8)
         drawn = data.to_sparse()
         drawn = Responses(y=None, indptr=drawn.indptr, indices=drawn.indices, values=values,
                           n_items=data.shape[1])
-        estimate = fit(drawn if data.storage == "sparse" else drawn.to_dense(), method,
-                       seed=seed + 1 + rep, se=True, **fit_kwargs)
+        with warnings.catch_warnings():  # counted below, not once per draw
+            warnings.simplefilter("ignore")
+            estimate = fit(drawn if data.storage == "sparse" else drawn.to_dense(), method,
+                           seed=seed + 1 + rep, se=True, **fit_kwargs)
         if estimate.failed:
             failed += 1
             continue
+        stopped += estimate.status not in ("converged", "multimodal")
         bounds = estimate.confint(level)
         for name, true in truths.items():
             lower, upper = (bounds[name][side].to_numpy(dtype=float) for side in ("lower", "upper"))
@@ -102,6 +113,11 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
             ratios[name].append(z[np.isfinite(z)])
     if failed == n_rep:
         raise ValueError(f"coverage_check: the fits of all {n_rep} draws failed")
+    if stopped:
+        warnings.warn(f"coverage_check: {stopped} of {n_rep} draws' fits stopped short of an "
+                      "optimum (max_iter, not_stationary or unbounded): their intervals are "
+                      "counted as they are (see the not_optimum column)", ConvergenceWarning,
+                      stacklevel=2)
     table = {}
     for name in truths:
         z = np.concatenate(ratios[name]) if ratios[name] else np.array([])
@@ -109,5 +125,5 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
                        "worst": np.min(shares[name]) if shares[name] else np.nan,
                        "bias_se": z.mean() if z.size else np.nan,
                        "sd_z": z.std() if z.size else np.nan,
-                       "n_rep": n_rep, "failed": failed}
+                       "n_rep": n_rep, "failed": failed, "not_optimum": stopped}
     return pd.DataFrame.from_dict(table, orient="index")

@@ -190,7 +190,7 @@ BAD_ARGUMENTS = [
     (SIM + ["--out", "adir"], "--out adir: is a folder"),
     (SIM + ["--out", "taken.csv"], "--out taken.csv: exists; pass --force"),
     (SIM + ["--out", "afile/s.csv"], "afile is not a folder"),
-    (SIM + ["--out", "t.csv", "--truth", "t.csv"], "--out and --truth name the same file"),
+    (SIM + ["--out", "t", "--truth", "t"], "--out and --truth name the same file"),
     (SIM + ["--out", "t.csv", "--truth", "adir"], "--truth adir: is a folder"),
     (["methods", "extra"], "unrecognized arguments: extra"),
     ([], "required: COMMAND"),

@@ -249,7 +249,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     Warns
     -----
     DegenerateDataWarning
-        Items or models answered all-correct or all-wrong; no finite optimum.
+        Items or models answered all-correct or all-wrong (under the normal prior their
+        values are the prior's; under maximum likelihood they have no finite optimum),
+        and a fit whose status is ``unbounded``.
     ConvergenceWarning
         The fit stopped at ``max_iter``, short of a stationary point, or the
         starts disagree.

@@ -60,7 +60,7 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
 
     Parameters
     ----------
-    responses : array-like, pandas.DataFrame, pandas.Series or Responses
+    responses : array-like, pandas.DataFrame, pandas.Series, scipy.sparse matrix or Responses
         Models x items, coded as for :func:`cbmm.fit` (1/0/NaN, or -1/+1 with
         0/NaN missing), wide or long (columns ``model``, ``item``,
         ``correct``).  A DataFrame's columns (long: its item ids) are matched

@@ -83,6 +83,15 @@ def test_cli_prints_a_summary_and_writes_every_label(pair, tmp_path, capsys):
     assert json.loads(out.read_text())["models"]["only_release"] == ["b__gone"]
 
 
+def test_cli_names_duplicate_labels_it_compared_by_their_first_row(pair, tmp_path, capsys):
+    release = _release_csv(tmp_path / "dup.csv", ["a__m1", "a__m1", "b__gone"],
+                           [f"ifeval_{k}" for k in range(5)],
+                           [[1, 0, 1, 1, 0], [0, 0, NAN, 1, 1], [1, 1, 1, 1, 1]])
+    assert main(["data", "compare", str(pair[0]), str(release)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-1] == "duplicate model labels in the release (their first row compared): a__m1"
+
+
 @pytest.mark.parametrize(
     "name, content, problem",
     [

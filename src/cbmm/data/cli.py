@@ -143,6 +143,10 @@ def _compare(args) -> int:
             f"per model: agreement min {per_model['min']:.4f}, median {per_model['median']:.4f}; "
             f"{per_model['n_below_1']} model(s) below 1"
         )
+    for side, labels in result["duplicate_labels"].items():
+        if labels:  # compared by their first row only
+            shown = ", ".join(map(str, labels[:5])) + (" ..." if len(labels) > 5 else "")
+            print(f"duplicate model labels in the {side} (their first row compared): {shown}")
     return 0
 
 

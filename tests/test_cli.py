@@ -302,6 +302,15 @@ def test_a_crashing_or_hanging_method_is_a_recorded_failure(workdir, method, ext
     assert pd.read_csv(workdir / "fit" / "abilities.csv")["theta"].isna().all()
 
 
+def test_a_bootstrap_whose_fit_failed_exits_1_as_fit_does(workdir):
+    done = run_with(TOY_METHODS, "bootstrap", "--responses", "good.csv", "--out", "boot2",
+                    "--method", "crash", "--n-boot", "2", cwd=workdir)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ("error: bootstrap: the fit of the full data failed (failed: worker "
+                           "process killed by signal SIGSEGV)\n")
+    assert not (workdir / "boot2").exists()
+
+
 def test_validate_summarises_the_fit_beside_its_best_baseline(workdir, main_in):
     status, out, err = main_in(["validate", "--responses", "good.csv", "--out", "v.csv",
                                 "--folds", "3"], workdir)

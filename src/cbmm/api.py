@@ -45,8 +45,8 @@ from .result import FitResult, SolverOutput, canonicalize
 from .stopping import PAPER_TOL
 
 __all__ = ["fit", "paper_settings", "run_in_worker", "check_timeout", "DegenerateDataWarning",
-           "ConvergenceWarning", "FORK_AVAILABLE", "AGREE_OBJECTIVE", "FIT_OPTIONS", "PAPER_FIT",
-           "STARTS", "DEGENERATE", "TIMEOUT"]
+           "ConvergenceWarning", "FitFailedError", "FORK_AVAILABLE", "AGREE_OBJECTIVE",
+           "FIT_OPTIONS", "PAPER_FIT", "STARTS", "DEGENERATE", "TIMEOUT"]
 
 logger = logging.getLogger("cbmm")
 
@@ -56,6 +56,11 @@ FORK_AVAILABLE = "fork" in multiprocessing.get_all_start_methods()
 
 class DegenerateDataWarning(UserWarning):
     """Items or models answered all-correct / all-wrong, or separated: no finite optimum."""
+
+
+class FitFailedError(ValueError):
+    """The fit that a result rests on (a bootstrap's, a coverage check's) failed; its
+    status says why.  A ValueError for the callers that caught one before."""
 
 
 class ConvergenceWarning(UserWarning):

@@ -168,7 +168,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     import pandas as pd
 
     from ._checks import check_integer, check_level
-    from .api import check_timeout, fit, run_in_worker
+    from .api import FitFailedError, check_timeout, fit, run_in_worker
     from .registry import get_method
     from .responses import as_responses
 
@@ -198,7 +198,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     if "stop_se" in spec.options and options["stop_se"] is not None:
         options["stop_se"] = max(options["stop_se"], REPLICATE_SE)
     if full.failed:
-        raise ValueError(f"bootstrap: the fit of the full data failed ({full.status})")
+        raise FitFailedError(f"bootstrap: the fit of the full data failed ({full.status})")
     rows, cols = _fitted(full, data)
     core = data.take(rows, cols) if rows.size < data.shape[0] or cols.size < data.shape[1] \
         else data

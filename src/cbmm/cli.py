@@ -448,6 +448,7 @@ def _warning_printer():
 
 def main(argv=None) -> int:
     """Run the command line; return the exit status (0, 1 or 2; 130 when interrupted)."""
+    from .api import FitFailedError
     from .data.matrix import DataError
     from .registry import MethodUnavailableError
 
@@ -458,6 +459,11 @@ def main(argv=None) -> int:
             args = build_parser().parse_args(argv)
             handler = getattr(args, "func", None) or args.handler  # data commands set func
             return handler(args) or 0
+    except FitFailedError as exc:  # a failed fit, as `cbmm fit` reports one
+        if debug:
+            raise
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_FAILED
     except (CliError, DataError, MethodUnavailableError, ValueError) as exc:
         if debug:
             raise

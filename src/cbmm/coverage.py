@@ -64,7 +64,7 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     import pandas as pd
 
     from ._checks import check_integer, check_level
-    from .api import ConvergenceWarning, fit
+    from .api import ConvergenceWarning, FitFailedError, fit
     from .registry import get_method
     from .responses import Responses, as_responses
     from .validation import _observed_cells, predicted_probabilities
@@ -79,7 +79,7 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     fit_kwargs.pop("se", None)
     truth = fit(data, method, seed=seed, **fit_kwargs)
     if truth.failed:
-        raise ValueError(f"coverage_check: the fit of the data failed ({truth.status})")
+        raise FitFailedError(f"coverage_check: the fit of the data failed ({truth.status})")
     rows, cols, _ = _observed_cells(data)
     probability = predicted_probabilities(truth, rows, cols)
     truths = {name: np.asarray(getattr(truth, name), dtype=float) for name in ("theta", "a", "b")}

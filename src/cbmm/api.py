@@ -45,8 +45,8 @@ from .result import FitResult, SolverOutput, canonicalize
 from .stopping import PAPER_TOL
 
 __all__ = ["fit", "paper_settings", "run_in_worker", "check_timeout", "DegenerateDataWarning",
-           "ConvergenceWarning", "FitFailedError", "FORK_AVAILABLE", "AGREE_OBJECTIVE",
-           "FIT_OPTIONS", "PAPER_FIT", "STARTS", "DEGENERATE", "TIMEOUT"]
+           "ConvergenceWarning", "FitFailedError", "NOT_AN_OPTIMUM", "FORK_AVAILABLE",
+           "AGREE_OBJECTIVE", "FIT_OPTIONS", "PAPER_FIT", "STARTS", "DEGENERATE", "TIMEOUT"]
 
 logger = logging.getLogger("cbmm")
 
@@ -56,6 +56,11 @@ FORK_AVAILABLE = "fork" in multiprocessing.get_all_start_methods()
 
 class DegenerateDataWarning(UserWarning):
     """Items or models answered all-correct / all-wrong, or separated: no finite optimum."""
+
+
+#: Statuses of a fit that stopped short of an optimum: its estimates are not an answer,
+#: nor what is computed from them (docs/trust.md, "Status").
+NOT_AN_OPTIMUM = ("max_iter", "not_stationary", "unbounded")
 
 
 class FitFailedError(ValueError):

@@ -64,7 +64,7 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     import pandas as pd
 
     from ._checks import check_integer, check_level
-    from .api import ConvergenceWarning, FitFailedError, fit
+    from .api import NOT_AN_OPTIMUM, ConvergenceWarning, FitFailedError, fit
     from .registry import get_method
     from .responses import Responses, as_responses
     from .validation import _observed_cells, predicted_probabilities
@@ -99,7 +99,7 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
         if estimate.failed:
             failed += 1
             continue
-        stopped += estimate.status not in ("converged", "multimodal")
+        stopped += estimate.status in NOT_AN_OPTIMUM
         bounds = estimate.confint(level)
         for name, true in truths.items():
             lower, upper = (bounds[name][side].to_numpy(dtype=float) for side in ("lower", "upper"))

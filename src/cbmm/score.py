@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._checks import check_integer, check_positive
-from .api import ConvergenceWarning, DegenerateDataWarning
+from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
 from .model import SIGMA_RANGE, check_sigma, expit
 from .responses import (_EXPECTED, LONG_COLUMNS, Responses, _show, as_responses,
                         headerless_column)
@@ -160,10 +160,6 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
 #: finite, so that a new model's other answer to it is a likelihood constant in the
 #: ability (exp(-40), not a log of 0), and its probability 1 (or 0) in double precision.
 SET_ASIDE_LOGIT = 40.0
-
-
-#: Statuses of a calibration whose item parameters are not an optimum (docs/trust.md).
-NOT_AN_OPTIMUM = ("max_iter", "not_stationary", "unbounded")
 
 
 def _warn_not_an_answer(status) -> None:

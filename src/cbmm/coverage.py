@@ -87,10 +87,10 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     shares = {name: [] for name in truths}
     ratios = {name: [] for name in truths}
     failed, stopped = 0, 0
+    layout = data.to_sparse()  # the observed cells, row by row, as _observed_cells lists them
     for rep in range(n_rep):
         values = np.where(rng.random(rows.size) < probability, 1, -1).astype(np.int8)
-        drawn = data.to_sparse()
-        drawn = Responses(y=None, indptr=drawn.indptr, indices=drawn.indices, values=values,
+        drawn = Responses(y=None, indptr=layout.indptr, indices=layout.indices, values=values,
                           n_items=data.shape[1])
         with warnings.catch_warnings():  # counted below, not once per draw
             warnings.simplefilter("ignore")

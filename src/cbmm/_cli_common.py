@@ -23,8 +23,31 @@ class CliError(Exception):
     """Bad input, reported as one line on stderr with exit status 2."""
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, refusing an option given twice: argparse keeps the last,
+    so ``--k 10 --k 20`` would run with 20 without a word."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given_options", set())
+        if option_string is not None and self.dest in given:
+            parser.error(f"argument {'/'.join(self.option_strings)}: given twice; give it once")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors raised as :class:`CliError` (one line, no usage block)."""
+    """argparse, with its errors raised as :class:`CliError` (one line, no usage block)
+    and a single-value option given twice refused."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
+    def parse_known_args(self, args=None, namespace=None):
+        parsed, extras = super().parse_known_args(args, namespace)
+        parsed.__dict__.pop("_given_options", None)
+        return parsed, extras
 
     def error(self, message):
         raise CliError(f"{self.prog}: {message} (see {self.prog} --help)")

@@ -227,6 +227,30 @@ def test_a_calibration_that_is_not_an_optimum_is_named_once(tmp_path, capsys):
     assert sum("calibration's status is max_iter" in line for line in lines) == 1, lines
 
 
+def test_warnings_name_the_callers_line_whatever_the_depth():
+    """A warning points at the user's call, not at the library line that noticed: the
+    calibration check is reached from score (depth 2) and from predict_accuracy and
+    item_audit (deeper), the status warning from fit."""
+    import inspect
+
+    sim = simulate(60, 15, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        short = cbmm.fit(sim.responses, max_iter=2)
+    calls = {"fit": lambda: cbmm.fit(sim.responses, max_iter=2),
+             "score": lambda: cbmm.score(sim.responses[:5], short),
+             "predict_accuracy": lambda: cbmm.predict_accuracy(sim.responses[:5], short),
+             "item_audit": lambda: cbmm.item_audit(short, sim.responses)}
+    for name, call in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = inspect.getsourcelines(call)[1]
+            call()
+        located = {(w.filename, w.lineno) for w in caught
+                   if issubclass(w.category, cbmm.ConvergenceWarning)}
+        assert located == {(__file__, line)}, (name, located)
+
+
 def test_score_command(tmp_path):
     from cbmm.cli import main
 

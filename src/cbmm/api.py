@@ -32,6 +32,7 @@ import warnings
 
 import numpy as np
 
+from ._warn import warn
 from ._checks import check_integer, check_positive
 from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
 from .inference import standard_errors
@@ -312,11 +313,11 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         if given is not None:
             given = (given[0][kept[0]], given[1][kept[1]], given[2][kept[1]])
     if bad_items.size or bad_models.size:
-        warnings.warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty),
-                      DegenerateDataWarning, stacklevel=2)
+        warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty),
+             DegenerateDataWarning)
     if isolate and not FORK_AVAILABLE:
-        warnings.warn("this platform cannot fork: the fit runs in this process, without "
-                      "crash isolation or time limit", RuntimeWarning, stacklevel=2)
+        warn("this platform cannot fork: the fit runs in this process, without "
+             "crash isolation or time limit", RuntimeWarning)
         isolate, timeout_s = False, None
     if timeout_s == "auto":
         timeout_s = spec.default_timeout_s(n, j, max_iter) * n_starts if isolate else None
@@ -566,18 +567,18 @@ def _warn_status(result, method) -> None:
     """One warning per status that is not an answer, saying what to do."""
     reason = result.info.get("status_reason", "")
     if result.status == "max_iter":
-        warnings.warn(f"{method} stopped at max_iter={result.max_iter} before its stopping "
-                      f"rule was met (tol={result.tol:g}); raise max_iter or tol",
-                      ConvergenceWarning, stacklevel=3)
+        warn(f"{method} stopped at max_iter={result.max_iter} before its stopping "
+             f"rule was met (tol={result.tol:g}); raise max_iter or tol",
+             ConvergenceWarning)
     elif result.status == "not_stationary":
-        warnings.warn(f"{method}: {reason}: the estimates are not an optimum; use "
-                      "accelerate='auto' (cbmm), a smaller tol or a larger max_iter",
-                      ConvergenceWarning, stacklevel=3)
+        warn(f"{method}: {reason}: the estimates are not an optimum; use "
+             "accelerate='auto' (cbmm), a smaller tol or a larger max_iter",
+             ConvergenceWarning)
     elif result.status == "multimodal":
-        warnings.warn(f"{method}: {reason}; raise n_starts", ConvergenceWarning, stacklevel=3)
+        warn(f"{method}: {reason}; raise n_starts", ConvergenceWarning)
     elif result.status == "unbounded":
-        warnings.warn(f"{method}: {reason}; fit with prior='normal' (a finite optimum whatever "
-                      "the data) or degenerate='set_aside'", DegenerateDataWarning, stacklevel=3)
+        warn(f"{method}: {reason}; fit with prior='normal' (a finite optimum whatever "
+             "the data) or degenerate='set_aside'", DegenerateDataWarning)
 
 
 def _add_standard_errors(result, data, penalty) -> None:

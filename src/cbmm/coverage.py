@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._warn import warn
+
 __all__ = ["coverage_check"]
 
 
@@ -114,10 +116,9 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     if failed == n_rep:
         raise ValueError(f"coverage_check: the fits of all {n_rep} draws failed")
     if stopped:
-        warnings.warn(f"coverage_check: {stopped} of {n_rep} draws' fits stopped short of an "
-                      "optimum (max_iter, not_stationary or unbounded): their intervals are "
-                      "counted as they are (see the not_optimum column)", ConvergenceWarning,
-                      stacklevel=2)
+        warn(f"coverage_check: {stopped} of {n_rep} draws' fits stopped short of an "
+             "optimum (max_iter, not_stationary or unbounded): their intervals are "
+             "counted as they are (see the not_optimum column)", ConvergenceWarning)
     table = {}
     for name in truths:
         z = np.concatenate(ratios[name]) if ratios[name] else np.array([])

@@ -22,12 +22,12 @@ degenerate rows/columns without another pass over the data.
 from __future__ import annotations
 
 import sys
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._warn import warn
 from . import _ingest
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -871,11 +871,11 @@ def _check_values(counts, coding, source, value_at, describe):
             "missing)")
     if coding == "signed" and counts.count(_ZERO) and not counts.count(_MINUS):
         # a 0/1 file read as signed, or a model that answered all it was asked correctly
-        warnings.warn(
+        warn(
             f"{source}: coding 'signed' reads its {counts.count(_ZERO)} cell(s) of 0 as "
             "missing, and it holds no -1, so every observed answer is correct; if 0 means "
             "wrong, use coding 'binary' (if it means unanswered, leave those cells empty to "
-            "say so)", CodingWarning, stacklevel=4)
+            "say so)", CodingWarning)
 
 
 def _check_empty(counts, row_labels, col_labels, source):

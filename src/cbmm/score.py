@@ -28,12 +28,12 @@ import csv
 import io
 import math
 import sys
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._warn import warn
 from ._checks import check_integer, check_positive
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
 from .model import SIGMA_RANGE, check_sigma, expit
@@ -147,11 +147,11 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     if extreme.any():
         names = ", ".join(str(labels[i]) for i in np.flatnonzero(extreme)[:5])
         more = ", ..." if extreme.sum() > 5 else ""
-        warnings.warn(f"{int(extreme.sum())} model(s) answered every informative item correctly "
-                      f"or every one wrongly ({names}{more})"
-                      + ("; their maximum-likelihood ability is infinite (use prior='normal' "
+        warn(f"{int(extreme.sum())} model(s) answered every informative item correctly "
+             f"or every one wrongly ({names}{more})"
+             + ("; their maximum-likelihood ability is infinite (use prior='normal' "
                          "for finite MAP estimates)" if prior == "none" else ""),
-                      DegenerateDataWarning, stacklevel=2)
+             DegenerateDataWarning)
     return pd.DataFrame({"theta": theta, "se": se, "n_items": answered, "n_correct": correct,
                          "status": status}, index=pd.Index(labels, name="model"))
 
@@ -169,9 +169,9 @@ def _warn_not_an_answer(status) -> None:
         advice = ("some items have no finite optimum: refit with prior='normal' or "
                   "degenerate='set_aside'" if status == "unbounded"
                   else "refit until it is converged")
-        warnings.warn(f"the calibration's status is {status}: its item parameters "
-                      f"are not an optimum, nor is what is computed from them; {advice} "
-                      "(docs/trust.md)", ConvergenceWarning, stacklevel=3)
+        warn(f"the calibration's status is {status}: its item parameters "
+             f"are not an optimum, nor is what is computed from them; {advice} "
+             "(docs/trust.md)", ConvergenceWarning)
 
 
 def read_items(items):

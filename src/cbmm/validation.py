@@ -18,6 +18,8 @@ import warnings
 
 import numpy as np
 
+from ._warn import warn
+
 __all__ = ["PROBABILITY_FLOOR", "BASELINES", "ADDITIVE_RIDGE", "HeldOutWarning", "additive_effects",
            "best_baseline", "cross_validate", "held_out_scores", "predicted_probabilities"]
 
@@ -152,9 +154,9 @@ def _warn_statuses(table) -> None:
         meaning.append("a failed fold scores NaN")
     if counts.drop("failed", errors="ignore").sum():
         meaning.append("a fold whose fit stopped short of an answer scores the fit where it stopped")
-    warnings.warn(f"{counts.sum()} of {len(table)} folds' fits are not answers ("
-                  + ", ".join(f"{n} {s}" for s, n in counts.items()) + "): " + "; ".join(meaning),
-                  ConvergenceWarning, stacklevel=3)
+    warn(f"{counts.sum()} of {len(table)} folds' fits are not answers ("
+         + ", ".join(f"{n} {s}" for s, n in counts.items()) + "): " + "; ".join(meaning),
+         ConvergenceWarning)
 
 
 def _warn_baseline(table, method, per_item, per_model) -> None:
@@ -171,9 +173,9 @@ def _warn_baseline(table, method, per_item, per_model) -> None:
                "then mostly noise"
                if (scored["status"] == "converged").all() else
                "some folds' fits are not answers (see the status column)")
-        warnings.warn(f"the {method} fit predicts held-out answers worse than the "
-                      f"{BASELINES[name]} baseline (log loss {fit_loss:.4f} vs "
-                      f"{means['log_loss']:.4f}): {why}", HeldOutWarning, stacklevel=3)
+        warn(f"the {method} fit predicts held-out answers worse than the "
+             f"{BASELINES[name]} baseline (log loss {fit_loss:.4f} vs "
+             f"{means['log_loss']:.4f}): {why}", HeldOutWarning)
 
 
 def predicted_probabilities(result, rows, cols) -> np.ndarray:

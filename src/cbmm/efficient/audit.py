@@ -72,11 +72,11 @@ MMLU-Pro of the v2 leaderboard and of ARC and MMLU of the v1 leaderboard did not
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._warn import warn
 from ..engine import row_blocks
 from .bank import (ItemBank, Posterior, aligned_answers, grid_moments, log_weights,
                    normalised_weights)
@@ -119,10 +119,10 @@ ORDINARY_SETS = 19
 def __getattr__(name: str):
     # 0.2.0's name, kept so that code written for it still imports; it no longer sets a bound
     if name == "FAMILY_ERROR":
-        warnings.warn("cbmm.efficient.audit.FAMILY_ERROR is deprecated and has no effect: "
-                      "the negative-discrimination flags control the false discovery rate "
-                      "FALSE_DISCOVERY_RATE (Benjamini-Hochberg), not a Bonferroni "
-                      "family-wise error", DeprecationWarning, stacklevel=2)
+        warn("cbmm.efficient.audit.FAMILY_ERROR is deprecated and has no effect: "
+             "the negative-discrimination flags control the false discovery rate "
+             "FALSE_DISCOVERY_RATE (Benjamini-Hochberg), not a Bonferroni "
+             "family-wise error", DeprecationWarning)
         return FALSE_DISCOVERY_RATE
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -310,11 +310,11 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     table["ability_rank_correlation"] = agreement.observed
     table["implied_rank_correlation"] = agreement.implied
     if not agreement.agrees:
-        warnings.warn(f"{agreement}: one dimension does not describe these answers, and "
-                      "the audit's weaker and stronger models are weaker and stronger on "
-                      "it, not on the benchmark's score; its negative-discrimination flags "
-                      "are no evidence of wrong keys (docs/efficiency.md)",
-                      AbilityAgreementWarning, stacklevel=2)
+        warn(f"{agreement}: one dimension does not describe these answers, and "
+             "the audit's weaker and stronger models are weaker and stronger on "
+             "it, not on the benchmark's score; its negative-discrimination flags "
+             "are no evidence of wrong keys (docs/efficiency.md)",
+             AbilityAgreementWarning)
     ordinary = ~np.logical_or.reduce([flags[flag] for flag in FLAGS])
     dependence = _wrong_way_dependence(answers, posterior, bank, negative, ordinary)
     table["wrong_way_dependence"] = dependence.observed
@@ -325,11 +325,11 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     if dependence.shared:
         table.loc[negative, "shared_z"], table.loc[negative, "shared_bound"] = \
             _item_shares(answers, posterior, bank, negative, ordinary)
-        warnings.warn(f"{dependence}: the items that discriminate the wrong way share a "
-                      "dimension of their own (a skill or a format the fit's ability does "
-                      "not measure, or a fault common to their keys), so their flags are no "
-                      "evidence of one item's wrong key; read them together "
-                      "(docs/efficiency.md)", WrongWayDependenceWarning, stacklevel=2)
+        warn(f"{dependence}: the items that discriminate the wrong way share a "
+             "dimension of their own (a skill or a format the fit's ability does "
+             "not measure, or a fault common to their keys), so their flags are no "
+             "evidence of one item's wrong key; read them together "
+             "(docs/efficiency.md)", WrongWayDependenceWarning)
     n_sharing = int((table["shared_z"] > table["shared_bound"]).sum())
     table["reason"] = [_reason(row, abilities, agreement, dependence, n_sharing, bound,
                                int(tested.sum())) for row in table.itertuples()]

@@ -44,10 +44,10 @@ split-to-split sd.
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 
+from .._warn import warn
 from .._checks import check_integer, check_level
 from ..result import FitResult
 from .bank import ItemBank, Posterior, aligned_answers
@@ -198,14 +198,14 @@ def _warn_in_sample(known_labels, result) -> None:
         return
     own = int(pd.Index(known_labels).map(str).isin(models.map(str)).sum())
     if 0 < own < IN_SAMPLE_REFERENCE:
-        warnings.warn(f"reference: {own} of its models are the calibration's own, whose "
-                      "errors are in-sample (the fit is theirs, and so are items chosen on "
-                      f"it); with fewer than {IN_SAMPLE_REFERENCE:,} the jackknife's interval "
-                      "can run short (95% intervals covered 0.88-0.95 of held-out models "
-                      "with 31-57 of them): pass the strategy that chose the items as "
-                      "selection, 'random' where none did, with refit=True (cbmm predict "
-                      "--selection) to cross-validate it",
-                      InSampleReferenceWarning, stacklevel=3)
+        warn(f"reference: {own} of its models are the calibration's own, whose "
+             "errors are in-sample (the fit is theirs, and so are items chosen on "
+             f"it); with fewer than {IN_SAMPLE_REFERENCE:,} the jackknife's interval "
+             "can run short (95% intervals covered 0.88-0.95 of held-out models "
+             "with 31-57 of them): pass the strategy that chose the items as "
+             "selection, 'random' where none did, with refit=True (cbmm predict "
+             "--selection) to cross-validate it",
+             InSampleReferenceWarning)
 
 
 def _fold_refit(result, refit, strategy, name):

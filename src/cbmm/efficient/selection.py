@@ -51,10 +51,10 @@ the plain jackknife's, 0.92-0.93).
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 
+from .._warn import warn
 from .._checks import check_integer
 from .bank import ItemBank, aligned_answers
 from .tinybenchmarks import cluster_representatives
@@ -130,10 +130,10 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
         chosen = list(itertools.islice(forward_selection(answers), k))
         varying = int(_differing(answers).sum())
         if k > varying:
-            warnings.warn(f"k={k}: the responses' answers differ between models on "
-                          f"{varying} of the calibrated items; the other {k - varying} "
-                          "chosen are items they all answered alike (or none answered), "
-                          "in the bank's order", UserWarning, stacklevel=2)
+            warn(f"k={k}: the responses' answers differ between models on "
+                 f"{varying} of the calibrated items; the other {k - varying} "
+                 "chosen are items they all answered alike (or none answered), "
+                 "in the bank's order", UserWarning)
         return bank.given_labels[chosen]
     rng = np.random.default_rng(seed)
     chosen = _STRATEGY[strategy](bank, k, rng)

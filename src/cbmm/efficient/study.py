@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 
 import numpy as np
 
+from .._warn import warn
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
 from .._checks import check_integer
 from .bank import ItemBank, Posterior, coded_answers
@@ -413,10 +413,10 @@ def _has_reference(values, calibrated, study: str) -> bool:
     fewest = min(int(np.delete(kept, split.held).sum()) for split in calibrated)
     if fewest >= reference_models_needed(0.95):
         return True
-    warnings.warn(f"{study}: a split's calibration has {fewest} model(s) that answered "
-                  f"{REFERENCE_ANSWERED}, and a reference needs "
-                  f"{reference_models_needed(0.95)}: every split is predicted by the 2PL "
-                  "alone", UserWarning, stacklevel=3)
+    warn(f"{study}: a split's calibration has {fewest} model(s) that answered "
+         f"{REFERENCE_ANSWERED}, and a reference needs "
+         f"{reference_models_needed(0.95)}: every split is predicted by the 2PL "
+         "alone", UserWarning)
     return False
 
 

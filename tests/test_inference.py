@@ -388,6 +388,26 @@ def test_set_aside_items_predict_their_side():
     np.testing.assert_allclose(p, [1.0, 1.0, 1 / (1 + np.exp(-2.0))])
 
 
+def test_set_aside_models_predict_the_intercept_of_items_without_discrimination():
+    """A set-aside model's ability is -inf; on an item with a = 0 its logit is b (the
+    product -inf * 0 was NaN, which made a converged fold's scores NaN)."""
+    fit = cbmm.FitResult(theta=np.array([-np.inf, np.inf, 0.5]), a=np.array([0.0, 1.0]),
+                         b=np.array([0.3, -0.2]), loss=0.0, loss_history=[], n_iter=0,
+                         status="converged", runtime_s=0.0, method="cbmm")
+    p = predicted_probabilities(fit, np.array([0, 1, 0, 1, 2]), np.array([0, 0, 1, 1, 1]))
+    np.testing.assert_allclose(p, [1 / (1 + np.exp(-0.3))] * 2 + [0.0, 1.0, 1 / (1 + np.exp(-0.3))])
+
+
+def test_a_converged_fold_with_set_aside_models_is_scored():
+    rng = np.random.default_rng(4)
+    theta, a, b = rng.normal(size=60), rng.uniform(0.5, 2, 40), rng.normal(size=40)
+    y = (rng.random((60, 40)) < 1 / (1 + np.exp(-(np.outer(theta, a) + b)))).astype(float)
+    y[:, 5], y[3, :], y[4, :-1] = 1, 0, 1
+    table = quiet(cbmm.cross_validate, y, degenerate="set_aside")
+    converged = table[table["status"] == "converged"]
+    assert len(converged) and converged[["log_loss", "brier", "auc"]].notna().all().all(), table
+
+
 @pytest.mark.parametrize("method", ["lbfgsb", "manopt"])
 def test_every_loss_method_runs_through_cross_validation(method):
     pytest.importorskip("pymanopt") if method == "manopt" else None

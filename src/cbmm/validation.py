@@ -181,7 +181,9 @@ def _warn_baseline(table, method, per_item, per_model) -> None:
 def predicted_probabilities(result, rows, cols) -> np.ndarray:
     """``Phi((theta_i a_j + b_j) / sigma)`` of a FitResult at the cells ``(rows, cols)``.
 
-    A set-aside item (``a`` NaN, ``b`` +-inf) predicts its side (1 or 0) for every model.
+    A set-aside item (``a`` NaN, ``b`` +-inf) predicts its side (1 or 0) for every model;
+    an item with ``a = 0`` predicts ``b`` for every model, a set-aside one (``theta``
+    +-inf) included, whose product would be NaN.
     """
     from .model import expit
 
@@ -189,7 +191,7 @@ def predicted_probabilities(result, rows, cols) -> np.ndarray:
     a = np.asarray(result.a, dtype=float)[cols]
     b = np.asarray(result.b, dtype=float)[cols]
     with np.errstate(invalid="ignore"):
-        x = np.where(np.isnan(a), b, theta * a + b)
+        x = np.where(np.isnan(a) | (a == 0), b, theta * a + b)
     return expit(x / result.sigma)
 
 

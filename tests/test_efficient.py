@@ -355,6 +355,10 @@ def test_item_labels_come_back_as_the_calibration_gives_them(simulated, tmp_path
     saved = cbmm.FitResult.load(tmp_path / "fit")
     assert list(cbmm.select_items(saved, 10, "anchor", seed=2)) == [
         str(item) for item in cbmm.select_items(result, 10, "anchor", seed=2)]
+    # the folder is that fit, its models' abilities included (N(0, 1) quantiles stood in)
+    for strategy in ("stratified", "information", "anchor"):
+        assert list(cbmm.select_items(tmp_path / "fit", 10, strategy, seed=2)) == list(
+            cbmm.select_items(saved, 10, strategy, seed=2)), strategy
 
 
 def test_predictive_selection_is_forward_selection_by_the_ridge_leave_one_out_error():

@@ -379,6 +379,63 @@ def test_sparse_responses_score_like_the_dense_matrix():
         pd.testing.assert_frame_equal(cbmm.score(matrix, result), dense)
 
 
+def test_a_sparse_matrix_storing_a_cell_twice_is_refused():
+    import scipy.sparse
+
+    items = pd.DataFrame({"a": [1.0, 1.0, 1.0], "b": [0.0, 0.0, 0.0]}, index=["x", "y", "z"])
+    twice = scipy.sparse.coo_matrix(([-1.0, 1, 1, 1], ([0, 0, 0, 0], [0, 0, 1, 2])), shape=(1, 3))
+    with pytest.raises(ValueError, match=r"stores 1 cell\(s\) more than once, first row 0, column 0"):
+        cbmm.score(twice, items)
+
+
+def test_blank_text_is_missing_to_score_as_to_fit():
+    """A row of empty strings is a model that answered nothing (fit reads "" as missing);
+    score took it for answered and then refused it as a row without answers."""
+    items = pd.DataFrame({"a": [1.0, 0.5, 2.0], "b": [0.0, 1.0, -1.0]}, index=["x", "y", "z"])
+    frame = pd.DataFrame([["1", "0", " "], ["", "", ""], ["0", "", "1"]], columns=items.index,
+                         index=["m0", "m1", "m2"])
+    got = cbmm.score(frame, items)
+    expected = cbmm.score(frame.replace(r"^\s*$", np.nan, regex=True).astype(float), items)
+    pd.testing.assert_frame_equal(got, expected)
+    assert got.loc["m1", "status"] == "no information" and list(got["n_items"]) == [2, 0, 2]
+
+
+def test_labels_like_the_internal_padding_are_the_users_own():
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
+    frame = pd.DataFrame([[1, 0], [0, 1], [1, 0]], columns=["q0", "q1"],
+                         index=["(padding row 0)", "(padding row 1)", "m"])
+    assert list(cbmm.score(frame, items).index) == list(frame.index)
+    with pytest.raises(ValueError, match=r"duplicate model labels: '\(padding row 0\)' \(rows 0, 1\)"):
+        cbmm.score(frame.set_axis(["(padding row 0)"] * 2 + ["m"]), items)
+
+
+@pytest.mark.parametrize("items", [None, 5, np.ones((2, 2)), {"a": [1.0], "b": [0.0]}])
+def test_items_of_a_type_no_calibration_has_are_named(items):
+    with pytest.raises(ValueError, match=r"items: expected a FitResult, a DataFrame with columns "
+                                         r"a and b, or the path of a saved fit"):
+        cbmm.score(np.array([[1.0, 0.0]]), items)
+
+
+def test_a_fits_items_frame_carries_its_temperature():
+    """``FitResult.items_frame()`` at sigma 2 scores as the fit does (read at sigma 1 it
+    put abilities off by 1.4); a bare table is still read at temperature 1."""
+    sim = simulate(80, 20, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cbmm.fit(sim.responses, sigma=2.0)
+    new = sim.responses[:10]
+    table = fit.items_frame()
+    assert table.attrs["sigma"] == 2.0
+    pd.testing.assert_frame_equal(cbmm.score(new, table), cbmm.score(new, fit))
+    bare = table.copy()
+    bare.attrs = {}
+    scaled = bare.assign(a=bare["a"] / 2, b=bare["b"] / 2)
+    np.testing.assert_allclose(cbmm.score(new, scaled)["theta"], cbmm.score(new, fit)["theta"],
+                               atol=1e-8)
+    with pytest.raises(ValueError, match="sigma=1 contradicts the calibration's sigma=2"):
+        cbmm.score(new, table, sigma=1.0)
+
+
 def test_a_record_without_a_model_id_is_named_not_dropped():
     records = pd.DataFrame({"model": ["a", "a", None, "b"], "item": ["q0", "q1", "q0", "q1"],
                             "correct": [1, 0, 1, 1]})

@@ -32,8 +32,8 @@ import warnings
 
 import numpy as np
 
-from ._warn import warn
 from ._checks import check_integer, check_positive
+from ._warn import warn
 from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start

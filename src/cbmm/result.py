@@ -100,7 +100,9 @@ class FitResult:
     n_iter : int
         Iterations / epochs / EM cycles used.
     status : str
-        ``"converged"``, ``"max_iter"`` or ``"failed: <reason>"``.
+        ``"converged"``, ``"max_iter"``, ``"not_stationary"``, ``"multimodal"``,
+        ``"unbounded"`` or ``"failed: <reason>"`` (docs/trust.md says what each means
+        and which are not an optimum: :data:`cbmm.api.NOT_AN_OPTIMUM`).
     runtime_s : float
         Wall seconds of the fit alone.
     method : str
@@ -320,6 +322,9 @@ class FitResult:
         return frame
 
     def items_frame(self) -> pd.DataFrame:
+        """Columns item, a, b (a_se, b_se with standard errors); ``attrs["sigma"]`` is the
+        fit's temperature, which :func:`cbmm.score` and the efficient-evaluation tools read
+        from it (a table without it is read at temperature 1)."""
         import pandas as pd
 
         a = self.a if isinstance(self.a, pd.Series) else pd.Series(self.a)
@@ -327,6 +332,7 @@ class FitResult:
         if self.has_se:
             frame["a_se"] = np.asarray(self.a_se, dtype=float)
             frame["b_se"] = np.asarray(self.b_se, dtype=float)
+        frame.attrs["sigma"] = self.sigma
         return frame
 
     def save(self, out_dir, *, replace: bool = True) -> None:

@@ -27,14 +27,15 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._warn import warn
 from ._checks import check_integer, check_positive
+from ._warn import warn
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
 from .model import SIGMA_RANGE, check_sigma, expit
 from .responses import (_EXPECTED, LONG_COLUMNS, Responses, _show, as_responses,
@@ -76,7 +77,8 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         saved in.
     sigma : float, optional
         Temperature of the link.  Default: the calibration's (from the
-        FitResult or the ``fit.json`` beside ``items.csv``), else 1.  A value
+        FitResult, the ``fit.json`` beside ``items.csv`` or a DataFrame's
+        ``attrs["sigma"]``, as :meth:`FitResult.items_frame` sets it), else 1.  A value
         that contradicts the calibration's is an error: it would put the
         scores on another scale.
     prior : {"none", "normal"}
@@ -196,6 +198,11 @@ def read_items(items):
         sigma = _calibrated_sigma(items.sigma, where)
     elif isinstance(items, pd.DataFrame):
         frame, where = items, "items"
+        if "sigma" in items.attrs:  # FitResult.items_frame()'s temperature
+            sigma = _calibrated_sigma(items.attrs["sigma"], "items (its attrs['sigma'])")
+    elif not isinstance(items, (str, os.PathLike)):
+        raise ValueError(f"items: expected a FitResult, a DataFrame with columns a and b, or "
+                         f"the path of a saved fit or its items.csv; got {type(items).__name__}")
     else:
         path = Path(items)
         if path.is_dir() or (path.name == "items.csv" and any(
@@ -303,6 +310,14 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
         responses = _long_to_wide(responses, coding)
     elif _is_sparse(responses):  # the stored entries are the observed cells
         coo = responses.tocoo()
+        cells = coo.row.astype(np.int64) * coo.shape[1] + coo.col
+        order = np.argsort(cells, kind="stable")
+        again = np.flatnonzero(cells[order][1:] == cells[order][:-1])
+        if again.size:
+            first = order[again[0] + 1]
+            raise ValueError(f"responses: the sparse matrix stores {again.size} cell(s) more "
+                             f"than once, first row {coo.row[first]}, column {coo.col[first]} "
+                             "; store each answer once")
         dense = np.full(coo.shape, np.nan)
         dense[coo.row, coo.col] = coo.data
         responses = dense
@@ -400,27 +415,26 @@ def _coded(frame: pd.DataFrame, coding) -> np.ndarray:
 
     ``as_responses`` checks what a fit needs: at least two models and no row
     or column without an observed entry.  A model to score may be alone and
-    may have skipped items, so the rows with nothing observed get a ``1``
-    (correct in either coding) in their first column, two rows of ``1`` are
-    appended, and both are undone after validation; the rows keep their
-    numbers, and the coding, the value checks and their messages stay those of
-    ``as_responses``.
+    may have skipped items, so a column of ``1`` (correct in either coding) and two rows
+    of ``1`` are appended, and cut off after validation; the rows and columns keep their
+    numbers, and what counts as missing (NaN, None, blank text, 0 in signed coding),
+    the value checks and their messages stay those of ``as_responses``.
     """
     import pandas as pd
 
-    observed = frame.notna() & (frame != 0) if coding == "signed" else frame.notna()
-    unanswered = np.flatnonzero(~observed.any(axis=1).to_numpy())
-    if unanswered.size == len(frame):
-        return np.zeros(frame.shape, dtype=np.int8)
+    def unused(labels, stem):  # padding labels no user label shares, as text
+        taken = set(map(str, labels))
+        return next(f"({stem} {k})" for k in range(len(taken) + 3) if f"({stem} {k})" not in taken)
+
+    rows = [unused(frame.index, "padding row"), None]
+    rows[1] = unused([*frame.index, rows[0]], "padding row")
     pad = pd.DataFrame({c: [True, True] if pd.api.types.is_bool_dtype(frame[c]) else [1, 1]
-                        for c in frame.columns}, index=["(padding 1)", "(padding 2)"])
+                        for c in frame.columns}, index=rows)
     padded = pd.concat([frame.set_axis(frame.index.astype(object)), pad])
     padded.columns = frame.columns
-    if unanswered.size:
-        padded.iloc[unanswered, 0] = pad.iloc[0, 0]
-    y = as_responses(padded, coding=coding, storage="dense", layout="wide").y[:-2]
-    y[unanswered] = 0
-    return y
+    padded.insert(len(frame.columns), unused(frame.columns, "padding column"), 1,
+                  allow_duplicates=True)  # duplicated user labels are as_responses' to name
+    return as_responses(padded, coding=coding, storage="dense", layout="wide").y[:-2, :-1]
 
 
 def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):

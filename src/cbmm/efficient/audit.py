@@ -76,8 +76,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._warn import warn
 from ..engine import row_blocks
+from .._warn import warn
 from .bank import (ItemBank, Posterior, aligned_answers, grid_moments, log_weights,
                    normalised_weights)
 

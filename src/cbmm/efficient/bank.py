@@ -18,7 +18,9 @@ probabilities, their variance) by one weighted sum.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -74,13 +76,18 @@ class ItemBank:
         returned as it is (with the grid values it has computed).  A FitResult and a
         saved fit carry their temperature; a bare table (a DataFrame, or an items.csv
         without its fit.json) is read at temperature 1: divide a fit's ``a`` and ``b`` by
-        its ``sigma``.  The labels of a FitResult or a DataFrame are kept as they are
-        (:attr:`given_labels`), a file's are its text."""
+        its ``sigma`` (:meth:`FitResult.items_frame` carries it in ``attrs["sigma"]``).
+        A saved fit's folder is read as the FitResult it holds, with its models' abilities
+        (``abilities.csv``), as ``cbmm select --items`` reads it.  The labels of a FitResult
+        or a DataFrame are kept as they are (:attr:`given_labels`), a file's are its text."""
         import pandas as pd
 
         if isinstance(result, ItemBank):
             return result
         table, sigma, _ = read_items(result)
+        if isinstance(result, (str, os.PathLike)) and Path(result).is_dir() and all(
+                (Path(result) / name).is_file() for name in FitResult.OUTPUT_FILES):
+            return cls.of(FitResult.load(result))
         abilities, given = None, None
         if isinstance(result, FitResult):
             theta = np.asarray(result.theta, dtype=float)

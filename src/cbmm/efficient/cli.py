@@ -52,7 +52,7 @@ def _calibration(path: Path):
     if path.is_dir() and all((path / name).is_file() for name in FitResult.OUTPUT_FILES):
         read_items(path)  # bad item parameters are named before anything else is read
         result = FitResult.load(path)
-        return ItemBank.of(result), result
+        return ItemBank.of(result), result  # as ItemBank.of(path), read once
     _check_input_file(path / "items.csv" if path.is_dir() else path, "--items")
     return ItemBank.of(path), None
 

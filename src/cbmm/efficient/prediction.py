@@ -47,8 +47,8 @@ import itertools
 
 import numpy as np
 
-from .._warn import warn
 from .._checks import check_integer, check_level
+from .._warn import warn
 from ..result import FitResult
 from .bank import ItemBank, Posterior, aligned_answers
 from .refit import refit_like, refitted_bank

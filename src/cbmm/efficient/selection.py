@@ -54,8 +54,8 @@ import itertools
 
 import numpy as np
 
-from .._warn import warn
 from .._checks import check_integer
+from .._warn import warn
 from .bank import ItemBank, aligned_answers
 from .tinybenchmarks import cluster_representatives
 

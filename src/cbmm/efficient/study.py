@@ -32,9 +32,9 @@ import math
 
 import numpy as np
 
-from .._warn import warn
 from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
 from .._checks import check_integer
+from .._warn import warn
 from .bank import ItemBank, Posterior, coded_answers
 from .prediction import (REFERENCE_ANSWERED, SELECTION_DRAWS, Reference, answered_enough,
                          reconstruct, reference_models_needed)

@@ -286,9 +286,11 @@ def _replicates(data, warm, spec, settings, options, n_boot, resample, seed):
     out = {"theta": np.full((n_boot, n), np.nan), "a": np.full((n_boot, j), np.nan),
            "b": np.full((n_boot, j), np.nan), "failed": 0}
     models, items = data.answer_patterns(1), data.answer_patterns(0)
+    # drawn in the labels' order: one seed, the same resamples, whatever the order given
+    row_order, col_order = data.label_order(0), data.label_order(1)
     for k in range(n_boot):
-        rows = rng.integers(0, n, n) if resample == "models" else np.arange(n)
-        cols = rng.integers(0, j, j) if resample == "items" else np.arange(j)
+        rows = row_order[rng.integers(0, n, n)] if resample == "models" else np.arange(n)
+        cols = col_order[rng.integers(0, j, j)] if resample == "items" else np.arange(j)
         part = data.take(rows if resample == "models" else None,
                          cols if resample == "items" else None)
         start = (warm[0][rows], warm[1][cols], warm[2][cols])

@@ -69,7 +69,7 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     from .api import NOT_AN_OPTIMUM, ConvergenceWarning, FitFailedError, fit
     from .registry import get_method
     from .responses import Responses, as_responses
-    from .validation import _observed_cells, predicted_probabilities
+    from .validation import _observed_cells, cells_in_label_order, predicted_probabilities
 
     if not get_method(method).minimises_loss:  # before the fit of the data, not after
         raise ValueError(f"coverage_check: method {method!r} gives no standard errors (only "
@@ -90,8 +90,13 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     ratios = {name: [] for name in truths}
     failed, stopped = 0, 0
     layout = data.to_sparse()  # the observed cells, row by row, as _observed_cells lists them
+    # the cells drawn in their labels' order: one seed, the same draws, whatever the order
+    # of the rows and columns
+    order = cells_in_label_order(data, rows, cols)
+    uniform = np.empty(rows.size)
     for rep in range(n_rep):
-        values = np.where(rng.random(rows.size) < probability, 1, -1).astype(np.int8)
+        uniform[order] = rng.random(rows.size)
+        values = np.where(uniform < probability, 1, -1).astype(np.int8)
         drawn = Responses(y=None, indptr=layout.indptr, indices=layout.indices, values=values,
                           n_items=data.shape[1])
         with warnings.catch_warnings():  # counted below, not once per draw

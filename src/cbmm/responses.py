@@ -69,6 +69,14 @@ class CodingWarning(UserWarning):
     """The stated coding reads the data in a way that is likely a mistake."""
 
 
+def label_order(labels) -> np.ndarray:
+    """Positions of ``labels`` in the order of their text (stable): the one order in which
+    the library's seeded draws visit models and items."""
+    import pandas as pd
+
+    return np.argsort(pd.Index(labels).to_numpy(dtype=str), kind="stable")
+
+
 class ResponseError(ValueError):
     """Raised for responses that cannot be fitted (the message names what is wrong and where)."""
 
@@ -246,6 +254,16 @@ class Responses:
         return Responses(y=None, row_labels=self.row_labels, col_labels=self.col_labels,
                          indptr=indptr, indices=indices, values=values, n_items=j,
                          _cache=_shared_counts(self))
+
+    def label_order(self, axis: int) -> np.ndarray:
+        """The rows' (axis 0) or columns' (axis 1) positions in the order of their labels
+        as text (the identity without labels): seeded draws visit models and items in
+        this order, so that one seed draws the same labels whatever the order of the
+        rows and columns given."""
+        labels = self.row_labels if axis == 0 else self.col_labels
+        if labels is None:
+            return np.arange(self.shape[axis])
+        return label_order(labels)
 
     def take(self, rows=None, cols=None) -> Responses:
         """The responses of the models ``rows`` and the items ``cols``, in this storage.

@@ -93,6 +93,10 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     seed = check_integer("seed", seed, minimum=0)
     data = as_responses(responses, coding=fit_kwargs.pop("coding", None), storage="auto")
     rows, cols, values = _observed_cells(data)
+    # the cells in their labels' order: one seed, the same folds (and the same cells kept
+    # for training by _held_out), whatever the order of the rows and columns
+    order = cells_in_label_order(data, rows, cols)
+    rows, cols, values = rows[order], cols[order], values[order]
     if folds > rows.size:  # a fold without a cell scores nothing
         raise ValueError(f"folds={folds}: more than the {rows.size} observed cells")
     assignment = np.random.default_rng([seed, 0xcf]).permutation(rows.size) % folds
@@ -223,6 +227,18 @@ def _observed_cells(data):
     sparse = data.to_sparse()
     rows = np.repeat(np.arange(data.shape[0]), np.diff(sparse.indptr))
     return rows, sparse.indices.astype(np.intp), sparse.values
+
+
+def cells_in_label_order(data, rows, cols) -> np.ndarray:
+    """The order of the cells ``(rows, cols)`` by their model's label, then their item's,
+    as text (:meth:`Responses.label_order`)."""
+    rank = []
+    for axis in (0, 1):
+        order = data.label_order(axis)
+        position = np.empty(order.size, dtype=np.intp)
+        position[order] = np.arange(order.size)
+        rank.append(position)
+    return np.lexsort((rank[1][cols], rank[0][rows]))
 
 
 def _held_out(fold, rows, cols, shape):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..model import expit
+from ..responses import label_order
 from ..result import FitResult
 from ..score import aligned_responses, read_items
 
@@ -166,7 +167,7 @@ class ItemBank:
         """The items' positions in the order of their labels (as text): the seeded
         strategies of :func:`cbmm.select_items` draw in this order, so that the same seed
         chooses the same items whatever the order of the calibration's columns."""
-        return np.argsort(self.labels.to_numpy(dtype=str), kind="stable")
+        return label_order(self.labels)
 
     def population(self) -> np.ndarray:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)

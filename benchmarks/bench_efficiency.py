@@ -454,10 +454,13 @@ def adaptive_100_line(name, table, calibrated, args):
 
 def quiet_audit(table):
     """``cbmm.item_audit`` of ``table`` on its default fit, without the warnings (the
-    benchmark prints what they say)."""
+    benchmark prints what they say), indexed by the items' labels as text, as
+    :func:`planted` names them (the audit keeps integer labels integers)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return cbmm.item_audit(cbmm.fit(table), table)
+        audit = cbmm.item_audit(cbmm.fit(table), table)
+    audit.index = audit.index.astype(str)
+    return audit
 
 
 def audit_line(name, table):

@@ -140,3 +140,24 @@ def test_bench_efficiency_se_prints_selection_errors_standard_error_against_new_
     assert float(row[3]) == round(errors.mean(), 4)
     assert float(row[6]) == round(curve.loc[25, "mae_se"], 4)  # curve_sd is NaN at 1
     assert row[5] == "NaN"
+
+
+def test_planted_mislabels_are_found_whatever_the_type_of_the_item_labels():
+    """The planted-mislabel rows of simulated matrices (integer item labels) counted no
+    reversed item as found (recall 0) while the audit flagged them: the planted labels
+    were text, the audit's integers."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_efficiency",
+                                                  BENCHMARKS / "bench_efficiency.py")
+    bench = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    rows = bench.mislabel_rows("integers", lambda s: pd.DataFrame(
+        simulate(400, 60, seed=s).responses), [0])
+    assert rows[0]["planted"] == 3 and rows[0]["recall"] >= 2 / 3, rows
+    assert rows[0]["precision"] >= 0.5, rows
+

@@ -503,8 +503,12 @@ def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             newton = t - grad / (hess * scale)
         middle = (lo[todo] + hi[todo]) / 2.0
+        # a Newton step below the float resolution of t leaves it where it is, which is
+        # an end of the bracket (set just above): converged, not a reason to bisect (the
+        # rows converged that way bisected the bracket down to the float resolution: 60
+        # derivative passes where 12 do)
         inside = np.isfinite(newton) & (newton > lo[todo]) & (newton < hi[todo]) \
-            & (np.abs(newton - t) <= 0.5 * last_step[todo])
+            & (np.abs(newton - t) <= 0.5 * last_step[todo]) | (newton == t)
         new = np.where(grad == 0, t, np.where(inside, newton, middle))
         step = np.abs(new - t)
         theta[todo] = new

@@ -1799,3 +1799,21 @@ def test_a_fit_that_set_items_aside_serves_scoring_prediction_and_the_audit():
     assert audit.loc[["easy", "hard"], "not_identified"].all()
     assert audit["not_identified"].sum() == 2
     assert set(cbmm.select_items(result, 20, "information")) == set(informative.index)
+
+
+def test_the_bank_of_a_fit_is_built_once_while_the_fit_holds_the_same_values(simulated):
+    """adaptive_test(respond, fit) per model rebuilt the fit's J x 641 tables for each
+    test; the bank of the last FitResult is kept while it holds the same arrays."""
+    from cbmm.efficient.bank import ItemBank
+
+    _, table, _ = simulated
+    result = quiet_fit(table.iloc[:200, :40])
+    bank = ItemBank.of(result)
+    assert ItemBank.of(result) is bank
+    answers = table.iloc[200]
+    given_fit = cbmm.adaptive_test(lambda item: answers[item], result, seed=3)
+    given_bank = cbmm.adaptive_test(lambda item: answers[item], bank, seed=3)
+    assert given_fit.items == given_bank.items and given_fit.theta == given_bank.theta
+    result.a = result.a * 2.0  # new values: a new bank
+    assert ItemBank.of(result) is not bank
+    np.testing.assert_allclose(ItemBank.of(result).a, 2.0 * bank.a)

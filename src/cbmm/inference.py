@@ -13,8 +13,8 @@ information) has the blocks
 
 plus the penalty's precisions on the diagonal.  The item blocks are inverted in closed
 form and eliminated (Schur complement ``S = D_theta - B D_items^-1 B^T``, N x N, built
-from items in chunks), so the cost is ``O(N^2 J)`` flops and ``8 N^2`` bytes, never the
-``(N + 2J)^2`` matrix.
+from items in chunks, factored and inverted in place), so the cost is ``O(N^2 J + N^3)``
+flops and ``8 N^2`` bytes, never the ``(N + 2J)^2`` matrix.
 
 **The scale.**  Reported parameters are canonical: theta has mean 0 and sd 1 over the
 models.  Without a prior, loss (3) does not fix theta's shift and scale, the Hessian is
@@ -106,21 +106,30 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
                          f"{int(kept.sum())} x {int(kept.sum())} matrix "
                          f"({8 * kept.sum() ** 2 / 2 ** 30:.1f} GiB > "
                          f"{MAX_SE_BYTES / 2 ** 30:.0f} GiB); use cbmm.bootstrap instead")
-    schur = np.asfortranarray(schur[np.ix_(kept, kept)])
+    # Only the lower triangle of the N x N matrices below is ever written or read (BLAS
+    # and LAPACK's symmetric routines, lower=1); the upper stays the zeros np.zeros gave,
+    # so the triangular factor and its inverse need no masking copy.
+    if not kept.all():
+        schur = np.asfortranarray(schur[np.ix_(kept, kept)])
     schur[np.diag_indices_from(schur)] += d_theta[kept]
-    schur = np.tril(schur) + np.tril(schur, -1).T
     t = theta[kept]
     m, s = t.mean(), t.std()
     basis = np.linalg.qr(np.column_stack([np.ones(t.size), (t - m) / (s if s > 0 else 1.0)]))[0]
-    if not penalty.active:  # constrain to the canonical scale: (P S P + Z Z^T)
-        projector = np.eye(t.size) - basis @ basis.T
-        schur = np.asfortranarray(projector @ schur @ projector + basis @ basis.T)
-    root, info = lapack.dpotrf(schur, lower=1, overwrite_a=1)
+    if not penalty.active:
+        # constrain to the canonical scale: P S P + Z Z^T with P = I - Z Z^T, as rank-2
+        # updates in place, S - Z (S Z)^T - (S Z) Z^T + Z (Z^T S Z + I) Z^T: no N x N
+        # projector, no two N^3 products (18 s of 8,000 models' standard errors)
+        product = blas.dsymm(1.0, schur, basis, side=0, lower=1)
+        middle = basis.T @ product + np.eye(2)
+        schur = blas.dsyr2k(-1.0, basis, product, beta=1.0, c=schur, trans=0, lower=1,
+                            overwrite_c=1)
+        half = basis @ np.linalg.cholesky(middle)
+        schur = blas.dsyrk(1.0, half, beta=1.0, c=schur, trans=0, lower=1, overwrite_c=1)
+    root, info = lapack.dpotrf(schur, lower=1, overwrite_a=1, clean=0)
     if info != 0:
         raise np.linalg.LinAlgError("the observed information is not positive definite at "
                                     "this point (not a minimum: see the fit's status)")
     root_inv, info = lapack.dtrtri(root, lower=1, overwrite_c=1)
-    root_inv = np.tril(root_inv)
     cov_diag = np.einsum("ij,ij->j", root_inv, root_inv)   # diag of M^-1
     if penalty.active:
         # delta method to the canonical theta: diag(P C P) / s^2 with C = S^-1

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..engine import row_blocks
 from ..model import expit
 from ..responses import label_order
 from ..result import FitResult
@@ -165,8 +166,13 @@ class ItemBank:
     def expected_share(self) -> np.ndarray:
         """Each item's expected share of correct answers over :meth:`population`,
         computed once per bank (the ``stratified`` strategy's strata, drawn again for
-        every seed and k)."""
-        return self.probabilities(self.population()).mean(axis=0)
+        every seed and k): summed over blocks of models, not one models x items matrix
+        (2,211 x 12,032: 210 MB at once)."""
+        population = self.population()
+        total = np.zeros(len(self.labels))
+        for block in row_blocks(population.size, len(self.labels)):
+            total += self.probabilities(population[block]).sum(axis=0)
+        return total / population.size
 
     @functools.cached_property
     def settled(self) -> np.ndarray:
@@ -211,7 +217,10 @@ def aligned_answers(responses, bank: ItemBank, *, coding=None, layout="auto"):
 def coded_answers(values: np.ndarray) -> np.ndarray:
     """A models x items matrix of 1 / 0 / NaN (not answered) coded +1 / -1 / 0 (int8), as
     the bank's functions read answers."""
-    return np.where(np.isnan(values), 0, np.where(values > 0, 1, -1)).astype(np.int8)
+    coded = np.full(values.shape, -1, dtype=np.int8)  # int8 throughout: no N x J int64
+    coded[values > 0] = 1
+    coded[np.isnan(values)] = 0
+    return coded
 
 
 class Posterior:

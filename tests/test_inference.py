@@ -463,3 +463,30 @@ def test_seeded_resamples_folds_and_draws_do_not_depend_on_the_order_given():
                                permuted[["log_loss", "brier", "auc"]], atol=1e-4)
     given, permuted = (quiet(cbmm.coverage_check, f, n_rep=3) for f in (frame, shuffled))
     np.testing.assert_allclose(given[["coverage", "worst"]], permuted[["coverage", "worst"]])
+
+
+def test_a_verbose_bootstrap_logs_its_replicates_progress(caplog):
+    """A long bootstrap said nothing between its fit and its end (246 s at the paper's
+    shape); with verbose it logs after every tenth of its replicates, from the forked
+    worker too."""
+    import logging
+
+    draw = simulate(80, 20, seed=4)
+    with caplog.at_level(logging.INFO, logger="cbmm"):
+        quiet(cbmm.bootstrap, draw.responses, n_boot=20, isolate=False, verbose=100)
+    lines = [r.getMessage() for r in caplog.records if "replicates (" in r.getMessage()]
+    assert [line.split(" (")[0] for line in lines] == [
+        f"bootstrap: {k} of 20 replicates" for k in range(2, 21, 2)]
+    # the forked worker's lines, in a process of its own (pytest's log capture would keep
+    # them in the worker)
+    import subprocess
+    import sys
+
+    script = ("import warnings, cbmm; from cbmm.simulate import simulate; "
+              "warnings.simplefilter('ignore'); "
+              "cbmm.bootstrap(simulate(80, 20, seed=4).responses, n_boot=20, verbose={})")
+    for verbose, expected in ((100, True), (0, False)):
+        run = subprocess.run([sys.executable, "-c", script.format(verbose)], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert ("cbmm: bootstrap: 20 of 20 replicates (0 failed)" in run.stderr) == expected

@@ -168,7 +168,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     import pandas as pd
 
     from ._checks import check_integer, check_level
-    from .api import FitFailedError, check_timeout, fit, run_in_worker
+    from .api import FitFailedError, _progress_logging, check_timeout, fit, run_in_worker
     from .registry import get_method
     from .responses import as_responses
 
@@ -205,17 +205,21 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
     warm = tuple(np.asarray(v, dtype=float) for v in full.raw_parameters())
     warm = (warm[0][rows], warm[1][cols], warm[2][cols])
 
+    verbose = fit_kwargs.get("verbose", 0)  # checked by the fit above
+
     def replicates():
-        return _replicates(core, warm, spec, settings, options, n_boot, resample, seed)
+        return _replicates(core, warm, spec, settings, options, n_boot, resample, seed,
+                           verbose > 0)
 
     began = time.perf_counter()
-    if isolate:
-        draws = run_in_worker(replicates, lambda reason, seconds: reason, timeout_s,
-                              f"cbmm-bootstrap-{method}")
-        if isinstance(draws, str):
-            raise RuntimeError(f"bootstrap: the replicates' worker failed ({draws})")
-    else:
-        draws = replicates()
+    with _progress_logging(verbose):
+        if isolate:
+            draws = run_in_worker(replicates, lambda reason, seconds: reason, timeout_s,
+                                  f"cbmm-bootstrap-{method}")
+            if isinstance(draws, str):
+                raise RuntimeError(f"bootstrap: the replicates' worker failed ({draws})")
+        else:
+            draws = replicates()
     runtime = time.perf_counter() - began
     n, j = data.shape
     theta = _expand(draws["theta"], rows, n, np.asarray(full.theta, dtype=float))
@@ -276,9 +280,10 @@ def _fitted(full, data):
     return np.flatnonzero(np.isfinite(theta)), np.flatnonzero(np.isfinite(a))
 
 
-def _replicates(data, warm, spec, settings, options, n_boot, resample, seed):
-    """Solve ``n_boot`` resamples from the warm start; canonical estimates, NaN where none."""
-    from .api import share_identical
+def _replicates(data, warm, spec, settings, options, n_boot, resample, seed, report=False):
+    """Solve ``n_boot`` resamples from the warm start; canonical estimates, NaN where none.
+    ``report``: log progress (the ``cbmm`` logger, INFO) after every tenth of them."""
+    from .api import logger, share_identical
     from .result import canonicalize
 
     n, j = data.shape
@@ -288,7 +293,16 @@ def _replicates(data, warm, spec, settings, options, n_boot, resample, seed):
     models, items = data.answer_patterns(1), data.answer_patterns(0)
     # drawn in the labels' order: one seed, the same resamples, whatever the order given
     row_order, col_order = data.label_order(0), data.label_order(1)
+    every, began = max(1, n_boot // 10), time.perf_counter()
+
+    def progress(done):
+        if report:
+            logger.info("bootstrap: %d of %d replicates (%d failed), %.1f s", done, n_boot,
+                        out["failed"], time.perf_counter() - began)
+
     for k in range(n_boot):
+        if k and k % every == 0:
+            progress(k)
         rows = row_order[rng.integers(0, n, n)] if resample == "models" else np.arange(n)
         cols = col_order[rng.integers(0, j, j)] if resample == "items" else np.arange(j)
         part = data.take(rows if resample == "models" else None,
@@ -316,6 +330,7 @@ def _replicates(data, warm, spec, settings, options, n_boot, resample, seed):
         out["theta"][k, kept_rows] = theta[first_rows]
         out["a"][k, kept_cols] = a[first_cols]
         out["b"][k, kept_cols] = b[first_cols]
+    progress(n_boot)
     return out
 
 

@@ -130,6 +130,7 @@ def _bootstrap_command(args) -> int:
                          foreign=_other_files(BootstrapResult.OUTPUT_FILES))
     settings = {k: v for k, v in fit_settings(args).items()
                 if k not in ("start", "n_starts", "se", "seed")}
+    settings["verbose"] = args.verbose
     result = cbmm.bootstrap(_responses(args), n_boot=args.n_boot, resample=args.resample,
                             level=args.level, seed=args.seed, method=args.method,
                             **settings, **options)
@@ -358,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
     boot.add_argument("--level", type=_number(0.0, 1.0), default=0.95,
                       help="interval coverage (default 0.95)")
     add_fit_settings(boot, without=("start", "n_starts", "se"))
+    boot.add_argument("--verbose", type=_integer(0), default=0, metavar="N",
+                      help="log the fit's progress every N iterations and the replicates' "
+                           "after every tenth of them, to stderr (default 0: off)")
     boot.add_argument("--force", action="store_true", help="replace earlier results in --out")
     boot.set_defaults(handler=_bootstrap_command)
 

@@ -152,7 +152,7 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         warn(f"{int(extreme.sum())} model(s) answered every informative item correctly "
              f"or every one wrongly ({names}{more})"
              + ("; their maximum-likelihood ability is infinite (use prior='normal' "
-                         "for finite MAP estimates)" if prior == "none" else ""),
+                "for finite MAP estimates)" if prior == "none" else ""),
              DegenerateDataWarning)
     return pd.DataFrame({"theta": theta, "se": se, "n_items": answered, "n_correct": correct,
                          "status": status}, index=pd.Index(labels, name="model"))
@@ -316,8 +316,8 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
         if again.size:
             first = order[again[0] + 1]
             raise ValueError(f"responses: the sparse matrix stores {again.size} cell(s) more "
-                             f"than once, first row {coo.row[first]}, column {coo.col[first]} "
-                             "; store each answer once")
+                             f"than once, first row {coo.row[first]}, column {coo.col[first]}; "
+                             "store each answer once")
         dense = np.full(coo.shape, np.nan)
         dense[coo.row, coo.col] = coo.data
         responses = dense
@@ -422,17 +422,17 @@ def _coded(frame: pd.DataFrame, coding) -> np.ndarray:
     """
     import pandas as pd
 
-    def unused(labels, stem):  # padding labels no user label shares, as text
+    def unused(labels, stem, count):  # padding labels no user label shares, as text
         taken = set(map(str, labels))
-        return next(f"({stem} {k})" for k in range(len(taken) + 3) if f"({stem} {k})" not in taken)
+        free = (f"({stem} {k})" for k in range(len(taken) + count))
+        return [label for label in free if label not in taken][:count]
 
-    rows = [unused(frame.index, "padding row"), None]
-    rows[1] = unused([*frame.index, rows[0]], "padding row")
+    rows = unused(frame.index, "padding row", 2)
     pad = pd.DataFrame({c: [True, True] if pd.api.types.is_bool_dtype(frame[c]) else [1, 1]
                         for c in frame.columns}, index=rows)
     padded = pd.concat([frame.set_axis(frame.index.astype(object)), pad])
     padded.columns = frame.columns
-    padded.insert(len(frame.columns), unused(frame.columns, "padding column"), 1,
+    padded.insert(len(frame.columns), unused(frame.columns, "padding column", 1)[0], 1,
                   allow_duplicates=True)  # duplicated user labels are as_responses' to name
     return as_responses(padded, coding=coding, storage="dense", layout="wide").y[:-2, :-1]
 
@@ -507,8 +507,8 @@ def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
         # an end of the bracket (set just above): converged, not a reason to bisect (the
         # rows converged that way bisected the bracket down to the float resolution: 60
         # derivative passes where 12 do)
-        inside = np.isfinite(newton) & (newton > lo[todo]) & (newton < hi[todo]) \
-            & (np.abs(newton - t) <= 0.5 * last_step[todo]) | (newton == t)
+        inside = (np.isfinite(newton) & (newton > lo[todo]) & (newton < hi[todo])
+                  & (np.abs(newton - t) <= 0.5 * last_step[todo])) | (newton == t)
         new = np.where(grad == 0, t, np.where(inside, newton, middle))
         step = np.abs(new - t)
         theta[todo] = new

@@ -709,6 +709,36 @@ def test_batch_tables_of_missing_or_damaged_fits_are_marked_before_the_run(tmp_p
     assert "abilities.csv has" in store.refit_marker(tables[1]).read_text()
 
 
+def test_the_aggregation_refuses_batch_tables_of_another_packing_and_marks_them(
+        tmp_path, monkeypatch):
+    """A batch job that finished while Snakemake was not running left no record of its
+    parameters: after a change of replicates, its table (of the old packing) counted as up
+    to date and the simulation tables lost replicate 2 and listed others twice. The
+    aggregation checks every table against the fits planned for it and marks the others."""
+    monkeypatch.chdir(tmp_path)
+    settings = {"simulation": {"run": ["mcar"]}, "methods": ["cbmm"],
+                "fit": {"batch_seconds": 1e-6}}
+    plan = test_plan(settings)
+    written = plan.sim_batch_keys()
+    for table, keys in written.items():
+        Path(table).parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(keys, columns=["study", "level", "method", "replicate"]).assign(
+            status="converged").to_csv(table, index=False)
+    assert store.unplanned_tables(written) == []
+    assert not list(Path(next(iter(written))).parent.glob("*.refit"))
+    more = test_plan({**settings, "simulation": {"run": ["mcar"], "replicates": 3}})
+    planned = more.sim_batch_keys()
+    differ = [table for table, keys in planned.items() if written.get(table) != keys]
+    assert differ and len(differ) < len(planned)  # tables of the old packing, and new ones
+    assert store.unplanned_tables(planned) == differ
+    assert all(store.refit_marker(table).is_file() == (table in differ) for table in planned)
+    # a table listing a fit twice is not the one planned either
+    first = next(iter(written))
+    frame = pd.read_csv(first)
+    pd.concat([frame, frame.iloc[:1]]).to_csv(first, index=False)
+    assert store.unplanned_tables({first: written[first]}) == [first]
+
+
 def test_a_fits_key_follows_the_code_of_a_users_method(tmp_path, unregister):
     from cbmm_workflow.jobs import code_digest, import_method_modules, method_code
 

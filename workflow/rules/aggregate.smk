@@ -6,7 +6,6 @@ localrules:
     aggregate_runtime,
     aggregate_discrimination,
     aggregate_stability,
-    math500_tables,
 
 
 # One job writes the table of every simulation study (one start-up for all of them).
@@ -33,6 +32,9 @@ rule aggregate_simulation:
         sort=["level", "method", "replicate"],
         method_order=PLAN.methods_in_order(),
         split_by=["study", PLAN.studies],
+        # each batch table's fits, checked: a table written under another packing whose
+        # job Snakemake did not record (it was not running) is not taken for up to date
+        planned=PLAN.sim_batch_keys(),
     script:
         "../scripts/aggregate_rows.py"
 
@@ -113,6 +115,9 @@ rule aggregate_stability:
 
 
 if PLAN.math500 is not None:
+
+    localrules:
+        math500_tables,
 
     rule math500_tables:
         input:

@@ -181,8 +181,14 @@ class Plan:
 
     def sim_batch_files(self) -> list[str]:
         """Batch tables of every simulated fit."""
-        return [paths.SIM_BATCH.format(env=env, batch=k) for env in self.env_methods()
-                for k in range(len(self.sim_batches(env)))]
+        return list(self.sim_batch_keys())
+
+    def sim_batch_keys(self) -> dict[str, list[list]]:
+        """Each simulation batch table and the fits planned for it, as its rows name them
+        (study, level, method, replicate): what the aggregation checks it against."""
+        return {paths.SIM_BATCH.format(env=env, batch=k):
+                [[u["study"], u["level"], u["method"], u["replicate"]] for u in batch]
+                for env in self.env_methods() for k, batch in enumerate(self.sim_batches(env))}
 
     # -------------------------------------------------------------- real data
 

@@ -180,25 +180,64 @@ def _listed_fit_dirs(table: Path) -> list[str]:
         return [row["fit_dir"] for row in csv.DictReader(handle) if row.get("fit_dir")]
 
 
+def unit_key(study, level, method, replicate) -> tuple:
+    """What names a simulated fit in a batch table's row: study, level, method, replicate."""
+    return str(study), float(level), str(method), int(replicate)
+
+
+def _listed_keys(table) -> list | None:
+    """The keys of the rows of a simulation batch table (None if it cannot be read;
+    FileNotFoundError if it does not exist)."""
+    try:
+        with open(table, newline="") as handle:
+            return [unit_key(row["study"], row["level"], row["method"], row["replicate"])
+                    for row in csv.DictReader(handle)]
+    except FileNotFoundError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, csv.Error):
+        return None
+
+
 def _sim_table_fits(table, batch) -> list | None:
     """The fit folders to check of the simulation batch table ``table`` of ``batch``:
     ``batch``'s, or ``[None]`` (stale) if the table cannot be read, or None if it does not
     exist or lists other fits (written under another configuration, its job runs again
-    anyway, its parameters having changed, so its fits are not this plan's to judge)."""
-    def key(study, level, method, replicate):
-        return study, float(level), method, int(replicate)
-
+    where Snakemake recorded its parameters, and the aggregation checks it where it did
+    not: :func:`unplanned_tables`; this may be a dry run of another configuration, whose
+    tables are not this plan's to mark)."""
     try:
-        with open(table, newline="") as handle:
-            listed = {key(row["study"], row["level"], row["method"], row["replicate"])
-                      for row in csv.DictReader(handle)}
+        listed = _listed_keys(table)
     except FileNotFoundError:
         return None
-    except (OSError, KeyError, ValueError, TypeError, csv.Error):
+    if listed is None:
         return [None]
-    if listed != {key(u["study"], u["level"], u["method"], u["replicate"]) for u in batch}:
+    if set(listed) != {unit_key(u["study"], u["level"], u["method"], u["replicate"])
+                       for u in batch}:
         return None
     return [unit["fit_dir"] for unit in batch]
+
+
+def unplanned_tables(planned: dict) -> list[str]:
+    """The simulation batch tables of ``planned`` (table -> the keys of the fits planned
+    for it) that do not list exactly those fits, once each, each marked stale (its refit
+    marker) so that the next run reruns its job, reusing the fits already stored.
+
+    The aggregation's check: a batch job that finished while Snakemake was not running
+    (killed, or a lost login session on a cluster) left no record of the parameters it
+    ran with, so after a change of the configuration Snakemake takes its table, written
+    under the old packing, for up to date (its rows: other replicates, some twice)."""
+    stale = []
+    for table, keys in planned.items():
+        try:
+            listed = _listed_keys(table)
+        except FileNotFoundError:
+            listed = None
+        expected = sorted(unit_key(*key) for key in keys)
+        if listed is None or sorted(listed) != expected:
+            cbmm_io.write_text("the table does not list the fits planned for it\n",
+                               refit_marker(table))
+            stale.append(str(table))
+    return stale
 
 
 def refit_marker(table) -> Path:

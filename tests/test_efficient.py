@@ -1817,3 +1817,11 @@ def test_the_bank_of_a_fit_is_built_once_while_the_fit_holds_the_same_values(sim
     result.a = result.a * 2.0  # new values: a new bank
     assert ItemBank.of(result) is not bank
     np.testing.assert_allclose(ItemBank.of(result).a, 2.0 * bank.a)
+    # the kept bank goes with its fit
+    import gc
+
+    from cbmm.efficient import bank as bank_module
+
+    del result
+    gc.collect()
+    assert bank_module._last_bank[0] is None

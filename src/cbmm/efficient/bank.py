@@ -62,6 +62,12 @@ def _arrays_of(result) -> tuple:
     return result.theta, result.a, result.b, result.sigma
 
 
+def _forget(dead) -> None:
+    """Drop the kept bank once its FitResult is gone (its tables need not outlive it)."""
+    if _last_bank[0] is not None and _last_bank[0][0] is dead:
+        _last_bank[0] = None
+
+
 @dataclass(frozen=True)
 class ItemBank:
     """Calibrated items: labels, discrimination ``a``, easiness ``b``, temperature ``sigma``.
@@ -117,7 +123,7 @@ class ItemBank:
         bank = cls(table.index, table["a"].to_numpy(float), table["b"].to_numpy(float),
                    1.0 if sigma is None else float(sigma), abilities, given)
         if isinstance(result, FitResult):
-            _last_bank[0] = (weakref.ref(result), _arrays_of(result), bank)
+            _last_bank[0] = (weakref.ref(result, _forget), _arrays_of(result), bank)
         return bank
 
     @property

@@ -425,6 +425,12 @@ def read_labelled_csv(data: bytes, label: str, where: str):
                                 f"({' '.join(str(exc).split())})") from None
 
 
+def is_saved_fit(path) -> bool:
+    """Whether ``path`` is a folder holding the files :meth:`FitResult.save` writes."""
+    folder = Path(path)
+    return folder.is_dir() and all((folder / name).is_file() for name in FitResult.OUTPUT_FILES)
+
+
 def read_result_folder(out_dir):
     """``(fit.json as a dict, abilities table, items table)`` of a folder written by
     :meth:`FitResult.save`, each table checked against the manifest in ``fit.json``

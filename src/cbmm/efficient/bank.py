@@ -21,7 +21,6 @@ import functools
 import os
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,7 +28,7 @@ import numpy as np
 from ..engine import row_blocks
 from ..model import expit
 from ..responses import label_order
-from ..result import FitResult
+from ..result import FitResult, is_saved_fit
 from ..score import aligned_responses, read_items
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -104,8 +103,7 @@ class ItemBank:
         if isinstance(result, ItemBank):
             return result
         table, sigma, _ = read_items(result)
-        if isinstance(result, (str, os.PathLike)) and Path(result).is_dir() and all(
-                (Path(result) / name).is_file() for name in FitResult.OUTPUT_FILES):
+        if isinstance(result, (str, os.PathLike)) and is_saved_fit(result):
             return cls.of(FitResult.load(result))
         if isinstance(result, FitResult) and _last_bank[0] is not None:
             kept, arrays, bank = _last_bank[0]

@@ -45,11 +45,11 @@ def _calibration(path: Path):
     calibration models' abilities), or an ``items.csv``; returns the bank the commands
     read and the FitResult (None for an ``items.csv``), read once, which the refits of
     ``--selection`` and ``--reference`` copy (:func:`~cbmm.efficient.refit.refit_like`)."""
-    from ..result import FitResult
+    from ..result import FitResult, is_saved_fit
     from ..score import read_items
     from .bank import ItemBank
 
-    if path.is_dir() and all((path / name).is_file() for name in FitResult.OUTPUT_FILES):
+    if is_saved_fit(path):
         read_items(path)  # bad item parameters are named before anything else is read
         result = FitResult.load(path)
         return ItemBank.of(result), result  # as ItemBank.of(path), read once

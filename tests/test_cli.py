@@ -333,6 +333,16 @@ def test_validate_summarises_the_fit_beside_its_best_baseline(workdir, main_in):
         table["log_loss"].mean() > losses[best])
 
 
+def test_validate_verbose_logs_each_fold_to_stderr(workdir):
+    done = run("validate", "--responses", workdir / "good.csv", "--out", workdir / "v.csv",
+               "--folds", "2", "--verbose", "1000")
+    assert done.returncode == 0, done.stderr
+    statuses = pd.read_csv(workdir / "v.csv")["status"]
+    assert [line.split(", ")[0] for line in done.stderr.splitlines()
+            if line.startswith("cbmm: cross_validate:")] == [
+        f"cbmm: cross_validate: fold {k} of 2 fitted ({s})" for k, s in enumerate(statuses, 1)]
+
+
 def test_validate_warns_when_the_fit_loses_to_a_baseline(tmp_path, main_in):
     sim = simulate(60, 60, seed=1, missing="mcar", missing_rate=0.8)
     pd.DataFrame(sim.responses).to_csv(tmp_path / "sparse.csv")

@@ -490,3 +490,24 @@ def test_a_verbose_bootstrap_logs_its_replicates_progress(caplog):
                              text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         assert ("cbmm: bootstrap: 20 of 20 replicates (0 failed)" in run.stderr) == expected
+
+
+def test_verbose_cross_validation_and_coverage_check_log_each_fit(caplog):
+    """cross_validate's folds and coverage_check's draws said nothing until the end
+    (minutes at the paper's shape); with verbose each logs its fits as they finish."""
+    import logging
+
+    draw = simulate(60, 30, seed=5)
+    with caplog.at_level(logging.INFO, logger="cbmm"):
+        folds = quiet(cbmm.cross_validate, draw.responses, folds=3, verbose=1000)
+        checked = quiet(cbmm.coverage_check, draw.responses, n_rep=2, verbose=1000)
+    lines = [r.getMessage().split(", ")[0] for r in caplog.records
+             if r.getMessage().startswith(("cross_validate:", "coverage_check:"))]
+    assert lines == ([f"cross_validate: fold {k} of 3 fitted ({status})"
+                      for k, status in enumerate(folds["status"], start=1)]
+                     + [f"coverage_check: draw {k} of 2 fitted (converged)" for k in (1, 2)])
+    assert checked["failed"].eq(0).all()
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="cbmm"):
+        quiet(cbmm.cross_validate, draw.responses, folds=2)
+    assert not [r for r in caplog.records if r.getMessage().startswith("cross_validate:")]

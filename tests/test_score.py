@@ -409,6 +409,17 @@ def test_labels_like_the_internal_padding_are_the_users_own():
         cbmm.score(frame.set_axis(["(padding row 0)"] * 2 + ["m"]), items)
 
 
+def test_a_duplicated_item_label_is_named_not_a_traceback():
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
+    frame = pd.DataFrame([[1, 0, 1], [0, 1, 1]], columns=["q0", "q1", "q1"], index=["m", "n"])
+    with pytest.raises(ValueError, match=r"duplicate item ids: 'q1' \(columns 1, 2\)"):
+        cbmm.score(frame, items)
+    # a bool column among integer ones is padded with True, as its dtype asks
+    mixed = pd.DataFrame({"q0": [True, False], "q1": [0, 1]}, index=["m", "n"])
+    pd.testing.assert_frame_equal(cbmm.score(mixed, items),
+                                  cbmm.score(mixed.astype(int), items))
+
+
 @pytest.mark.parametrize("items", [None, 5, np.ones((2, 2)), {"a": [1.0], "b": [0.0]}])
 def test_items_of_a_type_no_calibration_has_are_named(items):
     with pytest.raises(ValueError, match=r"items: expected a FitResult, a DataFrame with columns "

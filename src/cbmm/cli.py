@@ -151,7 +151,7 @@ def _validate_command(args) -> int:
     _distinct(("--responses", args.responses), ("--out", args.out))
     settings = {k: v for k, v in fit_settings(args).items() if k != "seed"}
     scores = cbmm.cross_validate(_responses(args), args.method, folds=args.folds, seed=args.seed,
-                                 **settings, **options)
+                                 verbose=args.verbose, **settings, **options)
     write_csv(scores, args.out, float_format="%.17g")
     failed = int(scores["status"].str.startswith("failed").sum())
     if failed == len(scores):  # nothing to summarise: a failed run, like `cbmm fit`'s
@@ -380,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--out", required=True, type=_file_path, help="output CSV")
     validate.add_argument("--folds", type=_integer(2), default=5, help="folds (default 5)")
     add_fit_settings(validate)
+    validate.add_argument("--verbose", type=_integer(0), default=0, metavar="N",
+                          help="log each fold's fit every N iterations and when it is done, "
+                               "to stderr (default 0: off)")
     validate.add_argument("--force", action="store_true", help="replace an existing --out")
     validate.set_defaults(handler=_validate_command)
 

@@ -15,6 +15,8 @@ values.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ._warn import warn
@@ -40,7 +42,9 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
         Seed of the draws and of the fits.
     **fit_kwargs
         Settings of the fit, passed to every :func:`cbmm.fit` (the one of ``responses``,
-        whose parameters are the truth of the draws, and the draws').
+        whose parameters are the truth of the draws, and the draws'); with ``verbose=N``
+        each draw's fit logs its progress and, once done, its status and the seconds so
+        far (the ``cbmm`` logger, to stderr).
 
     Returns
     -------
@@ -66,7 +70,8 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     import pandas as pd
 
     from ._checks import check_integer, check_level
-    from .api import NOT_AN_OPTIMUM, ConvergenceWarning, FitFailedError, fit
+    from .api import (NOT_AN_OPTIMUM, ConvergenceWarning, FitFailedError, _progress_logging,
+                      fit, logger)
     from .registry import get_method
     from .responses import Responses, as_responses
     from .validation import _observed_cells, cells_in_label_order, predicted_probabilities
@@ -94,15 +99,19 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     # of the rows and columns
     order = cells_in_label_order(data, rows, cols)
     uniform = np.empty(rows.size)
+    verbose, began = fit_kwargs.get("verbose", 0), time.perf_counter()  # checked by fit
     for rep in range(n_rep):
         uniform[order] = rng.random(rows.size)
         values = np.where(uniform < probability, 1, -1).astype(np.int8)
         drawn = Responses(y=None, indptr=layout.indptr, indices=layout.indices, values=values,
                           n_items=data.shape[1])
-        with warnings.catch_warnings():  # counted below, not once per draw
+        with warnings.catch_warnings(), _progress_logging(verbose):  # warnings counted below
             warnings.simplefilter("ignore")
             estimate = fit(drawn if data.storage == "sparse" else drawn.to_dense(), method,
                            seed=seed + 1 + rep, se=True, **fit_kwargs)
+            if verbose:
+                logger.info("coverage_check: draw %d of %d fitted (%s), %.1f s", rep + 1,
+                            n_rep, estimate.status, time.perf_counter() - began)
         if estimate.failed:
             failed += 1
             continue

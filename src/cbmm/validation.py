@@ -14,6 +14,7 @@ the 2PL's two parameters).
 from __future__ import annotations
 
 import math
+import time
 import warnings
 
 import numpy as np
@@ -61,7 +62,8 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     seed : int
         Seed of the assignment of cells to folds, and the fits' ``seed``.
     **fit_kwargs
-        Passed to :func:`cbmm.fit`.
+        Passed to :func:`cbmm.fit`; with ``verbose=N`` each fold's fit logs its progress
+        and, once done, its status and the seconds so far (the ``cbmm`` logger, to stderr).
 
     Returns
     -------
@@ -86,7 +88,7 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     import pandas as pd
 
     from ._checks import check_integer
-    from .api import fit
+    from .api import _progress_logging, fit, logger
     from .responses import as_responses
 
     folds = check_integer("folds", folds, minimum=2)
@@ -107,11 +109,15 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
                          "item keeps a training answer (too sparse for so many folds); use "
                          "fewer folds")
     table = []
+    verbose, began = fit_kwargs.get("verbose", 0), time.perf_counter()  # checked by fit
     for fold, held in enumerate(helds):
         train = data.without(rows[held], cols[held])
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _progress_logging(verbose):
             warnings.simplefilter("ignore")
             result = fit(train, method, seed=seed, **fit_kwargs)
+            if verbose:
+                logger.info("cross_validate: fold %d of %d fitted (%s), %.1f s", fold + 1,
+                            folds, result.status, time.perf_counter() - began)
         truth = values[held] > 0
         if result.failed:
             scores = dict.fromkeys(("log_loss", "brier", "auc"), math.nan)

@@ -389,17 +389,20 @@ def _agreement(answers, posterior: Posterior, bank) -> AbilityAgreement:
     abilities = posterior.mean
     observed = spearman(abilities, (answers > 0).sum(axis=1) / count)
     rng = np.random.default_rng(0)
-    implied = []
-    for _ in range(AGREEMENT_SIMULATIONS):
-        # a drawn matrix answers the same items: its posterior needs only the sum of the
-        # slopes of those it answered correctly (bank.log_weights), its accuracy their number
-        correct_slope, n_correct = np.empty(len(answers)), np.empty(len(answers))
-        for rows in row_blocks(len(answers), answers.shape[1], 1 << 22):  # memory: a block
-            correct = (rng.random((rows.stop - rows.start, answers.shape[1]))
-                       < bank.probabilities(abilities[rows])) & answered[rows]
-            correct_slope[rows], n_correct[rows] = correct @ bank.slope, correct.sum(axis=1)
-        drawn = normalised_weights(log_weights(posterior.answered_log_q, correct_slope))
-        implied.append(spearman(grid_moments(drawn)[0], n_correct / count))
+    # a drawn matrix answers the same items: its posterior needs only the sum of the
+    # slopes of those it answered correctly (bank.log_weights), its accuracy their number;
+    # each block's probabilities serve every draw (memory: a block)
+    correct_slope = np.empty((AGREEMENT_SIMULATIONS, len(answers)))
+    n_correct = np.empty((AGREEMENT_SIMULATIONS, len(answers)))
+    for rows in row_blocks(len(answers), answers.shape[1], 1 << 22):
+        probability = bank.probabilities(abilities[rows])
+        for draw in range(AGREEMENT_SIMULATIONS):
+            correct = (rng.random(probability.shape) < probability) & answered[rows]
+            correct_slope[draw, rows], n_correct[draw, rows] = (correct @ bank.slope,
+                                                                correct.sum(axis=1))
+    implied = [spearman(grid_moments(normalised_weights(
+                   log_weights(posterior.answered_log_q, slopes)))[0], correct / count)
+               for slopes, correct in zip(correct_slope, n_correct)]
     return AbilityAgreement(observed=observed, implied=float(np.mean(implied)),
                             n_models=len(answers))
 

@@ -182,6 +182,35 @@ def test_an_interrupted_batch_resumes_from_its_finished_fits(tmp_path):
     assert len(logs) == 4 and all("1 fits, 1 reused" in log for log in logs)
 
 
+@pytest.mark.slow  # a minute: three short runs of the runtime study
+def test_real_batch_tables_of_an_old_packing_are_refitted_not_aggregated(tmp_path):
+    """Batch jobs that finished while Snakemake was dead left no record; after a change of
+    replicates their tables (of the old packing) counted as up to date and the runtime
+    table listed one fit twice and lacked another, exit 0. The aggregation stops naming
+    them; the same command again reruns their jobs and writes the right table."""
+    real = {**NO_REAL_DATA, "runtime": {"datasets": ["suite_a"], "replicates": 2}}
+    settings = {"simulation": {"run": []}, "fit": {"batch_seconds": 0.01}, "real": real}
+    before = overlay(tmp_path, "before", settings)
+    after = overlay(tmp_path, "after", {**settings, "real": {
+        **real, "runtime": {"datasets": ["suite_a"], "replicates": 3}}})
+    workdir, target = tmp_path / "run", "results/tables/runtime_leaderboard.csv"
+    first = snakemake(workdir, "--cores", "1", target, configfiles=(TEST_CONFIG, before))
+    assert first.returncode == 0, first.stderr[-3000:]
+    # as after a killed Snakemake: the jobs' tables exist, nothing recorded, no aggregate
+    shutil.rmtree(workdir / ".snakemake" / "metadata")
+    shutil.rmtree(workdir / "results" / "tables")
+    stopped = snakemake(workdir, "--cores", "1", target, configfiles=(TEST_CONFIG, after))
+    assert stopped.returncode == 1, "aggregated tables of another packing"
+    log = (workdir / "logs/aggregate_runtime/aggregate_runtime.log").read_text()
+    assert "list other fits than this configuration plans for them" in log
+    assert not (workdir / target).exists()
+    again = snakemake(workdir, "--cores", "1", target, configfiles=(TEST_CONFIG, after))
+    assert again.returncode == 0, again.stderr[-3000:]
+    table = pd.read_csv(workdir / target)
+    assert sorted(zip(table["method"], table["replicate"])) == sorted(
+        (m, r) for m in ("cbmm", "lbfgsb") for r in range(3))
+
+
 def expected_outputs(config):
     sim, real = config["simulation"], config["real"]
     tables = [f"results/tables/sim_{s}.csv" for s in sim["run"]]

@@ -739,6 +739,49 @@ def test_the_aggregation_refuses_batch_tables_of_another_packing_and_marks_them(
     assert store.unplanned_tables({first: written[first]}) == [first]
 
 
+def test_the_readers_of_real_batch_tables_refuse_those_of_another_packing_and_mark_them(
+        tmp_path, monkeypatch):
+    """The same for the real-data batch tables: after a change of the runtime study's
+    replicates, tables of the old packing whose jobs Snakemake did not record gave the
+    runtime table L-BFGS-B's replicate 1 twice and not cBMM's replicate 2, as many rows
+    as expected (exit 0). The jobs reading real batch tables check each against the fits
+    planned for it (by folder) and mark the others."""
+    monkeypatch.chdir(tmp_path)
+    cells = 80 * 50
+    settings = {"simulation": {"run": []}, "fit": {"batch_seconds": 0.01},
+                "real": {"runtime": {"datasets": ["suite_a"], "replicates": 2},
+                         "stability": {"datasets": []},
+                         "interpretability": {"datasets": [], "rankflow": [],
+                                              "math500": {"dataset": None}}}}
+    plan = test_plan(settings)
+    written = plan.real_batch_plan(plan.runtime_fits(), lambda dataset: cells)
+    assert sorted(d for dirs in written.values() for d in dirs) == sorted(
+        fit.fit_dir for fit in plan.runtime_fits())  # every fit in one table, once
+    for table, fit_dirs in written.items():
+        Path(table).parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame({"fit_dir": fit_dirs, "fit_key": "k", "status": "converged"}).to_csv(
+            table, index=False)
+    assert store.unplanned_tables(written) == []
+    assert not list(Path(next(iter(written))).parent.glob("*.refit"))
+    more = test_plan(settings, {"real": {"runtime": {"replicates": 3}}})
+    planned = more.real_batch_plan(more.runtime_fits(), lambda dataset: cells)
+    assert all(planned[more.real_batch_file(fit, cells)].count(fit.fit_dir) == 1
+               for fit in more.runtime_fits())
+    differ = [table for table, dirs in planned.items() if written.get(table) != dirs]
+    assert differ and len(differ) < len(planned)  # tables of the old packing, and new ones
+    # what the runtime table was made of: the old tables and the new ones the run wrote
+    old = [d for table in planned if table in written for d in written[table]]
+    new = [d for table in planned if table not in written for d in planned[table]]
+    assert len(old + new) == len(more.runtime_fits()) != len(set(old + new))
+    assert store.unplanned_tables(planned) == differ
+    assert all(store.refit_marker(table).is_file() == (table in differ) for table in planned)
+    # a table listing a fit twice is not the one planned either
+    first = next(iter(written))
+    frame = pd.read_csv(first)
+    pd.concat([frame, frame.iloc[:1]]).to_csv(first, index=False)
+    assert store.unplanned_tables({first: written[first]}) == [first]
+
+
 def test_a_fits_key_follows_the_code_of_a_users_method(tmp_path, unregister):
     from cbmm_workflow.jobs import code_digest, import_method_modules, method_code
 

@@ -60,6 +60,8 @@ rule aggregate_runtime:
         replicates=config["real"]["runtime"]["replicates"],
         init_scale=float(config["fit"]["init_scale"]),
         method_modules=PLAN.method_modules,
+        # each batch table's fits, checked (see aggregate_simulation)
+        planned=runtime_plan,
     script:
         "../scripts/aggregate_runtime.py"
 
@@ -143,5 +145,6 @@ if PLAN.math500 is not None:
             "../../envs/core.yaml"
         params:
             fit_dir=math500_fit().fit_dir,
+            planned=math500_plan,
         script:
             "../scripts/math500_tables.py"

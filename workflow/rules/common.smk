@@ -87,6 +87,13 @@ def real_batch_file(fit):
     return PLAN.real_batch_file(fit, real_cells(fit.dataset))
 
 
+def real_batch_plan(fits):
+    """The batch tables holding ``fits``, each with the fits planned for it: the reading
+    job's inputs and (a parameter) what it checks them against (a table of another packing
+    whose job Snakemake did not record is not taken for up to date)."""
+    return PLAN.real_batch_plan(fits, real_cells)
+
+
 def batch_env(wildcards):
     """The conda env of a batch job (the env its methods share)."""
     return str(paths.env_file(wildcards.env))
@@ -102,18 +109,32 @@ def interpretability_inputs(wildcards):
     return {f"{stopping}_batch": real_batch_file(fit) for stopping, fit in fits.items()}
 
 
+def interpretability_plan(wildcards):
+    return real_batch_plan(PLAN.interpretability_fits(wildcards.dataset).values())
+
+
+def stability_plan(wildcards):
+    return real_batch_plan(PLAN.stability_fits(wildcards.dataset))
+
+
 def stability_inputs(wildcards):
-    return sorted(
-        {real_batch_file(fit) for fit in PLAN.stability_fits(wildcards.dataset)}
-    )
+    return list(stability_plan(wildcards))
+
+
+def runtime_plan(wildcards):
+    return real_batch_plan(PLAN.runtime_fits())
 
 
 def runtime_batch_files(wildcards):
-    return sorted({real_batch_file(fit) for fit in PLAN.runtime_fits()})
+    return list(runtime_plan(wildcards))
 
 
 def math500_fit_batch(wildcards):
     return real_batch_file(math500_fit())
+
+
+def math500_plan(wildcards):
+    return real_batch_plan([math500_fit()])
 
 
 def math500_fit():

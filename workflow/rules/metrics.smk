@@ -27,6 +27,8 @@ rule metrics_real:
             for stopping, fit in PLAN.interpretability_fits(wc.dataset).items()
         },
         top_fraction=config["real"]["interpretability"]["top_fraction"],
+        # each batch table's fits, checked (see aggregate_simulation)
+        planned=interpretability_plan,
     script:
         "../scripts/metrics_real.py"
 
@@ -53,5 +55,6 @@ rule stability:
             }
             for fit in PLAN.stability_fits(wc.dataset)
         ],
+        planned=stability_plan,
     script:
         "../scripts/stability.py"

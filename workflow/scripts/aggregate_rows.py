@@ -2,7 +2,7 @@
 (rules aggregate_simulation, aggregate_discrimination).
 
 With ``params.planned`` (table -> the fits planned for it) the tables are first checked
-against it (cbmm_workflow.store.unplanned_tables): one that lists other fits is marked
+against it (cbmm_workflow.store.refuse_unplanned): one that lists other fits is marked
 to run again and the job stops, naming it, rather than aggregate the wrong rows.
 
 ``params.sort`` names the columns to sort by; methods sort in ``params.method_order``
@@ -11,7 +11,6 @@ go to one table per value instead, the outputs in the order of ``values``.
 """
 
 import json
-import sys
 
 import pandas as pd
 from cbmm.io import write_csv
@@ -28,17 +27,9 @@ def read_part(path):
 log = start_log(snakemake.log[0], job=snakemake.rule)
 planned = getattr(snakemake.params, "planned", None)
 if planned:
-    from cbmm_workflow.store import unplanned_tables
+    from cbmm_workflow.store import refuse_unplanned
 
-    stale = unplanned_tables(planned)
-    if stale:
-        log.error("%s%s list other fits than this configuration plans for them: their jobs "
-                  "finished while Snakemake was not running (killed, or a lost login "
-                  "session), so it kept no record of the settings they ran with. They are "
-                  "marked to run again: run the same command again (the fits already "
-                  "stored are reused)", stale[0],
-                  f" and {len(stale) - 1} more batch table(s)" if len(stale) > 1 else "")
-        sys.exit(1)
+    refuse_unplanned(planned, log)
 table = pd.concat([read_part(path) for path in snakemake.input], ignore_index=True)
 sort = list(snakemake.params.sort)
 if sort:

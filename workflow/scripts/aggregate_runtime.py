@@ -10,6 +10,7 @@ import pandas as pd
 from cbmm.io import write_csv
 from cbmm.tables import runtime_summary, speedup_table
 from cbmm_workflow.jobs import import_method_modules, start_log
+from cbmm_workflow.store import refuse_unplanned
 
 COLUMNS = ["dataset", "n_models", "n_items", "method", "replicate", "status", "runtime_s",
            "n_iter", "loss"]
@@ -17,6 +18,9 @@ COLUMNS = ["dataset", "n_models", "n_items", "method", "replicate", "status", "r
 log = start_log(snakemake.log[0], job="aggregate_runtime")
 p, out = snakemake.params, snakemake.output
 import_method_modules(p.method_modules)
+# each batch table's fits, checked against the plan (a table of an old packing whose job
+# Snakemake did not record would give some fits twice and others not at all)
+refuse_unplanned(p.planned, log)
 rows = pd.concat([pd.read_csv(path) for path in snakemake.input.batches],
                  ignore_index=True)
 rows = rows[(rows["stopping"] == p.stopping) & rows["dataset"].isin(p.datasets)
@@ -29,9 +33,10 @@ table = table.sort_values(["dataset", "method", "replicate"], key=lambda col: (
     col.map(datasets) if col.name == "dataset" else col.map(order) if col.name == "method"
     else col), ignore_index=True)
 expected = len(p.datasets) * len(p.methods) * p.replicates
-if len(table) != expected:
-    raise RuntimeError(f"runtime study: {len(table)} fits found in the batch tables, "
-                       f"expected {expected}")
+if len(table) != expected or table.duplicated(["dataset", "method", "replicate"]).any():
+    raise RuntimeError(f"runtime study: {len(table)} fits found in the batch tables "
+                       f"({table.duplicated(['dataset', 'method', 'replicate']).sum()} "
+                       f"twice), expected {expected} once each")
 log.info("%d fits, %d failed", len(table), int(table["status"].str.startswith("failed").sum()))
 write_csv(table, out.table)
 summary = runtime_summary(table)

@@ -16,7 +16,7 @@ from cbmm.data import read_matrix
 from cbmm.io import write_csv, write_text
 from cbmm.tables import math500_model_latex, math500_model_table
 from cbmm_workflow.jobs import start_log
-from cbmm_workflow.store import listed_fits
+from cbmm_workflow.store import listed_fits, refuse_unplanned
 
 
 def require_all(keys, known, what, source):
@@ -29,6 +29,7 @@ def require_all(keys, known, what, source):
 log = start_log(snakemake.log[0], job="math500_tables")
 inp, out = snakemake.input, snakemake.output
 fit_dir = snakemake.params.fit_dir
+refuse_unplanned(snakemake.params.planned, log)
 fit = listed_fits([inp.batch], [fit_dir])[fit_dir]
 if fit.failed:
     raise RuntimeError(f"{fit_dir}: the MATH-500 fit failed ({fit.status})")

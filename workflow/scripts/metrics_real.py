@@ -16,13 +16,14 @@ from cbmm.io import write_csv
 from cbmm.metrics import descriptive_metrics
 from cbmm.tables import rankings_table
 from cbmm_workflow.jobs import start_log, write_json
-from cbmm_workflow.store import listed_fits
+from cbmm_workflow.store import listed_fits, refuse_unplanned
 
 log = start_log(snakemake.log[0], job="metrics_real")
 inp, out, p = snakemake.input, snakemake.output, snakemake.params
 dataset = snakemake.wildcards.dataset
 responses = cbmm.as_responses(read_matrix(inp.matrix), source=inp.matrix)
 accuracy = pd.Series(responses.accuracy(axis=1), index=responses.row_labels.astype(str))
+refuse_unplanned(p.planned, log)
 fits = listed_fits([inp.converged_batch, inp.paper_batch], p.fit_dirs.values())
 
 

@@ -6,9 +6,10 @@ import numpy as np
 from cbmm.io import write_csv
 from cbmm.tables import stability_pairs
 from cbmm_workflow.jobs import start_log
-from cbmm_workflow.store import listed_fits
+from cbmm_workflow.store import listed_fits, refuse_unplanned
 
 log = start_log(snakemake.log[0], job="stability")
+refuse_unplanned(snakemake.params.planned, log)
 stored = listed_fits(snakemake.input, [fit["fit_dir"] for fit in snakemake.params.fits])
 fits = {}
 for fit in snakemake.params.fits:

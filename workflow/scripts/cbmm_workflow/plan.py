@@ -250,13 +250,33 @@ class Plan:
             units.append(self._sized(unit, cells, max_iter))
         return self._pack(units)
 
+    @functools.cache
+    def real_batch_keys(self, dataset: str, env: str, cells: int) -> dict[str, tuple[str, ...]]:
+        """Each batch table of :meth:`real_batches` and the fits planned for it, as its rows
+        name them (their folders, ``fit_dir``): what the jobs reading it check it against."""
+        return {paths.REAL_BATCH.format(dataset=dataset, env=env, batch=k):
+                tuple(u["fit_dir"] for u in batch)
+                for k, batch in enumerate(self.real_batches(dataset, env, cells))}
+
     def real_batch_file(self, fit: RealFit, cells: int) -> str:
         """The batch table holding one real fit (its dataset has ``cells`` cells)."""
-        env = get_method(fit.method).env
-        for k, batch in enumerate(self.real_batches(fit.dataset, env, cells)):
-            if any(u["fit_dir"] == fit.fit_dir for u in batch):
-                return paths.REAL_BATCH.format(dataset=fit.dataset, env=env, batch=k)
+        tables = self.real_batch_keys(fit.dataset, get_method(fit.method).env, cells)
+        for table, fit_dirs in tables.items():
+            if fit.fit_dir in fit_dirs:
+                return table
         raise KeyError(fit)
+
+    def real_batch_plan(self, fits, cells_of) -> dict[str, list[str]]:
+        """The batch tables holding ``fits`` (sorted), each with the fits planned for it
+        (:meth:`real_batch_keys`; ``cells_of(dataset)``: N x J of a built dataset): a
+        reading job's inputs and what it checks them against."""
+        planned = {}
+        for fit in fits:
+            cells = cells_of(fit.dataset)
+            table = self.real_batch_file(fit, cells)
+            planned[table] = list(self.real_batch_keys(
+                fit.dataset, get_method(fit.method).env, cells)[table])
+        return dict(sorted(planned.items()))
 
     def dataset_entry(self, dataset: str) -> dict:
         """The registry entry of ``dataset``, a local path made absolute (paths of the

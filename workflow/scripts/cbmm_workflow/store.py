@@ -217,27 +217,58 @@ def _sim_table_fits(table, batch) -> list | None:
     return [unit["fit_dir"] for unit in batch]
 
 
-def unplanned_tables(planned: dict) -> list[str]:
-    """The simulation batch tables of ``planned`` (table -> the keys of the fits planned
-    for it) that do not list exactly those fits, once each, each marked stale (its refit
-    marker) so that the next run reruns its job, reusing the fits already stored.
+def _listed_names(table, real: bool) -> list | None:
+    """How the rows of a batch table name their fits: a real-data table's by folder
+    (``fit_dir``), a simulation table's by :func:`unit_key` (None if it does not exist or
+    cannot be read)."""
+    if not real:
+        try:
+            return _listed_keys(table)
+        except FileNotFoundError:
+            return None
+    try:
+        with open(table, newline="") as handle:
+            return [row["fit_dir"] for row in csv.DictReader(handle)]
+    except (OSError, KeyError, csv.Error):
+        return None
 
-    The aggregation's check: a batch job that finished while Snakemake was not running
+
+def unplanned_tables(planned: dict) -> list[str]:
+    """The batch tables of ``planned`` (table -> the fits planned for it, as its rows name
+    them: a simulation table's by (study, level, method, replicate), a real-data table's by
+    folder, :meth:`.plan.Plan.real_batch_keys`) that do not list exactly those fits, once
+    each, each marked stale (its refit marker) so that the next run reruns its job, reusing
+    the fits already stored.
+
+    The reading job's check: a batch job that finished while Snakemake was not running
     (killed, or a lost login session on a cluster) left no record of the parameters it
     ran with, so after a change of the configuration Snakemake takes its table, written
-    under the old packing, for up to date (its rows: other replicates, some twice)."""
+    under the old packing, for up to date (its rows: other fits, some twice, some missing)."""
     stale = []
     for table, keys in planned.items():
-        try:
-            listed = _listed_keys(table)
-        except FileNotFoundError:
-            listed = None
-        expected = sorted(unit_key(*key) for key in keys)
+        real = all(isinstance(key, str) for key in keys)
+        listed = _listed_names(table, real)
+        expected = sorted(keys) if real else sorted(unit_key(*key) for key in keys)
         if listed is None or sorted(listed) != expected:
             cbmm_io.write_text("the table does not list the fits planned for it\n",
                                refit_marker(table))
             stale.append(str(table))
     return stale
+
+
+def refuse_unplanned(planned: dict, log) -> None:
+    """Stop the reading job (exit status 1), naming them, if some batch tables of
+    ``planned`` list other fits than planned for them (:func:`unplanned_tables`, which
+    marks them to run again), rather than read the wrong rows."""
+    stale = unplanned_tables(planned)
+    if stale:
+        log.error("%s%s list other fits than this configuration plans for them: their jobs "
+                  "finished while Snakemake was not running (killed, or a lost login "
+                  "session), so it kept no record of the settings they ran with. They are "
+                  "marked to run again: run the same command again (the fits already "
+                  "stored are reused)", stale[0],
+                  f" and {len(stale) - 1} more batch table(s)" if len(stale) > 1 else "")
+        raise SystemExit(1)
 
 
 def refit_marker(table) -> Path:

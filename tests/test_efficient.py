@@ -262,12 +262,18 @@ def test_a_model_predicted_is_refused_as_a_reference_model(simulated):
     np.testing.assert_allclose(predicted.to_numpy(), expected.to_numpy(), rtol=1e-12)
 
 
-def test_a_reference_of_the_calibrations_own_models_warns_without_a_selection(simulated):
+def test_a_reference_of_the_calibrations_own_models_warns_without_a_selection(simulated,
+                                                                               tmp_path):
     _, table, result = simulated
     held = table.iloc[900:].iloc[:, :40]
     with pytest.warns(cbmm.efficient.InSampleReferenceWarning,
                       match="^reference: 800 of its models are the calibration's own"):
         cbmm.predict_accuracy(held, result, reference=table.iloc[:800])
+    # the folder of the saved fit knows its models too, and the level is the one asked for
+    result.save(tmp_path / "fit")
+    with pytest.warns(cbmm.efficient.InSampleReferenceWarning,
+                      match="^reference: 800 of its models .* the jackknife's 80% intervals"):
+        cbmm.predict_accuracy(held, tmp_path / "fit", reference=table.iloc[:800], level=0.8)
     with warnings.catch_warnings():
         warnings.simplefilter("error", cbmm.efficient.InSampleReferenceWarning)
         cbmm.predict_accuracy(held, result, reference=table.iloc[800:900])  # other models
@@ -572,9 +578,16 @@ def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simul
     result = quiet_fit(calibration)
     chosen = cbmm.select_items(result, 12, "information")
     with pytest.raises(ValueError, match="selection='information' chooses the items again "
-                                         "on the calibration refitted .* give refit"):
-        cbmm.predict_accuracy(held[chosen], result, reference=calibration,
+                                         "on the calibration refitted .* a table of items "
+                                         "records no settings .* give refit"):
+        cbmm.predict_accuracy(held[chosen], result.items_frame(), reference=calibration,
                               selection="information")
+    # a FitResult records its settings: refitted by them, as with refit=True
+    pd.testing.assert_frame_equal(
+        cbmm.predict_accuracy(held[chosen], result, reference=calibration,
+                              selection="information"),
+        cbmm.predict_accuracy(held[chosen], result, reference=calibration,
+                              selection="information", refit=True))
     predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
                                       selection="information", refit=quiet_fit)
     # by hand: each fold predicted from 12 items chosen by the strategy on a fit without it
@@ -698,7 +711,11 @@ def test_selection_error_names_what_it_cannot_measure(simulated):
                              until=whole.loc[10, "mae"]), whole.loc[[5, 10]])
     with pytest.raises(ValueError, match="strategy='stratified' chooses the items again .* "
                                          "give refit"):
-        cbmm.selection_error(result, calibration, [10])
+        cbmm.selection_error(result.items_frame(), calibration, [10])
+    # the documented defaults work where the fit records its settings
+    pd.testing.assert_frame_equal(cbmm.selection_error(result, calibration, [10], draws=1),
+                                  cbmm.selection_error(result, calibration, [10], refit=True,
+                                                       draws=1))
     with pytest.raises(ValueError, match="strategy must be one of"):
         cbmm.selection_error(result, calibration, [10], "best", refit=True)
     with pytest.raises(ValueError, match="draws must be an integer >= 1, got 0"):
@@ -1562,6 +1579,14 @@ def test_the_audit_flags_unanswerable_and_out_of_range_items():
     assert audit.loc["q4", "reason"] == "" and not audit.loc["q4", list(cbmm.efficient.FLAGS)].any()
     assert list(audit.loc["q5", list(cbmm.efficient.FLAGS)]) == [True, False, False, False]
     assert audit.loc["q5", "reason"] == "every model that answered it (60) answered it wrongly"
+    # one model (a file of one new model, say) makes every item unidentified: refused
+    with pytest.raises(ValueError, match="^responses: one model answered the calibrated items; "
+                                         "the audit compares models"):
+        cbmm.item_audit(items, answers.iloc[:1])
+    # a second that answered nothing does not count
+    with pytest.raises(ValueError, match="^responses: one model answered"):
+        cbmm.item_audit(items, pd.concat([answers.iloc[:1], answers.iloc[:1] * np.nan]
+                                         ).set_axis(["m0", "m1"]))
 
 
 # ------------------------------------------------------------------------ study

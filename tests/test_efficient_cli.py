@@ -351,8 +351,9 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
     (["select", "--target-mae", "0.02", "--ks", "10,60", "--responses", "calibration.csv"],
      "--ks 60: the calibration has 60 items, and --target-mae measures fewer"),
     (["select", "--target-mae", "0.02", "--strategy", "predictive", "--responses", "few.csv"],
-     "--responses few.csv: 10 model(s) answered at least 95% of the calibrated items; a "
-     "0.95 interval needs at least 19"),
+     "--responses few.csv: 10 model(s) answered at least 95% of the calibrated items; the "
+     "cross-validated curve (its folds predicted as with a reference for 0.95 intervals) "
+     "needs at least 19"),
     (["select", "--target-mae", "0.0001", "--ks", "5,10", "--strategy", "predictive",
       "--responses", "calibration.csv"],
      "--target-mae 0.0001: none of the 2 numbers of items tried meets it (the least MAE, "),

@@ -475,3 +475,15 @@ def test_rows_stop_once_newton_no_longer_moves_them():
     assert (few["status"] == "converged").all(), few["status"].value_counts()
     np.testing.assert_allclose(few["theta"], cbmm.score(sim.responses[60:], fit)["theta"],
                                rtol=0, atol=1e-12)
+
+
+def test_a_transposed_matrix_is_named_as_such():
+    items = pd.DataFrame({"a": [1.0, 1.0, 1.0], "b": [0.0, 0.0, 0.0]}, index=["q0", "q1", "q2"])
+    frame = pd.DataFrame([[1, 0, 1], [0, 1, 1], [1, 1, 0]], columns=items.index,
+                         index=["m", "n", "o"])
+    with pytest.raises(ValueError, match=r"3 item column\(s\) not among the calibrated items: "
+                                         r"\['m', 'n', 'o'\]; its rows are, mostly: transpose"):
+        cbmm.score(frame.T, items)
+    # columns that are not items, rows that are not either: the usual advice
+    with pytest.raises(ValueError, match=r"\['x'\]; drop them, or calibrate them first"):
+        cbmm.score(frame.rename(columns={"q0": "x"}), items)

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -426,7 +427,10 @@ def read_labelled_csv(data: bytes, label: str, where: str):
 
 
 def is_saved_fit(path) -> bool:
-    """Whether ``path`` is a folder holding the files :meth:`FitResult.save` writes."""
+    """Whether ``path`` is a folder holding the files :meth:`FitResult.save` writes (False
+    for anything but a path)."""
+    if not isinstance(path, (str, os.PathLike)):
+        return False
     folder = Path(path)
     return folder.is_dir() and all((folder / name).is_file() for name in FitResult.OUTPUT_FILES)
 

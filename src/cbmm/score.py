@@ -361,8 +361,13 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
             blank = int(np.flatnonzero((ids.str.strip() == "") & (position < 0))[0])
             raise ValueError(f"responses: {headerless_column(blank, len(ids))}")
         if len(unknown):
+            rows_are_items = len(unknown) == len(ids) and labels is not None and (
+                table.index.get_indexer(pd.Index(labels).astype(str)) >= 0).mean() > 0.5
             raise ValueError(f"responses: {len(unknown)} item column(s) not among the calibrated "
-                             f"items: {list(unknown[:5])}; drop them, or calibrate them first")
+                             f"items: {list(unknown[:5])}; " + (
+                                 "its rows are, mostly: transpose it (rows are models, "
+                                 "columns items)" if rows_are_items else
+                                 "drop them, or calibrate them first"))
         aligned = np.zeros((y.shape[0], n_items), dtype=np.int8)
         aligned[:, position] = y
     if labels is None:

@@ -376,6 +376,9 @@ def _answering(responses, bank, coding, layout) -> np.ndarray:
     answers = answers[(answers != 0).any(axis=1)]
     if not len(answers):
         raise ValueError("responses: no model answered any calibrated item")
+    if len(answers) < 2:  # every item would be "not identified", every model alike
+        raise ValueError("responses: one model answered the calibrated items; the audit "
+                         "compares models, and needs the answers of at least 2")
     return answers
 
 

@@ -18,7 +18,6 @@ probabilities, their variance) by one weighted sum.
 from __future__ import annotations
 
 import functools
-import os
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -75,7 +74,9 @@ class ItemBank:
     the calibration gives them where they are not text (a FitResult's or a DataFrame's
     index of integers, say), else None: :attr:`given_labels`, which the public results
     return, so that they index the user's own tables.  ``abilities`` are the calibration
-    models' abilities where known (a FitResult), else None.  :attr:`slope` and
+    models' abilities where known (a FitResult), else None; ``models`` their labels, in the
+    same order, where the fit has them (its models' labels, for telling them from others),
+    else None.  :attr:`slope` and
     :attr:`intercept` are ``a / sigma`` and ``b / sigma``: the probability of a correct
     answer at ability ``t`` is ``expit(t * slope + intercept)``.
     """
@@ -86,6 +87,7 @@ class ItemBank:
     sigma: float
     abilities: np.ndarray | None
     given: pd.Index | None = None
+    models: pd.Index | None = None
 
     @classmethod
     def of(cls, result) -> ItemBank:
@@ -103,23 +105,26 @@ class ItemBank:
         if isinstance(result, ItemBank):
             return result
         table, sigma, _ = read_items(result)
-        if isinstance(result, (str, os.PathLike)) and is_saved_fit(result):
+        if is_saved_fit(result):
             return cls.of(FitResult.load(result))
         if isinstance(result, FitResult) and _last_bank[0] is not None:
             kept, arrays, bank = _last_bank[0]
             if kept() is result and all(x is y for x, y in zip(arrays, _arrays_of(result))):
                 return bank  # its grid values too: adaptive_test(respond, fit) in a loop
-        abilities, given = None, None
+        abilities, given, models = None, None, None
         if isinstance(result, FitResult):
             theta = np.asarray(result.theta, dtype=float)
-            abilities = theta[np.isfinite(theta)]  # set-aside models (+-inf) have no place
+            finite = np.isfinite(theta)
+            abilities = theta[finite]  # set-aside models (+-inf) have no place
             given = getattr(result.a, "index", pd.RangeIndex(len(table)))
+            if hasattr(result.theta, "index"):
+                models = result.theta.index[finite]
         elif isinstance(result, pd.DataFrame):
             given = pd.Index(result["item"]) if "item" in result.columns else result.index
         if given is not None and given.equals(table.index):
             given = None
         bank = cls(table.index, table["a"].to_numpy(float), table["b"].to_numpy(float),
-                   1.0 if sigma is None else float(sigma), abilities, given)
+                   1.0 if sigma is None else float(sigma), abilities, given, models)
         if isinstance(result, FitResult):
             _last_bank[0] = (weakref.ref(result, _forget), _arrays_of(result), bank)
         return bank

@@ -49,7 +49,7 @@ import numpy as np
 
 from .._checks import check_integer, check_level
 from .._warn import warn
-from ..result import FitResult
+from ..result import FitResult, is_saved_fit
 from .bank import ItemBank, Posterior, aligned_answers
 from .refit import refit_like, refitted_bank
 from .selection import (
@@ -141,8 +141,9 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
         How ``result`` was fitted, for a ``selection`` that chooses on the fit (where
         ``reference`` is the calibration's own data): ``refit(data)`` of a models x items
         1 / 0 DataFrame returns the fit (e.g. ``lambda data: cbmm.fit(data)``); True, the
-        settings ``result`` (a FitResult or a saved fit) records.  Five refits; those of
-        True start from the calibration (one warm start,
+        settings ``result`` (a FitResult or a saved fit) records; None, the same where
+        ``selection`` needs a refit and ``result`` records them (else an error).  Five
+        refits; those of the recorded settings start from the calibration (one warm start,
         :class:`~cbmm.efficient.refit.QuietFit`), a ninth of a cold refit's time on
         2,211 x 12,032.
     level : float
@@ -181,46 +182,50 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
     else:
         known, known_labels = reference_answers(reference, bank, coding, layout)
         check_not_in_reference(answers, labels, known, known_labels)
-        if selection is None and isinstance(result, FitResult):
-            _warn_in_sample(known_labels, result)
+        if selection is None:
+            _warn_in_sample(known_labels, bank, level)
         columns = Reference(known, bank, refit=refit, labels=known_labels).reconstruct(
             answers, level, selection=selection)
     return pd.DataFrame(columns, index=pd.Index(labels, name="model"))
 
 
-def _warn_in_sample(known_labels, result) -> None:
+def _warn_in_sample(known_labels, bank, level) -> None:
     """:class:`InSampleReferenceWarning` where the reference holds the calibration's own
     models (by label), fewer than :data:`IN_SAMPLE_REFERENCE` of them."""
     import pandas as pd
 
-    models = getattr(result.theta, "index", None)
-    if models is None:
+    if bank.models is None:
         return
-    own = int(pd.Index(known_labels).map(str).isin(models.map(str)).sum())
+    own = int(pd.Index(known_labels).map(str).isin(bank.models.map(str)).sum())
     if 0 < own < IN_SAMPLE_REFERENCE:
         warn(f"reference: {own} of its models are the calibration's own, whose "
              "errors are in-sample (the fit is theirs, and so are items chosen on "
-             f"it); with fewer than {IN_SAMPLE_REFERENCE:,} the jackknife's interval "
-             "can run short (95% intervals covered 0.88-0.95 of held-out models "
-             "with 31-57 of them): pass the strategy that chose the items as "
-             "selection, 'random' where none did, with refit=True (cbmm predict "
-             "--selection) to cross-validate it",
+             f"it); with fewer than {IN_SAMPLE_REFERENCE:,} the jackknife's "
+             f"{level:.0%} intervals can run short: at 95 % they covered 0.88-0.95 of "
+             "held-out models for items chosen on the fit, with 31-57 of them, and "
+             "0.41-0.46 for 100 'predictive' items chosen on their answers (MATH-500, 112 "
+             "of them). Pass the strategy that chose the items as selection ('random' "
+             "where none did; cbmm predict --selection) to cross-validate the width",
              InSampleReferenceWarning)
 
 
 def _fold_refit(result, refit, strategy, name):
     """``refit`` as a function (True: :func:`~cbmm.efficient.refit.refit_like` of
-    ``result``), or an error naming it where ``strategy`` (the argument ``name``) chooses
-    on the fit and so needs the calibration refitted without each fold."""
-    if refit is True:
+    ``result``), where ``strategy`` (the argument ``name``) chooses on the fit and so needs
+    the calibration refitted without each fold, None as True, or an error naming it where
+    ``result`` records no settings (a table, an items.csv)."""
+    needed = strategy not in (None, "predictive")
+    if refit is True or (refit is None and needed and (isinstance(result, FitResult)
+                                                       or is_saved_fit(result))):
         refit = refit_like(result)
     elif refit is not None and not callable(refit):
         raise ValueError(f"refit must be a function of the data returning the fit, or "
                          f"True, got {refit!r}")
-    if strategy not in (None, "predictive") and refit is None:
+    if needed and refit is None:
         raise ValueError(f"{name}={strategy!r} chooses the items again on the "
-                         "calibration refitted without each fold of the reference: give "
-                         "refit, the function that fitted it")
+                         "calibration refitted without each fold of the reference, and a "
+                         "table of items records no settings to refit it with: give refit, "
+                         "the function that fitted it")
     return refit
 
 
@@ -276,8 +281,10 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
         A strategy of :func:`cbmm.select_items`.
     refit : callable or True, optional
         As for :func:`predict_accuracy`: each fold is then chosen on and predicted by the
-        calibration refitted without it (five refits, made once for all ``ks``).  Needed
-        by every strategy but ``"predictive"``, which without it predicts the folds by
+        calibration refitted without it (five refits, made once for all ``ks``); None
+        refits by the settings ``result`` records for every strategy but
+        ``"predictive"``, which needs none (an error where a table records none), and
+        without one predicts the folds by
         the calibration itself, fitted with them (on MATH-500 0.0001-0.0016 below the
         curve with refits at 25-200 items).
     until : float, optional
@@ -326,7 +333,8 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     draws = check_integer("draws", draws, minimum=1)
     known, labels = reference_answers(reference, bank, coding, layout)
     models = Reference(known, bank, refit=refit, labels=labels)
-    models.check_enough(0.95)
+    models.check_enough(0.95, "the cross-validated curve (its folds predicted as with a "
+                              "reference for 0.95 intervals)")
     rows = []
     for k in ks:
         if strategy == "predictive":  # nested selections: the stage's largest k serves all
@@ -545,17 +553,18 @@ class Reference:
             out["upper"][rows] = np.minimum(accuracy + half, high)
         return out
 
-    def check_enough(self, level: float) -> None:
+    def check_enough(self, level: float, needed_by: str | None = None) -> None:
         """A ValueError unless enough models answered enough items for a ``level``
-        interval (:func:`reference_models_needed`, :func:`answered_enough`)."""
+        interval (:func:`reference_models_needed`, :func:`answered_enough`); ``needed_by``
+        names what needs them, in the message, where it is not such an interval."""
         needed = reference_models_needed(level)
         if len(self.answers) < needed:
             left_out = (f" ({self.left_out} other(s) skipped more, and a reference model "
                         "shows what a prediction misses only on the items it answered)"
                         if self.left_out else "")
             raise ValueError(f"reference: {len(self.answers)} model(s) answered "
-                             f"{REFERENCE_ANSWERED}{left_out}; a {level:g} interval needs "
-                             f"at least {needed}")
+                             f"{REFERENCE_ANSWERED}{left_out}; "
+                             f"{needed_by or f'a {level:g} interval'} needs at least {needed}")
 
     def _corrected(self, answers, predicted):
         """Per distinct set of answered items that leaves some unanswered: the rows of

@@ -1684,7 +1684,8 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     summary = study.summarise_adaptive(adaptive).set_index("max_exposure")
     # exposure is shared by the tests of both splits: counted over all 120
     for limit, tests in adaptive.groupby("max_exposure", dropna=False):
-        uses = Counter(item for given in tests["items"] for item in given.split())
+        uses = Counter(item for given in tests["items"]
+                       for item in cbmm.efficient.item_list(given))
         assert summary.loc[limit, "exposure"] == max(uses.values()) / 120
     assert summary.loc[0.2, "exposure"] <= 0.2 < summary.loc[np.nan, "exposure"]
     assert (summary["n_tests"] == 120).all()
@@ -1699,7 +1700,7 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     assert (plain["interval_scale"] == 1).all()
     for _, test in plain.iloc[::40].iterrows():
         result = calibrated[test["split"]].result
-        given = test["items"].split()
+        given = cbmm.efficient.item_list(test["items"])
         expected = cbmm.predict_accuracy(small.loc[[test["model"]], given], result)
         np.testing.assert_allclose(test[["predicted", "lower", "upper"]].astype(float),
                                    expected.iloc[0][["accuracy", "lower", "upper"]],
@@ -1742,7 +1743,7 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
     balanced = study.adaptive_study(small, calibrated, se_targets=[0.3], max_items=20,
                                     contents=[None, area])
     assert balanced.groupby("content").size().to_dict() == {"none": 120, "area": 120}
-    for given in balanced.query("content == 'area'")["items"].str.split():
+    for given in balanced.query("content == 'area'")["items"].map(cbmm.efficient.item_list):
         counts = area[given].value_counts().reindex(["first", "second"], fill_value=0)
         assert (counts < np.array([0.75, 0.25]) * len(given) + 1).all()
     with pytest.raises(ValueError, match="'content' given more than once"):
@@ -1850,3 +1851,41 @@ def test_the_bank_of_a_fit_is_built_once_while_the_fit_holds_the_same_values(sim
     del result
     gc.collect()
     assert bank_module._last_bank[0] is None
+
+
+def test_the_items_of_a_test_are_read_back_whatever_their_labels():
+    """The study and `cbmm adaptive` listed a test's items separated by spaces: items
+    labelled "q 3" came back as "q" and "3", and the summary's exposure read 6.48."""
+    from cbmm.efficient.adaptive import item_list_text
+
+    odd = ["q 3", "010", "a,b", 'say "hi"', "é", "", "[1]"]
+    assert cbmm.efficient.item_list(item_list_text(odd)) == odd
+    assert cbmm.efficient.item_list(item_list_text([3, 10])) == ["3", "10"]
+    assert cbmm.efficient.item_list(np.nan) == [] == cbmm.efficient.item_list("")
+    sim = simulate(150, 30, seed=2)
+    table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(150)],
+                         columns=[f"q {j}" for j in range(30)])
+    calibrated = study.calibrations(table, splits=2, seed=0)
+    tests = study.adaptive_study(table, calibrated, se_targets=[0.3], max_exposures=[0.5],
+                                 max_items=8, reference=False)
+    uses = Counter(item for given in tests["items"] for item in cbmm.efficient.item_list(given))
+    assert set(uses) <= set(table.columns)
+    assert sum(uses.values()) == tests["n_items"].sum()
+    exposure = study.summarise_adaptive(tests)["exposure"].iloc[0]
+    assert exposure == max(uses.values()) / len(tests) <= 0.5
+
+
+def test_the_study_warns_once_of_an_exposure_cap_too_tight_for_min_items():
+    sim = simulate(100, 30, seed=4)
+    table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(100)],
+                         columns=[f"q{j}" for j in range(30)])
+    calibrated = study.calibrations(table, splits=1, seed=0)
+    with pytest.warns(UserWarning, match=r"^adaptive_study: an exposure cap of 0.1 over 30 "
+                                         r"items and 20 tests allows 3 items per test, fewer "
+                                         r"than min_items 5") as caught:
+        tests = study.adaptive_study(table, calibrated, se_targets=[0.2, 0.3],
+                                     max_exposures=[None, 0.1, 0.5], reference=False)
+    assert sum("exposure cap" in str(w.message) for w in caught) == 1  # 0.5 allows 15
+    capped = tests[tests["max_exposure"] == 0.1]
+    assert (capped["n_items"] <= 3).all() and capped["stop"].eq("exposure share").any()
+

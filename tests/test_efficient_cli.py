@@ -8,6 +8,7 @@ import pytest
 
 import cbmm
 from cbmm.cli import main
+from cbmm.efficient import item_list
 from cbmm.efficient.cli import TARGET_GRID
 from cbmm.efficient.refit import refit_like
 from cbmm.simulate import simulate
@@ -202,11 +203,11 @@ def test_adaptive_answers_from_the_file_and_only_what_it_holds(calibrated, capsy
                           "--max-exposure", 0.5, "--out", tmp_path / "tests.csv")
     assert status == 0 and "tested 10 model(s) adaptively" in out
     tests = pd.read_csv(tmp_path / "tests.csv", index_col="model")
-    first = tests.loc["m300", "items"].split()
+    first = item_list(tests.loc["m300", "items"])
     assert set(first) <= set(table.columns[:30])
     assert (tests["n_items"] <= 40).all() and set(tests["stop"]) <= set(cbmm.efficient.
                                                                         adaptive.STOPS)
-    given = pd.Series([i for row in tests["items"] for i in row.split()]).value_counts()
+    given = pd.Series([i for row in tests["items"] for i in item_list(row)]).value_counts()
     assert given.max() <= 5  # at most half of the 10 tests
     assert tests.loc["m301", "n_items"] == 3 and tests.loc["m301", "stop"] == "no item left"
     short = int((tests["stop"] == "no item left").sum())
@@ -235,7 +236,7 @@ def test_adaptive_with_a_reference_scales_the_intervals_as_the_library_does(cali
     for model, answers in table.iloc[300:].iterrows():
         test = cbmm.adaptive_test(lambda item: answers[item], folder / "fit", se_target=0.3,
                                   max_items=20, seed=draws, interval_scale=scale)
-        assert test.items == scaled.loc[model, "items"].split()
+        assert test.items == item_list(scaled.loc[model, "items"])
         np.testing.assert_allclose([test.lower, test.upper],
                                    scaled.loc[model, ["lower", "upper"]].astype(float),
                                    atol=1e-12)
@@ -271,7 +272,7 @@ def test_adaptive_tests_of_a_file_draw_anew_for_each_model(calibrated, capsys, t
         outputs.append((tmp_path / name).read_bytes())
     assert outputs[0] == outputs[1]
     tests = pd.read_csv(tmp_path / "first.csv", index_col="model")
-    assert tests["items"].str.split().str[0].nunique() > 1
+    assert tests["items"].map(lambda row: item_list(row)[0]).nunique() > 1
     # without the progressive start's draws and with one candidate nothing is random
     status, _, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
                         "--items", folder / "fit", "--max-items", 10, "--seed", 4,
@@ -293,8 +294,27 @@ def test_adaptive_tests_of_a_file_share_a_binding_exposure_cap(calibrated, capsy
     assert tests["stop"].eq("exposure share").all()
     assert "10 test(s) stopped before the SE target at their share of the items " \
            "--max-exposure 0.1 leaves for the file's 10 models" in out
-    given = [item for row in tests["items"] for item in row.split()]
+    given = [item for row in tests["items"] for item in item_list(row)]
     assert sorted(given) == sorted(table.columns.astype(str))  # each item once
+
+
+def test_adaptive_says_when_the_exposure_cap_allows_fewer_items_than_min_items(calibrated,
+                                                                               capsys, tmp_path):
+    """A 10 % cap on a 30-item bank (AIME24) stopped every test at 3 items, below
+    min_items, without a word: 60 items at 5 % over 40 tests allow 3 (two uses each)."""
+    folder, table = calibrated
+    table.iloc[300:340].to_csv(tmp_path / "answers.csv")
+    status, out, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                          "--items", folder / "fit", "--se-target", 0.01,
+                          "--max-exposure", 0.05, "--out", tmp_path / "tests.csv")
+    assert status == 0 and pd.read_csv(tmp_path / "tests.csv")["n_items"].max() <= 3
+    assert ("--max-exposure: an exposure cap of 0.05 over 60 items and 40 tests allows 3 "
+            "items per test, fewer than --min-items 5: the tests stop at their share (stop "
+            "'exposure share') short of the SE target; a cap of 0.1 allows 5") in out
+    status, out, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                          "--items", folder / "fit", "--se-target", 0.01, "--min-items", 3,
+                          "--max-exposure", 0.05, "--out", tmp_path / "tests3.csv")
+    assert status == 0 and "allows" not in out
 
 
 def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated, capsys,
@@ -315,7 +335,7 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
                         "--out", tmp_path / "tests.csv")
     assert status == 0
     subject = areas.set_index("item")["subject"]
-    for given in pd.read_csv(tmp_path / "tests.csv")["items"].str.split():
+    for given in pd.read_csv(tmp_path / "tests.csv")["items"].map(item_list):
         algebra = int((subject[given] == "algebra").sum())
         assert len(given) / 4 - 1 < algebra < len(given) / 4 + 1  # a quarter of the items
     areas.iloc[:50].to_csv(tmp_path / "part.csv", index=False)

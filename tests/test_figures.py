@@ -34,7 +34,7 @@ from cbmm.figures import (
 )
 from cbmm.figures.sensitivity import RUNTIME_CAP_S, STUDIES, design_spec
 from cbmm.metrics import METRIC_DEFINITIONS
-from cbmm.tables import TABLE_FILES, rankings_table
+from cbmm.tables import TABLE_FILES, rankings_table, read_result_table
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
@@ -652,3 +652,23 @@ def test_figures_read_the_tables_cbmm_tables_lists():
     assert "better prompt style" in FIGURES["math500_ability"].caption()
     assert "not identified" in FIGURES["math500_ability"].caption()
     assert "raw scale" in FIGURES["item_difficulty"].caption()
+
+
+def test_labels_that_pandas_reads_as_missing_or_numbers_are_read_back_as_written(tmp_path):
+    """"NA", "None", "null", "nan", "01", "1", "1.0" and "1e3" are valid labels (docs/data.md);
+    read back with pandas' defaults they became NaN or numbers: the rankflow figure of such
+    a suite crashed and the abilities figure named four models "nan"."""
+    from cbmm.io import write_csv
+
+    odd = ["NA", "None", "null", "nan", "01", "1", "1.0", "1e3"]
+    table = rankings(20, 7)
+    table["model"] = odd + list(table["model"][len(odd):])  # the best-ranked models
+    write_csv(table, tmp_path / "rankings.csv")
+    write_csv(pd.DataFrame({"dataset": ["NA"], "cv_a": [0.3]}), tmp_path / "summary.csv")
+    fig = plot_rankflow({"NA": tmp_path / "rankings.csv"}, tmp_path / "summary.csv",
+                        out(tmp_path, "rankflow_na"), top={"NA": 20}, names=True)
+    panel = next(ax for ax in fig.axes if ax.get_label() == "rankflow")
+    named = {t.get_text() for t in panel.texts if (t.get_gid() or "").startswith("name:")}
+    assert set(odd) <= named
+    read = read_result_table(tmp_path / "rankings.csv", ("model",))
+    assert list(read["model"][:len(odd)]) == odd

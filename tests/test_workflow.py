@@ -40,6 +40,7 @@ import cbmm
 import cbmm.metrics
 import cbmm.simulate
 from cbmm.data import read_matrix
+from cbmm.efficient import item_list
 from cbmm.efficient.audit import key_check_summary
 from cbmm.efficient.study import calibrations, model_splits, summarise_adaptive
 from cbmm.fidelity import load_published
@@ -518,7 +519,7 @@ def test_efficiency_tables_hold_every_setting_of_the_study(test_run):
             subjects = pd.read_csv(workdir / "resources/metadata/math500_items.csv",
                                    dtype={"item": str}).set_index("item")["subject"]
             share = subjects.value_counts(normalize=True)
-            for given in tests.query("content == 'subject'")["items"].str.split():
+            for given in tests.query("content == 'subject'")["items"].map(item_list):
                 counts = subjects[given].value_counts().reindex(share.index, fill_value=0)
                 assert (counts < share * len(given) + 1).all()  # no area above its quota
         audit = pd.read_csv(workdir / f"results/tables/item_audit/{dataset}.csv")
@@ -1047,7 +1048,7 @@ def test_adaptive_tests_keep_the_2pl_intervals_where_the_config_turns_the_scale_
     assert (tests["calibration_status"]
             == tests["split"].map(lambda split: calibrated[split].result.status)).all()
     for _, test in tests.iterrows():
-        expected = cbmm.predict_accuracy(table.loc[[test["model"]], test["items"].split()],
+        expected = cbmm.predict_accuracy(table.loc[[test["model"]], item_list(test["items"])],
                                          calibrated[test["split"]].result)
         np.testing.assert_allclose(test[["predicted", "lower", "upper"]].astype(float),
                                    expected.iloc[0][["accuracy", "lower", "upper"]],

@@ -819,3 +819,20 @@ def test_a_method_module_that_exits_or_crashes_at_import_is_a_config_error(tmp_p
         configuration.load_config(merged(TEST_OVERLAY, {"method_modules": [str(module)]}))
     assert str(caught.value).splitlines() == [
         "invalid configuration:", "- method_modules: " + message.format(path=module)]
+
+
+def test_a_datasets_efficiency_study_depends_on_its_own_settings_only():
+    """Adding a dataset (or changing MATH-500's content balance) changed the study's
+    parameters for every dataset, and Snakemake ran every finished study again (24 minutes
+    for a leaderboard suite)."""
+    plan = test_plan()
+    settings = plan.efficiency_settings()
+    assert "datasets" not in settings and "content" not in settings["adaptive"]
+    assert settings["k"] == [5, 20] and settings["adaptive"]["max_items"] == 20
+    assert test_plan({"real": {"efficiency": {"datasets": ["suite_a"]}}}
+                     ).efficiency_settings() == settings
+    other_balance = test_plan({"real": {"efficiency": {"adaptive": {"content": None}}}})
+    assert other_balance.efficiency_settings() == settings
+    assert other_balance.content_balance("MATH_500") is None
+    assert plan.content_balance("MATH_500") == "subject" and plan.content_balance("suite_a") is None
+    assert test_plan({"real": {"efficiency": {"k": [5]}}}).efficiency_settings() != settings

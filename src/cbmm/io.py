@@ -27,8 +27,13 @@ import os
 import secrets
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_paths", "write_text", "write_json", "write_csv",
-           "write_with_manifest", "file_record"]
+__all__ = ["atomic_path", "atomic_paths", "write_text", "write_json", "write_csv", "read_csv",
+           "LABEL_COLUMNS", "write_with_manifest", "file_record"]
+
+#: Columns of the result tables that hold the user's labels: read back as the text
+#: written, as "NA", "None", "null", "01" and "1e3" are valid model, item and dataset
+#: labels (pandas would read them as missing or as numbers).
+LABEL_COLUMNS = ("model", "item", "dataset")
 
 
 def _create_parents(folder: Path) -> list[Path]:
@@ -149,6 +154,17 @@ def write_csv(frame, path, *, index: bool = False, **to_csv) -> Path:
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=index, **to_csv)
     return Path(path)
+
+
+def read_csv(path, **read_csv):
+    """A table :func:`write_csv` wrote, its :data:`LABEL_COLUMNS` read as the text written
+    (the other columns as :func:`pandas.read_csv` reads them, with ``read_csv``)."""
+    import pandas as pd
+
+    converters = {column: str for column in LABEL_COLUMNS}
+    converters.update(read_csv.pop("converters", {}))
+    # a converter for a column the file lacks is ignored, as pandas ignores it
+    return pd.read_csv(path, converters=converters, **read_csv)
 
 
 def file_record(data: bytes) -> dict:

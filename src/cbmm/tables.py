@@ -15,6 +15,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from .io import read_csv
 from .metrics import spearman
 from .registry import get_method, method_order
 
@@ -122,7 +123,7 @@ def read_result_table(source, required, name: str | None = None) -> pd.DataFrame
         if not path.is_file():
             raise FileNotFoundError(f"{where}: no such file")
         try:
-            table = pd.read_csv(path)
+            table = read_csv(path)  # labels as written: "NA" is a model's name
         except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
             raise ValueError(f"{where}: not a readable CSV table ({exc})") from None
     missing = [c for c in required if c not in table.columns]

@@ -40,7 +40,7 @@ rule efficiency:
         mem_mb=lambda wc, attempt: 4000 * attempt,
         runtime=240,
     params:
-        settings=config["real"]["efficiency"],
+        settings=PLAN.efficiency_settings(),
         sigma=config["fit"]["sigma"],
         content=lambda wc: PLAN.content_balance(wc.dataset),
     script:

@@ -13,7 +13,7 @@ go to one table per value instead, the outputs in the order of ``values``.
 import json
 
 import pandas as pd
-from cbmm.io import write_csv
+from cbmm.io import read_csv, write_csv
 from cbmm_workflow.jobs import start_log
 
 
@@ -21,7 +21,7 @@ def read_part(path):
     if path.endswith(".json"):
         with open(path) as stream:
             return pd.DataFrame([json.load(stream)])
-    return pd.read_csv(path)
+    return read_csv(path)
 
 
 log = start_log(snakemake.log[0], job=snakemake.rule)

@@ -7,7 +7,7 @@ The user's method modules are imported first: the summary names methods through 
 registry."""
 
 import pandas as pd
-from cbmm.io import write_csv
+from cbmm.io import read_csv, write_csv
 from cbmm.tables import runtime_summary, speedup_table
 from cbmm_workflow.jobs import import_method_modules, start_log
 from cbmm_workflow.store import refuse_unplanned
@@ -21,7 +21,7 @@ import_method_modules(p.method_modules)
 # each batch table's fits, checked against the plan (a table of an old packing whose job
 # Snakemake did not record would give some fits twice and others not at all)
 refuse_unplanned(p.planned, log)
-rows = pd.concat([pd.read_csv(path) for path in snakemake.input.batches],
+rows = pd.concat([read_csv(path) for path in snakemake.input.batches],
                  ignore_index=True)
 rows = rows[(rows["stopping"] == p.stopping) & rows["dataset"].isin(p.datasets)
             & rows["method"].isin(p.methods) & (rows["seed"] < p.replicates)

@@ -3,7 +3,7 @@ every dataset (stability_raw.csv, the rows of the stability jobs), their summary
 (mean, sd, n per cell) and the paper's three LaTeX tables (theta, a, b)."""
 
 import pandas as pd
-from cbmm.io import write_csv, write_text
+from cbmm.io import read_csv, write_csv, write_text
 from cbmm.tables import STABILITY_PARAMETERS, stability_latex, stability_table
 from cbmm_workflow.jobs import start_log
 
@@ -13,7 +13,7 @@ CAPTIONS = {"theta": r"Stability check for \texttt{cBMM}-recovered $\hat{\boldsy
 
 log = start_log(snakemake.log[0], job="aggregate_stability")
 out = snakemake.output
-raw = pd.concat([pd.read_csv(path) for path in snakemake.input], ignore_index=True)
+raw = pd.concat([read_csv(path) for path in snakemake.input], ignore_index=True)
 write_csv(raw, out.raw)
 table = stability_table(raw)
 write_csv(table, out.summary)

@@ -19,7 +19,8 @@ All of them read the calibration from a fit (``FitResult``, ``items.csv`` or a t
 was measured.
 """
 
-from .adaptive import AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test
+from .adaptive import (AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test,
+                       item_list)
 from .audit import (FLAGS, AbilityAgreement, AbilityAgreementWarning, WrongWayDependence,
                     WrongWayDependenceWarning, ability_agreement, item_audit)
 from .prediction import InSampleReferenceWarning, predict_accuracy, selection_error
@@ -28,4 +29,5 @@ from .selection import STRATEGIES, select_items
 __all__ = ["select_items", "STRATEGIES", "predict_accuracy", "selection_error", "adaptive_test",
            "adaptive_interval_scale", "AdaptiveTest", "ItemExposure", "item_audit", "FLAGS",
            "ability_agreement", "AbilityAgreement", "AbilityAgreementWarning",
-           "WrongWayDependence", "WrongWayDependenceWarning", "InSampleReferenceWarning"]
+           "WrongWayDependence", "WrongWayDependenceWarning", "InSampleReferenceWarning",
+           "item_list"]

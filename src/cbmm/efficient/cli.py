@@ -231,7 +231,8 @@ def _adaptive_command(args) -> int:
     import pandas as pd
 
     from ..io import write_csv
-    from .adaptive import ItemExposure, _areas, adaptive_interval_scale, replayed_test
+    from .adaptive import (ItemExposure, _areas, adaptive_interval_scale, item_list_text,
+                           replayed_test, tight_exposure)
     from .bank import aligned_answers
     from .prediction import check_not_in_reference, reference_answers
     from .refit import refit_like
@@ -280,6 +281,9 @@ def _adaptive_command(args) -> int:
               "held their accuracy at this multiple of the 2PL's width")
     exposure = None if args.max_exposure is None \
         else ItemExposure(args.max_exposure, len(labels))
+    tight = None if exposure is None else tight_exposure(exposure, bank.labels, args.min_items)
+    if tight:  # before the tests: the first one shows it
+        print(f"--max-exposure: {tight.replace('min_items', '--min-items')}")
     draws = np.random.default_rng(args.seed)  # one stream: each model's test draws anew
     rows = []
     for row, model in zip(answers, labels):
@@ -288,7 +292,7 @@ def _adaptive_command(args) -> int:
         rows.append({"model": model, "theta": test.theta, "se": test.se,
                      "n_items": len(test.items), "accuracy": test.accuracy,
                      "lower": test.lower, "upper": test.upper, "stop": test.stop,
-                     "items": " ".join(map(str, test.items))})
+                     "items": item_list_text(test.items)})
     write_csv(pd.DataFrame(rows), args.out, float_format="%.17g")
     used = sum(r["n_items"] for r in rows) / len(rows)
     print(f"tested {len(rows)} model(s) adaptively, {used:.1f} items on average -> {args.out}")

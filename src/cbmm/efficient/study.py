@@ -32,7 +32,8 @@ import math
 
 import numpy as np
 
-from .adaptive import ADAPTIVE_DEFAULTS, ItemExposure, reference_scale, replayed_test
+from .adaptive import (ADAPTIVE_DEFAULTS, ItemExposure, item_list, item_list_text, reference_scale,
+                       replayed_test, tight_exposure)
 from .._checks import check_integer
 from .._warn import warn
 from .bank import ItemBank, Posterior, coded_answers
@@ -352,7 +353,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         theta_full``), ``predicted`` (accuracy), ``lower`` and ``upper`` (its 95 %
         interval, :attr:`~cbmm.efficient.adaptive.AdaptiveTest.lower`),
         ``interval_scale``, ``accuracy`` (over all its answers), ``stop`` and ``items``
-        (the labels given, separated by spaces).
+        (the labels given, a JSON list: :func:`~cbmm.efficient.item_list`).
     """
     import pandas as pd
 
@@ -377,10 +378,15 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
     scales = {}  # per split, content balance, exposure setting and SE target
     tests = [(split, i) for split, (held, *_) in enumerate(splits) for i in range(len(held))]
     order = np.random.default_rng([seed, 0]).permutation(len(tests))
-    rows = []
+    rows, warned = [], set()  # the caps too tight for min_items, warned of once each
     for setting, (content, max_exposure, se_target) in enumerate(
             (c, e, t) for c in contents for e in max_exposures for t in se_targets):
         exposure = None if max_exposure is None else ItemExposure(max_exposure, len(tests))
+        tight = None if exposure is None or max_exposure in warned \
+            else tight_exposure(exposure, table.columns, min_items)
+        if tight:
+            warn(f"adaptive_study: {tight}", UserWarning)
+            warned.add(max_exposure)
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
             held, bank, truth, coded, theta_full, known, status = splits[split]
@@ -401,7 +407,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
                 "theta_full": theta_full[i], "theta_error": test.theta - theta_full[i],
                 "predicted": test.accuracy, "lower": test.lower, "upper": test.upper,
                 "interval_scale": scales[key], "accuracy": float(np.nanmean(truth[i])),
-                "stop": test.stop, "items": " ".join(map(str, test.items))})
+                "stop": test.stop, "items": item_list_text(test.items)})
     return pd.DataFrame(rows)
 
 
@@ -502,7 +508,7 @@ def _calibration_status(rows) -> str:
 
 def _largest_exposure(items):
     counts = {}
-    for given in items.fillna(""):  # a test given no item (read back from a CSV: NaN)
-        for label in given.split():
+    for given in items:
+        for label in item_list(given):
             counts[label] = counts.get(label, 0) + 1
     return max(counts.values(), default=0) / len(items)

@@ -306,6 +306,17 @@ class Plan:
     def efficiency_datasets(self) -> list[str]:
         return list(self.config["real"]["efficiency"]["datasets"])
 
+    def efficiency_settings(self) -> dict:
+        """The settings of real.efficiency that one dataset's study depends on: all but
+        the list of datasets and the content balance (:meth:`content_balance`, its own
+        parameter), so that adding a dataset or changing MATH-500's balance does not run
+        the other datasets' studies again (the slowest jobs of a leaderboard suite)."""
+        settings = dict(self.config["real"]["efficiency"])
+        settings.pop("datasets", None)
+        settings["adaptive"] = {key: value for key, value in settings["adaptive"].items()
+                                if key != "content"}
+        return settings
+
     def content_balance(self, dataset: str) -> str | None:
         """The column of the MATH-500 item table over which ``dataset``'s adaptive tests
         are also balanced (real.efficiency.adaptive.content), or None: the MATH-500

@@ -102,7 +102,7 @@ def test_wide_parquet_label_rules(tmp_path):
 
 
 def test_wide_files_duplicate_labels_and_other_errors(tmp_path):
-    with pytest.raises(DataError, match=r"d.csv: duplicate model labels: 'm0' \(rows 0, 2\)"):
+    with pytest.raises(DataError, match=r"d.csv: duplicate model labels: 'm0' \(lines 2, 4\)"):
         load_local(_write(tmp_path / "d.csv", ",a,b\nm0,1,0\nm1,0,1\nm0,1,1\n"))
     # a table written without its model labels: the first item's answers taken for them
     with pytest.raises(DataError, match=r"n.csv: duplicate model labels: .*these look like "
@@ -123,7 +123,7 @@ def test_wide_files_duplicate_labels_and_other_errors(tmp_path):
     with pytest.raises(DataError, match="a directory; expected a CSV or Parquet file"):
         load_local(tmp_path)
     with pytest.raises(DataError, match=r"s.csv: ambiguous coding: .*-1 \(1 cell\(s\), first at "
-                                        r"row 1 \('m1'\), column 1 \('b'\)\)"):
+                                        r"line 3 \('m1'\), column 1 \('b'\)\)"):
         load_local(_write(tmp_path / "s.csv", ",a,b\nm0,1,0\nm1,0,-1\n"))
     with pytest.raises(DataError, match="layout must be"):
         read_table(tmp_path / "s.csv", layout="tall")

@@ -486,6 +486,9 @@ def test_the_own_dataset_config_runs_that_dataset_alone(tmp_path):
     plan = Plan(configuration.load_config(merged(own)))
     assert not plan.studies and plan.math500 is None and not plan.rankflow_panels()
     assert {fit.dataset for fit in plan.real_fits} == {"my_suite"}
+    # MAP fits: answers where models answered every item alike, as own benchmarks have
+    units = plan.real_batches("my_suite", "core", 6)
+    assert {unit["options"]["prior"] for batch in units for unit in batch} == {"normal"}
     assert plan.all_tables() == [
         "results/tables/discrimination_summary.csv", "results/tables/rankings/my_suite.csv",
         "results/tables/abilities/my_suite.csv", "results/tables/heldout/my_suite.csv",

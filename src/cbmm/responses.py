@@ -33,12 +33,15 @@ from ._warn import warn
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["CODINGS", "LONG_COLUMNS", "SPARSE_BELOW", "CodingWarning", "ResponseError", "Responses",
-           "as_responses"]
+__all__ = ["CODINGS", "FIRST_LINE", "LONG_COLUMNS", "SPARSE_BELOW", "CodingWarning", "ResponseError",
+           "Responses", "as_responses"]
 
 CODINGS = ("binary", "signed")
 #: Column names of a long-format table: model id, item id, response.
 LONG_COLUMNS = ("model", "item", "correct")
+#: The key of a wide table's ``attrs`` that holds its file's line of the first row, set by
+#: the file's reader where each record is one line: errors then name lines, not rows.
+FIRST_LINE = "first_line"
 #: ``storage="auto"`` stores a matrix sparse when its observed share is below this.
 SPARSE_BELOW = 0.2
 
@@ -609,7 +612,9 @@ def _is_number(text: str) -> bool:
 
 def _checked_frame(frame, coding, source):
     n, j = frame.shape
-    _check_labels(frame.index, "model labels", "row", source)
+    # a file's line of the first row, where its reader knows it (cbmm.data.read_csv_matrix)
+    first_line = frame.attrs.get(FIRST_LINE)
+    _check_labels(frame.index, "model labels", "row", source, first_line)
     _check_labels(frame.columns, "item ids", "column", source)
     for dtype in frame.dtypes.unique():
         if isinstance(dtype, np.dtype):
@@ -622,7 +627,7 @@ def _checked_frame(frame, coding, source):
     responses = Responses(y=y, row_labels=frame.index, col_labels=frame.columns,
                           _cache={"counts": counts})
     _check_scan(counts, coding, source, lambda r, c: frame.iat[r, c],
-                _GridNamer(frame.index, frame.columns))
+                _GridNamer(frame.index, frame.columns, first_line))
     return responses
 
 
@@ -674,9 +679,10 @@ def headerless_column(position: int, n_columns: int) -> str:
     return f"item column {position + 1} has no header{trailing}; each column needs an item id"
 
 
-def _check_labels(labels, what, axis, source):
+def _check_labels(labels, what, axis, source, first_line=None):
     """Labels name one model or item each, as the text they are saved and compared as: none
-    missing, none repeated, no two with the same text (``1`` and ``'1'``)."""
+    missing, none repeated, no two with the same text (``1`` and ``'1'``); rows are named
+    by their file's lines where ``first_line`` (the line of row 0) is given."""
     import pandas as pd
 
     if isinstance(labels, pd.MultiIndex):
@@ -695,7 +701,8 @@ def _check_labels(labels, what, axis, source):
     dup = text[text.duplicated()].unique()
     where = ", ".join(
         f"{' and '.join(_show(v) for v in pd.unique(labels[text == label])[:3])} "
-        f"({axis}s {', '.join(map(str, np.flatnonzero(text == label)[:3]))})"
+        f"({'lines' if first_line else f'{axis}s'} "
+        f"{', '.join(str(k + (first_line or 0)) for k in np.flatnonzero(text == label)[:3])})"
         for label in dup[:3])
     same = any(len(pd.unique(labels[text == label])) > 1 for label in dup[:3])
     answers = axis == "row" and text.str.strip().isin(
@@ -843,10 +850,12 @@ def _show(value) -> str:
 
 
 class _GridNamer:
-    """Names cells of a wide matrix: ``row 3 ('m3'), column 5 ('i5')``."""
+    """Names cells of a wide matrix: ``row 3 ('m3'), column 5 ('i5')``, or ``line 5 ('m3'),
+    column 5 ('i5')`` where the file's line of row 0 is known (``first_line``)."""
 
-    def __init__(self, row_labels, col_labels):
+    def __init__(self, row_labels, col_labels, first_line=None):
         self.row_labels, self.col_labels = row_labels, col_labels
+        self.first_line = first_line
 
     @staticmethod
     def _one(i, labels):
@@ -859,6 +868,8 @@ class _GridNamer:
         return self._one(j, self.col_labels)
 
     def __call__(self, r, c):
+        if self.first_line:
+            return f"line {r + self.first_line} ({_show(self.row_labels[r])}), column {self.col(c)}"
         return f"row {self.row(r)}, column {self.col(c)}"
 
 

@@ -22,7 +22,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ..responses import LONG_COLUMNS, ResponseError, Responses, as_responses, headerless_column
+from ..responses import (FIRST_LINE, LONG_COLUMNS, ResponseError, Responses, as_responses,
+                         headerless_column)
 from .matrix import LABEL_COLUMN, DataError, read_matrix
 
 __all__ = ["load_local", "read_csv_matrix", "read_responses", "read_table"]
@@ -147,7 +148,8 @@ class _Lines:
     def quoted(self, handle) -> None:
         """The rest of the file, from the start of a line, read by the csv module (quoted
         fields may hold line breaks: a record is named by its first line)."""
-        reader = csv.reader(io.TextIOWrapper(handle, encoding="utf-8", newline=""))
+        text = io.TextIOWrapper(handle, encoding="utf-8", newline="")
+        reader = csv.reader(text)
         read = 0
         try:
             for record in reader:
@@ -169,6 +171,8 @@ class _Lines:
                             f"as CSV ({exc})") from None
         except UnicodeDecodeError as exc:
             raise DataError(f"{self.path}: not UTF-8 text ({exc})") from exc
+        finally:
+            text.detach()  # the caller's handle, closed by the caller (no ResourceWarning)
 
 
 def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
@@ -230,6 +234,8 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
         where = (f"in the {_ordinal(empty[0] + 1)} record after the header" if multiline
                  else f"line {empty[0] + 2}")  # blank lines only end a table
         raise DataError(f"{path}, {where}: empty model label")
+    if not multiline:  # each record one line: the answers' errors name the file's lines
+        frame.attrs[FIRST_LINE] = 2
     return frame
 
 

@@ -511,3 +511,39 @@ def test_verbose_cross_validation_and_coverage_check_log_each_fit(caplog):
     with caplog.at_level(logging.INFO, logger="cbmm"):
         quiet(cbmm.cross_validate, draw.responses, folds=2)
     assert not [r for r in caplog.records if r.getMessage().startswith("cross_validate:")]
+
+
+def test_alike_models_count_and_their_expected_number_match_a_brute_force():
+    from cbmm.coverage import _alike_models
+
+    rows = np.array([0, 0, 1, 1, 1, 2])
+    values = np.array([1, 1, 1, -1, 1, -1], dtype=np.int8)
+    p = np.array([0.9, 0.8, 0.5, 0.4, 0.3, 0.2])
+    alike, expected, spread = _alike_models(rows, values, p, 4)  # model 3 answered nothing
+    chance = [0.9 * 0.8 + 0.1 * 0.2, 0.5 * 0.4 * 0.3 + 0.5 * 0.6 * 0.7, 1.0]
+    assert alike == 2  # models 0 (all right) and 2 (its one answer)
+    assert expected == pytest.approx(sum(chance))
+    assert spread == pytest.approx(np.sqrt(sum(c * (1 - c) for c in chance)))
+
+
+def test_coverage_check_warns_where_the_fit_cannot_reproduce_its_alike_models():
+    """20 of 200 models at abilities of +-4 answer every item alike; the prior pulls them
+    in, the scale (sd 1 over the models) follows, and a's intervals covered the truth
+    0.63 of the time (trial of 2026-11-29) while the check, drawing from the fit, said
+    0.95. It cannot see that, but it can see the fit expecting fewer alike models."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(5)
+    theta = rng.standard_normal(200)
+    theta[:10], theta[10:20] = -4, 4
+    a, b = rng.uniform(1.5, 3.0, 80), rng.normal(0, 1, 80)
+    answers = (rng.random((200, 80)) < expit(np.outer(theta, a) + b)).astype(float)
+    with pytest.warns(UserWarning, match=r"coverage_check: \d+ models answered every item "
+                                         r"alike, where the fit expects [\d.]+ ± [\d.]+"):
+        cbmm.coverage_check(answers, n_rep=2)
+    # the same models set aside: reproduced exactly, no warning; a plain design: none
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", category=cbmm.DegenerateDataWarning)
+        cbmm.coverage_check(answers, n_rep=2, degenerate="set_aside")
+        cbmm.coverage_check(simulate(200, 80, seed=1).responses, n_rep=2)

@@ -116,6 +116,17 @@ BAD_CONFIGS = {
         {"real": {"stability": {"datasets": ["suite_a", "nowhere"]}}},
         "real.stability.datasets: dataset 'nowhere'"),
     "misspelt key": ({"simulation": {"replicate": 2}}, "simulation: Additional properties"),
+    "a dataset without its source": (
+        {"datasets": {"mine": {"options": {"path": ".test/data/suites/suite_a.csv"}}}},
+        "datasets.mine: 'source' is a required property: one of release, math500_lart, hub, "
+        "local (docs/data.md; your own table: source: local"),
+    "a folder as a local path": (
+        {"datasets": {"mine": {"source": "local", "options": {"path": ".test/data"}}}},
+        "/.test/data is a folder, not a file"),
+    "an exposure cap of 0": (
+        {"real": {"efficiency": {"adaptive": {"max_exposures": [0]}}}},
+        "real.efficiency.adaptive.max_exposures[0]: 0 fits none of its forms: 0 is less than "
+        "or equal to the minimum of 0; 0 is not of type 'null'"),
     "negative number of models": (
         {"simulation": {"studies": {"size_fixJ": {"levels": [30, -5]}}}},
         "simulation.studies.size_fixJ.levels[1]: -5 is not a possible n_models"),
@@ -144,7 +155,8 @@ BAD_CONFIGS = {
                            "real.converged.accelerate: 'warp' is not one of"),
     "bad time limit": ({"fit": {"timeout_s": -1}}, "fit.timeout_s: -1"),
     "infinite time limit (no limit is null)": ({"fit": {"timeout_s": math.inf}},
-                                               "fit.timeout_s: inf is not valid"),
+                                               "fit.timeout_s: inf fits none of its forms: 'auto' was expected; "
+                                               "inf is not a finite number"),
     "temperature beyond the model's range": (
         {"fit": {"sigma": 1e301}}, "fit.sigma: 1e+301 is greater than the maximum of 1e+300"),
     "tolerance that is not a number": ({"fit": {"tol": math.nan}},

@@ -117,10 +117,22 @@ def _schema_problems(config) -> list[str]:
 
 def _message(error) -> str:
     """jsonschema's message, but for a number that is not finite (not of type 'number'
-    by :func:`_strict_types`)."""
+    by :func:`_strict_types`), a value that fits none of several forms (jsonschema: "is
+    not valid under any of the given schemas"; here what each form asks) and a missing
+    dataset source (the sources named)."""
     if error.validator == "type" and isinstance(error.instance, float) \
             and not math.isfinite(error.instance):
         return f"{error.instance} is not a finite number"
+    if error.validator in ("anyOf", "oneOf") and error.context:
+        reasons = dict.fromkeys(_message(sub) for sub in error.context if not sub.path)
+        if reasons:
+            return f"{error.instance!r} fits none of its forms: " + "; ".join(reasons)
+    if error.validator == "required" and "source" in error.validator_value \
+            and "source" not in error.instance:
+        from cbmm.data.datasets import SOURCE_OPTIONS
+
+        return (f"{error.message}: one of {', '.join(SOURCE_OPTIONS)} (docs/data.md; "
+                "your own table: source: local, options: {path: ...})")
     return error.message
 
 
@@ -343,7 +355,9 @@ def _check_references(config) -> list[str]:
         if entry["source"] == "local":
             path = repo_path(entry["options"]["path"])
             if not path.is_file():
-                problems.append(f"datasets.{name}.options.path: file {path} not found")
+                problems.append(f"datasets.{name}.options.path: {path} is a folder, not a "
+                                f"file" if path.is_dir() else
+                                f"datasets.{name}.options.path: file {path} not found")
     if math500 is not None:
         models, items = repo_path(math500["models"]), math500["items"]
         if not models.is_file():

@@ -154,9 +154,10 @@ BAD_CONFIGS = {
     "bad converged rule": ({"real": {"converged": {"accelerate": "warp"}}},
                            "real.converged.accelerate: 'warp' is not one of"),
     "bad time limit": ({"fit": {"timeout_s": -1}}, "fit.timeout_s: -1"),
-    "infinite time limit (no limit is null)": ({"fit": {"timeout_s": math.inf}},
-                                               "fit.timeout_s: inf fits none of its forms: 'auto' was expected; "
-                                               "inf is not a finite number"),
+    "infinite time limit (no limit is null)": (
+        {"fit": {"timeout_s": math.inf}},
+        "fit.timeout_s: inf fits none of its forms: 'auto' was expected; inf is not a finite "
+        "number"),
     "temperature beyond the model's range": (
         {"fit": {"sigma": 1e301}}, "fit.sigma: 1e+301 is greater than the maximum of 1e+300"),
     "tolerance that is not a number": ({"fit": {"tol": math.nan}},

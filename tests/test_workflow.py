@@ -759,6 +759,13 @@ def test_reports_on_two_user_datasets_carry_only_what_applies_to_them(tmp_path):
     assert not fidelity["note"].str.startswith("not in this run").any()
     paper = load_published().set_index("id")
     assert (paper.loc[fidelity["id"], "dataset"] == "").all()
+    # the report's front page says what ran (it listed "Simulation studies: ," before)
+    report = snakemake(workdir, "--report", str(workdir / "report.html"),
+                       configfiles=(TEST_CONFIG, mine))
+    assert report.returncode == 0, report.stderr[-3000:]
+    html = (workdir / "report.html").read_text()
+    assert "No simulation study in this run." in html and "Simulation studies:" not in html
+    assert "Real data: mine_a, mine_b." in html
     # a damaged rankings table: its figure's job fails, the other suite's figure is kept
     kept = {p: p.read_bytes() for p in workdir.glob("results/figures/rankflow_mine_a.*")}
     assert len(kept) == 3

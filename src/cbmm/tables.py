@@ -220,8 +220,9 @@ def abilities_table(fit, boot, accuracy: pd.Series) -> pd.DataFrame:
     pandas.DataFrame
         ``model, accuracy, theta, theta_se, theta_lower, theta_upper`` (Wald, at the
         bootstrap's level), ``theta_boot_lower, theta_boot_upper`` (percentile),
-        ``rank, rank_lower, rank_upper`` (1 = ablest; the bootstrap's; its intervals NaN
-        for a model answering every item alike) and ``status``
+        ``rank, rank_lower, rank_upper`` (1 = ablest; the bootstrap's; tied models share
+        their mean rank, where :func:`rankings_table` gives them the lowest of their
+        ranks; its intervals NaN for a model answering every item alike) and ``status``
         (the fit's: not ``converged`` means the estimates are not an optimum).
     """
     bounds = fit.confint(boot.level)["theta"]

@@ -2,6 +2,8 @@
 in this process through ``cbmm.cli.main`` (tests/test_cli.py covers the process
 boundary), against the library functions they wrap."""
 
+import logging
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -69,7 +71,7 @@ def test_select_writes_the_items_select_items_chooses(calibrated, capsys, tmp_pa
 
 
 def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_allows(
-        calibrated, capsys, tmp_path):
+        calibrated, capsys, caplog, tmp_path):
     folder, _ = calibrated
     fit = cbmm.FitResult.load(folder / "fit")
     calibration = pd.read_csv(folder / "calibration.csv", index_col=0)
@@ -105,6 +107,17 @@ def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_a
     printed = {int(row[0]): float(row[1]) for row in map(str.split, out.splitlines())
                if len(row) == 5 and row[0].isdigit()}
     assert printed == {k: round(curve.loc[k, "mae"], 4) for k in (10, 20)}
+    # --verbose logs each k's row as it is measured (the curve's own figures)
+    with caplog.at_level(logging.INFO, logger="cbmm"):
+        status, _, _ = call(capsys, "select", "--items", folder / "fit", "--target-mae",
+                            curve.loc[20, "mae"], "--ks", "10,20", "--strategy", "random",
+                            "--draws", 2, "--responses", folder / "calibration.csv",
+                            "--out", tmp_path / "random.csv", "--force", "--verbose")
+    assert status == 0
+    assert [r.getMessage().rsplit(", ", 1)[0] for r in caplog.records
+            if r.getMessage().startswith("selection_error:")] == [
+        f"selection_error: k = {k}: MAE {curve.loc[k, 'mae']:.4f} (se "
+        f"{curve.loc[k, 'mae_se']:.4f})" for k in (10, 20)]
     # items chosen on the fit are chosen again on its refits: the fit folder, not items.csv
     status, _, err = call(capsys, "select", "--items", folder / "fit" / "items.csv",
                           "--target-mae", 0.05, "--responses", folder / "calibration.csv",
@@ -358,6 +371,7 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
                                          "calibration models' answers: give them, --responses"),
     (["select", "--k", "5", "--target-mae", "0.02"], "not allowed with argument"),
     (["select", "--k", "5", "--ks", "10"], "--ks lists the numbers of items --target-mae tries"),
+    (["select", "--k", "5", "--verbose"], "--verbose logs --target-mae's cross-validation"),
     (["select", "--target-mae", "0.02", "--ks", "0,5", "--responses", "calibration.csv"],
      "--ks: expected comma-separated integers >= 1, got '0,5'"),
     (["select", "--k", "5", "--draws", "2"], "--draws is the draws per fold of "

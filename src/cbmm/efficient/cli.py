@@ -83,6 +83,8 @@ def _select_command(args) -> int:
     if args.draws is not None and not target:
         raise CliError("--draws is the draws per fold of --target-mae's cross-validation: "
                        "give --target-mae")
+    if args.verbose and not target:
+        raise CliError("--verbose logs --target-mae's cross-validation: give --target-mae")
     if args.draws is not None and args.strategy not in SEEDED_STRATEGIES:
         raise CliError("--draws is the draws per fold of --target-mae's cross-validation for "
                        "a strategy whose items depend on the seed "
@@ -134,7 +136,7 @@ def _items_for_target(calibration, responses, refit, args) -> int:
     try:
         curve = selection_error(calibration, responses, ks, args.strategy, refit=refit,
                                 until=args.target_mae, draws=draws, coding=args.coding,
-                                layout=args.layout)
+                                layout=args.layout, verbose=args.verbose)
     except ValueError as exc:  # --responses is the reference here
         message = str(exc)
         if message.startswith("reference: "):
@@ -387,6 +389,9 @@ def register(sub, add_input) -> None:
                         help="with --target-mae and a strategy whose items depend on the "
                              f"seed ({', '.join(SEEDED_STRATEGIES)}): the draws of them per fold "
                              f"(default {SELECTION_DRAWS}; each costs what the first does)")
+    select.add_argument("--verbose", action="store_true",
+                        help="with --target-mae: log each number of items' error as it is "
+                             "measured, to stderr (minutes on a bank of thousands of items)")
     select.add_argument("--strategy", choices=STRATEGIES, default=STRATEGIES[0],
                         help=f"how to choose them (default {STRATEGIES[0]})")
     select.add_argument("--seed", type=_integer(0), default=0, help="seed (default 0)")

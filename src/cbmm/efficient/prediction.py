@@ -44,6 +44,7 @@ split-to-split sd.
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 
@@ -249,7 +250,7 @@ SELECTION_DRAWS = 5
 
 def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stratified", *,
                     refit=None, until: float | None = None, draws: int = SELECTION_DRAWS,
-                    coding: str | None = None, layout: str = "auto"):
+                    coding: str | None = None, layout: str = "auto", verbose: bool = False):
     """How closely k items chosen by ``strategy`` predict new models' accuracy, measured
     by cross-validation on models of known accuracy: how many items a benchmark needs.
 
@@ -297,6 +298,9 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
         by chance.  Each costs what the first does, but for the refits.
     coding, layout
         As for :func:`cbmm.as_responses`.
+    verbose : bool
+        Log each k's row as it is measured, with the seconds so far (the ``cbmm`` logger,
+        to stderr): minutes on a bank of thousands of items.
 
     Returns
     -------
@@ -335,21 +339,32 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     models = Reference(known, bank, refit=refit, labels=labels)
     models.check_enough(0.95, "the cross-validated curve (its folds predicted as with a "
                               "reference for 0.95 intervals)")
-    rows = []
-    for k in ks:
-        if strategy == "predictive":  # nested selections: the stage's largest k serves all
-            stage = next((bound for bound in SELECTION_STAGES if k <= bound), np.inf)
-            models.choose_fold_items(ks[-1] if until is None else max(
-                n for n in ks if n <= stage))
-        errors = models.cross_validated_errors(k, strategy, draws)
-        per_model = errors.mean(axis=0)  # over the draws
-        rows.append({"k": k, "mae": errors.mean(),
-                     "mae_se": per_model.std(ddof=1) / np.sqrt(per_model.size),
-                     "rmse": np.sqrt(np.mean(errors ** 2)), "q90": np.quantile(errors, 0.9),
-                     "n_models": len(models.answers)})
-        if until is not None and rows[-1]["mae"] <= until:
-            break
+    from ..api import _progress_logging, logger
+
+    rows, began = [], time.perf_counter()
+    with _progress_logging(verbose):
+        for k in ks:
+            rows.append(_curve_row(models, k, ks, strategy, draws, until))
+            if verbose:
+                logger.info("selection_error: k = %d: MAE %.4f (se %.4f), %.1f s", k,
+                            rows[-1]["mae"], rows[-1]["mae_se"], time.perf_counter() - began)
+            if until is not None and rows[-1]["mae"] <= until:
+                break
     return pd.DataFrame(rows).set_index("k")
+
+
+def _curve_row(models, k, ks, strategy, draws, until) -> dict:
+    """:func:`selection_error`'s row of ``k`` items (``models``: the reference)."""
+    if strategy == "predictive":  # nested selections: the stage's largest k serves all
+        stage = next((bound for bound in SELECTION_STAGES if k <= bound), np.inf)
+        models.choose_fold_items(ks[-1] if until is None else max(
+            n for n in ks if n <= stage))
+    errors = models.cross_validated_errors(k, strategy, draws)
+    per_model = errors.mean(axis=0)  # over the draws
+    return {"k": k, "mae": errors.mean(),
+            "mae_se": per_model.std(ddof=1) / np.sqrt(per_model.size),
+            "rmse": np.sqrt(np.mean(errors ** 2)), "q90": np.quantile(errors, 0.9),
+            "n_models": len(models.answers)}
 
 
 def reference_answers(reference, bank: ItemBank, coding, layout):

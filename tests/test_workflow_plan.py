@@ -725,6 +725,18 @@ def test_batch_tables_of_missing_or_damaged_fits_are_marked_before_the_run(tmp_p
     assert "abilities.csv has" in store.refit_marker(tables[1]).read_text()
 
 
+def assert_unplanned_marked(written, planned, differ):
+    """``unplanned_tables`` of the ``planned`` tables finds and marks those that differ
+    from the ``written`` ones, and a written table listing a fit twice."""
+    assert store.unplanned_tables(planned) == differ
+    assert all(store.refit_marker(table).is_file() == (table in differ) for table in planned)
+    # a table listing a fit twice is not the one planned either
+    first = next(iter(written))
+    frame = pd.read_csv(first)
+    pd.concat([frame, frame.iloc[:1]]).to_csv(first, index=False)
+    assert store.unplanned_tables({first: written[first]}) == [first]
+
+
 def test_the_aggregation_refuses_batch_tables_of_another_packing_and_marks_them(
         tmp_path, monkeypatch):
     """A batch job that finished while Snakemake was not running left no record of its
@@ -746,13 +758,7 @@ def test_the_aggregation_refuses_batch_tables_of_another_packing_and_marks_them(
     planned = more.sim_batch_keys()
     differ = [table for table, keys in planned.items() if written.get(table) != keys]
     assert differ and len(differ) < len(planned)  # tables of the old packing, and new ones
-    assert store.unplanned_tables(planned) == differ
-    assert all(store.refit_marker(table).is_file() == (table in differ) for table in planned)
-    # a table listing a fit twice is not the one planned either
-    first = next(iter(written))
-    frame = pd.read_csv(first)
-    pd.concat([frame, frame.iloc[:1]]).to_csv(first, index=False)
-    assert store.unplanned_tables({first: written[first]}) == [first]
+    assert_unplanned_marked(written, planned, differ)
 
 
 def test_the_readers_of_real_batch_tables_refuse_those_of_another_packing_and_mark_them(
@@ -789,13 +795,7 @@ def test_the_readers_of_real_batch_tables_refuse_those_of_another_packing_and_ma
     old = [d for table in planned if table in written for d in written[table]]
     new = [d for table in planned if table not in written for d in planned[table]]
     assert len(old + new) == len(more.runtime_fits()) != len(set(old + new))
-    assert store.unplanned_tables(planned) == differ
-    assert all(store.refit_marker(table).is_file() == (table in differ) for table in planned)
-    # a table listing a fit twice is not the one planned either
-    first = next(iter(written))
-    frame = pd.read_csv(first)
-    pd.concat([frame, frame.iloc[:1]]).to_csv(first, index=False)
-    assert store.unplanned_tables({first: written[first]}) == [first]
+    assert_unplanned_marked(written, planned, differ)
 
 
 def test_a_fits_key_follows_the_code_of_a_users_method(tmp_path, unregister):

@@ -480,11 +480,10 @@ def _degenerate_message(n_items, n_models, degenerate, penalty) -> str:
         return (f"{what}: set aside (with any that become so without them); they are listed "
                 "under set_aside in the result's info (in fit.json when saved)")
     if penalty.active:
-        return (f"{what}: the prior alone sets their easiness/ability, short of where their "
-                "answers put them; as those models enter the abilities' scale (mean 0, sd 1), "
-                "the other parameters' intervals can cover less than they say: "
-                "degenerate='set_aside' leaves them out (docs/trust.md)" if n_models else
-                f"{what}: the prior alone sets their easiness/ability")
+        return f"{what}: the prior alone sets their easiness/ability" + (
+            ", short of where their answers put them; as those models enter the abilities' "
+            "scale (mean 0, sd 1), the other parameters' intervals can cover less than they "
+            "say: degenerate='set_aside' leaves them out (docs/trust.md)" if n_models else "")
     return (f"{what}: their easiness/ability has no finite optimum and drifts until the "
             "stopping rule; use prior='normal' or degenerate='set_aside' (they are listed as "
             "degenerate_items and degenerate_models of the result, in fit.json when saved)")
@@ -742,6 +741,21 @@ def _progress_logging(verbose):
         if handler is not None:
             logger.removeHandler(handler)
 
+
+
+@contextlib.contextmanager
+def _progress_lines(verbose):
+    """:func:`_progress_logging` around a loop of fits, and its ``report(message, *args)``:
+    an INFO line ending in the seconds since the loop began, where ``verbose`` (else
+    nothing)."""
+    began = time.perf_counter()
+
+    def report(message, *args):
+        if verbose:
+            logger.info(message + ", %.1f s", *args, time.perf_counter() - began)
+
+    with _progress_logging(verbose):
+        yield report
 
 # ----------------------------------------------------------------- the worker process
 

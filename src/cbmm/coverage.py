@@ -15,8 +15,6 @@ values.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ._warn import warn
@@ -70,8 +68,7 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     import pandas as pd
 
     from ._checks import check_integer, check_level
-    from .api import (NOT_AN_OPTIMUM, ConvergenceWarning, FitFailedError, _progress_logging,
-                      fit, logger)
+    from .api import NOT_AN_OPTIMUM, ConvergenceWarning, FitFailedError, _progress_lines, fit
     from .registry import get_method
     from .responses import Responses, as_responses
     from .validation import _observed_cells, cells_in_label_order, predicted_probabilities
@@ -108,34 +105,32 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     # of the rows and columns
     order = cells_in_label_order(data, rows, cols)
     uniform = np.empty(rows.size)
-    verbose, began = fit_kwargs.get("verbose", 0), time.perf_counter()  # checked by fit
-    for rep in range(n_rep):
-        uniform[order] = rng.random(rows.size)
-        values = np.where(uniform < probability, 1, -1).astype(np.int8)
-        drawn = Responses(y=None, indptr=layout.indptr, indices=layout.indices, values=values,
-                          n_items=data.shape[1])
-        with warnings.catch_warnings(), _progress_logging(verbose):  # warnings counted below
-            warnings.simplefilter("ignore")
-            estimate = fit(drawn if data.storage == "sparse" else drawn.to_dense(), method,
-                           seed=seed + 1 + rep, se=True, **fit_kwargs)
-            if verbose:
-                logger.info("coverage_check: draw %d of %d fitted (%s), %.1f s", rep + 1,
-                            n_rep, estimate.status, time.perf_counter() - began)
-        if estimate.failed:
-            failed += 1
-            continue
-        stopped += estimate.status in NOT_AN_OPTIMUM
-        bounds = estimate.confint(level)
-        for name, true in truths.items():
-            lower, upper = (bounds[name][side].to_numpy(dtype=float) for side in ("lower", "upper"))
-            judged = np.isfinite(lower) & np.isfinite(upper) & np.isfinite(true)
-            if judged.any():
-                shares[name].append(np.mean((lower[judged] <= true[judged])
-                                            & (true[judged] <= upper[judged])))
-            se = np.asarray(getattr(estimate, f"{name}_se"), dtype=float)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                z = (np.asarray(getattr(estimate, name), dtype=float) - true) / se
-            ratios[name].append(z[np.isfinite(z)])
+    with _progress_lines(fit_kwargs.get("verbose", 0)) as report:  # checked by fit
+        for rep in range(n_rep):
+            uniform[order] = rng.random(rows.size)
+            values = np.where(uniform < probability, 1, -1).astype(np.int8)
+            drawn = Responses(y=None, indptr=layout.indptr, indices=layout.indices, values=values,
+                              n_items=data.shape[1])
+            with warnings.catch_warnings():  # counted below, not once per draw
+                warnings.simplefilter("ignore")
+                estimate = fit(drawn if data.storage == "sparse" else drawn.to_dense(), method,
+                               seed=seed + 1 + rep, se=True, **fit_kwargs)
+            report("coverage_check: draw %d of %d fitted (%s)", rep + 1, n_rep, estimate.status)
+            if estimate.failed:
+                failed += 1
+                continue
+            stopped += estimate.status in NOT_AN_OPTIMUM
+            bounds = estimate.confint(level)
+            for name, true in truths.items():
+                lower, upper = (bounds[name][side].to_numpy(dtype=float) for side in ("lower", "upper"))
+                judged = np.isfinite(lower) & np.isfinite(upper) & np.isfinite(true)
+                if judged.any():
+                    shares[name].append(np.mean((lower[judged] <= true[judged])
+                                                & (true[judged] <= upper[judged])))
+                se = np.asarray(getattr(estimate, f"{name}_se"), dtype=float)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    z = (np.asarray(getattr(estimate, name), dtype=float) - true) / se
+                ratios[name].append(z[np.isfinite(z)])
     if failed == n_rep:
         raise ValueError(f"coverage_check: the fits of all {n_rep} draws failed")
     if stopped:
@@ -167,4 +162,3 @@ def _alike_models(rows, values, probability, n_models) -> tuple[int, float, floa
         chance = np.exp(per_model(np.log(probability))) + np.exp(per_model(np.log1p(-probability)))
     chance = np.where(count > 0, chance, 0.0)
     return alike, float(chance.sum()), float(np.sqrt((chance * (1 - chance)).sum()))
-

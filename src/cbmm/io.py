@@ -156,15 +156,15 @@ def write_csv(frame, path, *, index: bool = False, **to_csv) -> Path:
     return Path(path)
 
 
-def read_csv(path, **read_csv):
+def read_csv(path, **options):
     """A table :func:`write_csv` wrote, its :data:`LABEL_COLUMNS` read as the text written
-    (the other columns as :func:`pandas.read_csv` reads them, with ``read_csv``)."""
+    (the other columns as :func:`pandas.read_csv` reads them, with ``options``)."""
     import pandas as pd
 
     converters = {column: str for column in LABEL_COLUMNS}
-    converters.update(read_csv.pop("converters", {}))
+    converters.update(options.pop("converters", {}))
     # a converter for a column the file lacks is ignored, as pandas ignores it
-    return pd.read_csv(path, converters=converters, **read_csv)
+    return pd.read_csv(path, converters=converters, **options)
 
 
 def file_record(data: bytes) -> dict:

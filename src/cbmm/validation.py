@@ -14,7 +14,6 @@ the 2PL's two parameters).
 from __future__ import annotations
 
 import math
-import time
 import warnings
 
 import numpy as np
@@ -88,7 +87,7 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     import pandas as pd
 
     from ._checks import check_integer
-    from .api import _progress_logging, fit, logger
+    from .api import _progress_lines, fit
     from .responses import as_responses
 
     folds = check_integer("folds", folds, minimum=2)
@@ -109,26 +108,24 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
                          "item keeps a training answer (too sparse for so many folds); use "
                          "fewer folds")
     table = []
-    verbose, began = fit_kwargs.get("verbose", 0), time.perf_counter()  # checked by fit
-    for fold, held in enumerate(helds):
-        train = data.without(rows[held], cols[held])
-        with warnings.catch_warnings(), _progress_logging(verbose):
-            warnings.simplefilter("ignore")
-            result = fit(train, method, seed=seed, **fit_kwargs)
-            if verbose:
-                logger.info("cross_validate: fold %d of %d fitted (%s), %.1f s", fold + 1,
-                            folds, result.status, time.perf_counter() - began)
-        truth = values[held] > 0
-        if result.failed:
-            scores = dict.fromkeys(("log_loss", "brier", "auc"), math.nan)
-        else:
-            scores = held_out_scores(truth, predicted_probabilities(result, rows[held], cols[held]))
-        row = {"fold": fold, "method": method, "status": result.status,
-               "n_cells": int(held.sum()), **scores}
-        for name, p in _baseline_probabilities(train, rows[~held], cols[~held], values[~held],
-                                               rows[held], cols[held]).items():
-            row.update({f"{name}_{k}": v for k, v in held_out_scores(truth, p).items()})
-        table.append(row)
+    with _progress_lines(fit_kwargs.get("verbose", 0)) as report:  # checked by fit
+        for fold, held in enumerate(helds):
+            train = data.without(rows[held], cols[held])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = fit(train, method, seed=seed, **fit_kwargs)
+            report("cross_validate: fold %d of %d fitted (%s)", fold + 1, folds, result.status)
+            truth = values[held] > 0
+            if result.failed:
+                scores = dict.fromkeys(("log_loss", "brier", "auc"), math.nan)
+            else:
+                scores = held_out_scores(truth, predicted_probabilities(result, rows[held], cols[held]))
+            row = {"fold": fold, "method": method, "status": result.status,
+                   "n_cells": int(held.sum()), **scores}
+            for name, p in _baseline_probabilities(train, rows[~held], cols[~held], values[~held],
+                                                   rows[held], cols[held]).items():
+                row.update({f"{name}_{k}": v for k, v in held_out_scores(truth, p).items()})
+            table.append(row)
     table = pd.DataFrame(table)
     _warn_statuses(table)
     _warn_baseline(table, method, rows.size / data.shape[1], rows.size / data.shape[0])

@@ -33,10 +33,10 @@ table = table.sort_values(["dataset", "method", "replicate"], key=lambda col: (
     col.map(datasets) if col.name == "dataset" else col.map(order) if col.name == "method"
     else col), ignore_index=True)
 expected = len(p.datasets) * len(p.methods) * p.replicates
-if len(table) != expected or table.duplicated(["dataset", "method", "replicate"]).any():
+twice = int(table.duplicated(["dataset", "method", "replicate"]).sum())
+if len(table) != expected or twice:
     raise RuntimeError(f"runtime study: {len(table)} fits found in the batch tables "
-                       f"({table.duplicated(['dataset', 'method', 'replicate']).sum()} "
-                       f"twice), expected {expected} once each")
+                       f"({twice} twice), expected {expected} once each")
 log.info("%d fits, %d failed", len(table), int(table["status"].str.startswith("failed").sum()))
 write_csv(table, out.table)
 summary = runtime_summary(table)

@@ -577,4 +577,3 @@ def item_list(text) -> list[str]:
     if not isinstance(text, str) or not text.strip():
         return []
     return json.loads(text)
-

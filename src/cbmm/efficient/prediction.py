@@ -44,7 +44,6 @@ split-to-split sd.
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 
@@ -325,6 +324,8 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     """
     import pandas as pd
 
+    from ..api import _progress_lines
+
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
     refit = _fold_refit(result, refit, strategy, "strategy")
@@ -339,15 +340,12 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     models = Reference(known, bank, refit=refit, labels=labels)
     models.check_enough(0.95, "the cross-validated curve (its folds predicted as with a "
                               "reference for 0.95 intervals)")
-    from ..api import _progress_logging, logger
-
-    rows, began = [], time.perf_counter()
-    with _progress_logging(verbose):
+    rows = []
+    with _progress_lines(verbose) as report:
         for k in ks:
             rows.append(_curve_row(models, k, ks, strategy, draws, until))
-            if verbose:
-                logger.info("selection_error: k = %d: MAE %.4f (se %.4f), %.1f s", k,
-                            rows[-1]["mae"], rows[-1]["mae_se"], time.perf_counter() - began)
+            report("selection_error: k = %d: MAE %.4f (se %.4f)", k, rows[-1]["mae"],
+                   rows[-1]["mae_se"])
             if until is not None and rows[-1]["mae"] <= until:
                 break
     return pd.DataFrame(rows).set_index("k")

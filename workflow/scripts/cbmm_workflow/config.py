@@ -355,9 +355,9 @@ def _check_references(config) -> list[str]:
         if entry["source"] == "local":
             path = repo_path(entry["options"]["path"])
             if not path.is_file():
-                problems.append(f"datasets.{name}.options.path: {path} is a folder, not a "
-                                f"file" if path.is_dir() else
-                                f"datasets.{name}.options.path: file {path} not found")
+                what = f"{path} is a folder, not a file" if path.is_dir() \
+                    else f"file {path} not found"
+                problems.append(f"datasets.{name}.options.path: {what}")
     if math500 is not None:
         models, items = repo_path(math500["models"]), math500["items"]
         if not models.is_file():

@@ -161,3 +161,20 @@ def test_planted_mislabels_are_found_whatever_the_type_of_the_item_labels():
     assert rows[0]["planted"] == 3 and rows[0]["recall"] >= 2 / 3, rows
     assert rows[0]["precision"] >= 0.5, rows
 
+
+
+def test_bench_marginal_prints_coverage_of_both_fits(tmp_path):
+    sim = simulate(400, 12, seed=6)
+    pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(400)],
+                 columns=[f"q{j}" for j in range(12)]).to_csv(tmp_path / "small.csv")
+    run = subprocess.run([sys.executable, str(BENCHMARKS / "bench_marginal.py"), "small.csv",
+                          "--draws", "1"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = [line.split("|")[1:-1] for line in run.stdout.splitlines()
+            if line.startswith("| small |")]
+    assert [row[2].strip() for row in rows] == ["mml", "cbmm"]
+    for row in rows:
+        theta, a, b = (float(cell) for cell in row[3:6])
+        assert 0.5 <= min(theta, a, b) <= max(theta, a, b) <= 1.0
+        assert row[7].strip() == "converged"

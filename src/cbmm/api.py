@@ -126,7 +126,7 @@ FIT_OPTIONS = {
                          doc="all-correct / all-wrong models and items: keep (fit them) or "
                              "set_aside (fit the rest; theta, b = +-inf)"),
     "se": Option("bool", False,
-                 doc="standard errors from the observed information (cbmm, lbfgsb, manopt)"),
+                 doc="standard errors from the observed information (cbmm, lbfgsb, manopt, mml)"),
 }
 #: Starts agree when their objectives differ by at most this (a likelihood ratio of e:
 #: statistically indistinguishable), or by float64 rounding on very large data.
@@ -211,7 +211,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     se : bool
         Also compute standard errors from the observed information
         (``theta_se``, ``a_se``, ``b_se``, :meth:`FitResult.confint`); for the
-        methods that minimise loss (3) (those with a ``prior`` option).
+        methods that minimise loss (3) (those with a ``prior`` option) and for
+        ``mml`` (Louis' information of the marginal likelihood; the abilities'
+        posterior sd).
     coding : {None, "binary", "signed"}
         How to read ``responses`` (see :func:`cbmm.as_responses`); None infers it and refuses a
         matrix holding both -1 and 0.
@@ -287,10 +289,12 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     if n_starts is None:
         n_starts = 3 if spec.minimises_loss else 1
     n_starts = check_integer("n_starts", n_starts, minimum=1)
-    for name, asked in (("se=True", se), (f"n_starts={n_starts}", n_starts > 1)):
-        if asked and not spec.minimises_loss:
-            raise ValueError(f"{name} needs a method that minimises loss (3) (cbmm, lbfgsb, "
-                             f"manopt); {method!r} fits its own model")
+    if se and not (spec.minimises_loss or spec.standard_errors):
+        raise ValueError(f"se=True needs a method that gives standard errors (cbmm, lbfgsb, "
+                         f"manopt, mml); {method!r} does not")
+    if n_starts > 1 and not spec.minimises_loss:
+        raise ValueError(f"n_starts={n_starts} needs a method that minimises loss (3) (cbmm, "
+                         f"lbfgsb, manopt); {method!r} fits its own model")
     penalty = penalty_of(spec, options)
     data = as_responses(responses, coding=coding, storage="auto")
     if data.storage == "sparse" and not spec.reads_sparse:
@@ -312,9 +316,10 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         core = data.take(*kept)
         if given is not None:
             given = (given[0][kept[0]], given[1][kept[1]], given[2][kept[1]])
-    if bad_items.size or bad_models.size:
-        warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty),
-             DegenerateDataWarning)
+    # a marginal fit's abilities are posterior means: finite for any answers
+    if bad_items.size or bad_models.size and not spec.population_scale:
+        warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty,
+                                 spec.population_scale), DegenerateDataWarning)
     if isolate and not FORK_AVAILABLE:
         warn("this platform cannot fork: the fit runs in this process, without "
              "crash isolation or time limit", RuntimeWarning)
@@ -341,13 +346,14 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
             share_identical(out.theta, out.a, out.b, core.answer_patterns(1),
                             core.answer_patterns(0))
         result = _finish(out, core, starts[best][1], method, settings, init_scale,
-                         data.label_cols(bad_items), data.label_rows(bad_models), penalty)
+                         data.label_cols(bad_items), data.label_rows(bad_models), penalty,
+                         canonical=not spec.population_scale)
         result.info.update(start=starts[best][0], n_starts=len(starts), degenerate=degenerate,
                            options=options)
         if spec.minimises_loss:
             result.status = _judged_status(result, core, penalty, len(starts))
         if se and not result.failed:
-            _add_standard_errors(result, core, penalty)
+            _add_standard_errors(result, core, penalty, spec, options)
         if kept is not None:
             result = _with_set_aside(result, data, core, kept)
         if verbose:
@@ -473,12 +479,16 @@ def _rank_correlation(x, y) -> float:
         return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def _degenerate_message(n_items, n_models, degenerate, penalty) -> str:
+def _degenerate_message(n_items, n_models, degenerate, penalty, marginal=False) -> str:
     what = (f"{n_items} item(s) answered all-correct or all-wrong and {n_models} model(s) "
             "with all answers correct or wrong")
     if degenerate == "set_aside":
         return (f"{what}: set aside (with any that become so without them); they are listed "
                 "under set_aside in the result's info (in fit.json when saved)")
+    if marginal:
+        return (f"{what}: the items' easiness has no finite optimum and drifts until the "
+                "stopping rule (the models' abilities are posterior means, finite); "
+                "degenerate='set_aside' leaves them out")
     if penalty.active:
         return f"{what}: the prior alone sets their easiness/ability" + (
             ", short of where their answers put them; as those models enter the abilities' "
@@ -490,8 +500,9 @@ def _degenerate_message(n_items, n_models, degenerate, penalty) -> str:
 
 
 def _finish(out, data, start, method, settings, init_scale, bad_items, bad_models,
-            penalty=None) -> FitResult:
-    """The FitResult of a solver's raw output: canonical form, float64 loss, stationarity."""
+            penalty=None, canonical=True) -> FitResult:
+    """The FitResult of a solver's raw output: canonical form (unless the solver's scale is
+    its population's, ``canonical=False``), float64 loss, stationarity."""
     penalty = penalty or Penalty()
     common = dict(method=method, sigma=settings["sigma"], tol=settings["tol"],
                   max_iter=settings["max_iter"], seed=settings["seed"], init_scale=init_scale,
@@ -508,7 +519,10 @@ def _finish(out, data, start, method, settings, init_scale, bad_items, bad_model
                                  info=out.info, **common)
     raw = (theta, a, b)
     raw_mean, raw_sd = float(theta.mean()), float(theta.std())
-    theta, a, b = canonicalize(theta, a, b)
+    if canonical:
+        theta, a, b = canonicalize(theta, a, b)
+    else:
+        raw_mean, raw_sd = 0.0, 1.0  # nothing removed: raw_parameters() is the identity
     # loss (3) is invariant: judged at the canonical point; a penalty is not: at the solver's
     point, origin = (raw, start) if penalty.active else ((theta, a, b), canonicalize(*start))
     final_loss, penalty_value, reached, gradient = fit_measures(
@@ -584,11 +598,18 @@ def _warn_status(result, method) -> None:
              "the data) or degenerate='set_aside'", DegenerateDataWarning)
 
 
-def _add_standard_errors(result, data, penalty) -> None:
-    """``theta_se``, ``a_se``, ``b_se`` of a finished fit (NaN where it has no finite optimum)."""
+def _add_standard_errors(result, data, penalty, spec, options) -> None:
+    """``theta_se``, ``a_se``, ``b_se`` of a finished fit (NaN where it has no finite optimum),
+    the method's own (``Method.standard_errors``) where it has them."""
     n, j = data.shape
     if result.status == "unbounded":
         se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
+    elif spec.standard_errors is not None:
+        try:
+            se = spec.standard_errors(data, result, options)
+        except np.linalg.LinAlgError as exc:
+            result.info["se_problem"] = f"the information is not positive definite ({exc})"
+            se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
     else:
         point = result.raw_parameters() if penalty.active else (result.theta, result.a, result.b)
         try:

@@ -7,10 +7,10 @@ J answers, and the discriminations of steep items are attenuated by that noise (
 incidental-parameter problem of joint maximum likelihood; it does not shrink as models
 are added, while the standard errors do).  On the Open LLM Leaderboard's MMLU shape
 (4,278 models x 102 items) the 95 % intervals of a and b covered a quarter of the time
-(docs/trust.md).  :func:`coverage_check` measures this for the user's own data: it
-draws answers from the fit itself (its probabilities, the data's observed cells), refits
-each draw with the same settings and counts how often the intervals hold the fit's
-values.
+(docs/trust.md); the marginal fit, ``method="mml"``, integrates the abilities out.
+:func:`coverage_check` measures this for the user's own data: it draws answers from the
+fit itself (its probabilities, the data's observed cells), refits each draw with the
+same settings and counts how often the intervals hold the fit's values.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     responses
         As for :func:`cbmm.fit`.
     method : str
-        A method that gives standard errors (one that minimises loss (3)).
+        A method that gives standard errors (cbmm, lbfgsb, manopt, mml).
     n_rep : int
         Draws, >= 2; each costs a fit with ``se=True``.
     level : float
@@ -61,9 +61,12 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     The truth is the fit of ``responses``, so the check is of the intervals under the
     fitted 2PL with the data's shape and missing cells, not of the 2PL itself (see
     :func:`cbmm.cross_validate` for held-out answers).  Every parameter is on the
-    canonical scale (abilities of mean 0 and sd 1), the truth's and the estimates'.
+    canonical scale (abilities of mean 0 and sd 1), the truth's and the estimates'; for
+    ``mml`` the truth's abilities are its posterior means standardised (the items with
+    them), and the estimates are on the fitted population's scale of mean 0 and sd 1.
     """
     import warnings
+    from types import SimpleNamespace
 
     import pandas as pd
 
@@ -71,11 +74,13 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     from .api import NOT_AN_OPTIMUM, ConvergenceWarning, FitFailedError, _progress_lines, fit
     from .registry import get_method
     from .responses import Responses, as_responses
+    from .result import canonicalize
     from .validation import _observed_cells, cells_in_label_order, predicted_probabilities
 
-    if not get_method(method).minimises_loss:  # before the fit of the data, not after
-        raise ValueError(f"coverage_check: method {method!r} gives no standard errors (only "
-                         "the methods that minimise loss (3) do)")
+    spec = get_method(method)
+    if not (spec.minimises_loss or spec.standard_errors):  # before the fit of the data
+        raise ValueError(f"coverage_check: method {method!r} gives no standard errors (cbmm, "
+                         "lbfgsb, manopt and mml do)")
     n_rep = check_integer("n_rep", n_rep, minimum=2)
     level = check_level(level)
     seed = check_integer("seed", seed, minimum=0)
@@ -96,6 +101,13 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
              "models of 200: a's intervals covered 0.63 of the truth, this check said 0.95; "
              "docs/trust.md). degenerate='set_aside' fits without them", UserWarning)
     truths = {name: np.asarray(getattr(truth, name), dtype=float) for name in ("theta", "a", "b")}
+    if spec.population_scale:
+        # the draws' abilities are the fit's posterior means, standardised: their spread is
+        # the population the refits estimate (unstandardised, the means' shrinkage would
+        # count as the refits' bias)
+        truths = dict(zip(truths, canonicalize(*truths.values())))
+        probability = predicted_probabilities(SimpleNamespace(**truths, sigma=truth.sigma),
+                                              rows, cols)
     rng = np.random.default_rng([seed, 0xC0])
     shares = {name: [] for name in truths}
     ratios = {name: [] for name in truths}

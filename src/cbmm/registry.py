@@ -235,6 +235,15 @@ class Method:
         unbounded directions, compares its starts by that objective and can
         compute standard errors; a method fitting another model (mirt's
         marginal likelihood, py-irt's variational posterior) keeps its own status.
+    population_scale : bool
+        Whether the solver's abilities are posterior means under a ``N(0, 1)``
+        population that fixes the scale (marginal likelihood): :func:`cbmm.fit` keeps
+        that scale instead of standardising the abilities, whose posterior means
+        shrink toward 0 (standardising them would scale every ``a`` down with them).
+    standard_errors : callable, optional
+        ``standard_errors(responses, result, options) -> (theta_se, a_se, b_se)``: the
+        method's own standard errors of a finished fit, for ``fit(se=True)`` where
+        the method does not minimise loss (3).
     """
 
     name: str
@@ -251,6 +260,8 @@ class Method:
     preload: Callable[[Mapping[str, Any]], Sequence[str]] = _no_modules
     paper_options: Mapping[str, Any] = field(default_factory=dict)
     minimises_loss: bool = False
+    population_scale: bool = False
+    standard_errors: Callable | None = None
 
     def check_options(self, options: Mapping) -> dict:
         """Validate ``options`` against the declared ones and fill in defaults.
@@ -321,7 +332,8 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
                     reads_sparse: bool = False,
                     preload: Callable[[Mapping[str, Any]], Sequence[str]] | None = None,
                     paper_options: Mapping[str, Any] | None = None,
-                    minimises_loss: bool = False) -> Method:
+                    minimises_loss: bool = False, population_scale: bool = False,
+                    standard_errors: Callable | None = None) -> Method:
     """Register ``solve`` under ``name`` (replacing an earlier registration).
 
     See :class:`Method` for the fields.  Returns the entry.
@@ -330,8 +342,9 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
         raise ValueError(f"method names are lower-case identifiers, got {name!r}")
     if not callable(solve):
         raise ValueError(f"method {name!r}: solve must be callable, got {solve!r}")
-    if preload is not None and not callable(preload):
-        raise ValueError(f"method {name!r}: preload must be callable, got {preload!r}")
+    for role, value in (("preload", preload), ("standard_errors", standard_errors)):
+        if value is not None and not callable(value):
+            raise ValueError(f"method {name!r}: {role} must be callable, got {value!r}")
     bad = [key for key, spec in (options or {}).items() if not isinstance(spec, Option)]
     if bad:
         raise ValueError(f"method {name!r}: options must map names to cbmm.registry.Option, "
@@ -349,7 +362,8 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
                     seconds_per_million_cells=float(seconds_per_million_cells),
                     reads_sparse=bool(reads_sparse), preload=preload or _no_modules,
                     paper_options=dict(paper_options or {}),
-                    minimises_loss=bool(minimises_loss))
+                    minimises_loss=bool(minimises_loss),
+                    population_scale=bool(population_scale), standard_errors=standard_errors)
     _METHODS[name] = method
     return method
 

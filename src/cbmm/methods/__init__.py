@@ -9,4 +9,5 @@ from . import cbmm_method  # noqa: F401
 from . import lbfgsb  # noqa: F401
 from . import manopt  # noqa: F401
 from . import mirt  # noqa: F401
+from . import mml  # noqa: F401
 from . import pyirt  # noqa: F401

@@ -1,0 +1,90 @@
+"""Joint (cbmm) against marginal (mml) intervals where many models answer few items.
+
+For each response file, the default ``cbmm`` fit is the truth: ``--draws`` answer
+matrices are drawn from it at the file's observed cells, and each is refitted by every
+method with ``se=True``.  Printed per file and method: the share of the truth inside the
+95 % intervals of theta, a and b, a's mean bias in standard errors, the fit's status, EM
+cycles or iterations, and seconds (fit and standard errors).  The joint fit's items carry
+its abilities' noise (docs/trust.md); the marginal fit's do not.
+
+Usage::
+
+    python benchmarks/bench_marginal.py FILE.csv [FILE.csv ...] [--draws 2]
+        [--methods mml,cbmm] [--coding binary]
+
+The files are wide CSVs (a model per row, an item per column, a label column first), e.g.
+the Open LLM Leaderboard matrices metabench keeps in its mirt fits (docs/efficiency.md
+says how to read them out; they are not in this repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from _common import machine
+
+import cbmm
+from cbmm.model import expit
+
+
+def coverage(result, truth, level=0.95):
+    bounds = result.confint(level)
+    shares = {}
+    for name, true in truth.items():
+        lower, upper = (bounds[name][side].to_numpy(dtype=float) for side in ("lower", "upper"))
+        judged = np.isfinite(lower) & np.isfinite(upper)
+        shares[name] = float(np.mean((lower[judged] <= true[judged])
+                                     & (true[judged] <= upper[judged])))
+    z = (np.asarray(result.a, dtype=float) - truth["a"]) / np.asarray(result.a_se, dtype=float)
+    shares["a_bias_se"] = float(np.nanmean(z))
+    return shares
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--draws", type=int, default=2)
+    parser.add_argument("--methods", default="mml,cbmm")
+    parser.add_argument("--coding", default="binary")
+    args = parser.parse_args()
+    print(machine())
+    print("| data | models × items | method | θ | a | b | a's bias (SEs) | status | "
+          "cycles | s per fit |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for path in args.files:
+        answers = pd.read_csv(path, index_col=0)
+        observed = answers.notna().to_numpy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fitted = cbmm.fit(answers, coding=args.coding)
+        truth = {name: np.asarray(getattr(fitted, name), dtype=float)
+                 for name in ("theta", "a", "b")}
+        probability = expit(np.outer(truth["theta"], truth["a"]) + truth["b"])
+        rng = np.random.default_rng(0)
+        for method in args.methods.split(","):
+            rows = []
+            for draw in range(args.draws):
+                drawn = (rng.random(probability.shape) < probability).astype(float)
+                drawn[~observed] = np.nan
+                began = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    result = cbmm.fit(drawn, method, coding="binary", se=True, seed=draw + 1)
+                rows.append({**coverage(result, truth), "status": result.status,
+                             "cycles": result.n_iter,
+                             "seconds": time.perf_counter() - began})
+            table = pd.DataFrame(rows)
+            print(f"| {path.stem} | {answers.shape[0]} × {answers.shape[1]} | {method} | "
+                  f"{table['theta'].mean():.3f} | {table['a'].mean():.3f} | "
+                  f"{table['b'].mean():.3f} | {table['a_bias_se'].mean():+.2f} | "
+                  f"{', '.join(sorted(set(table['status'])))} | {table['cycles'].mean():.0f} | "
+                  f"{table['seconds'].mean():.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""Registration of the native marginal maximum-likelihood fit (:mod:`cbmm.marginal`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..marginal import POPULATIONS, item_standard_errors, posterior_sd, solve_marginal
+from ..registry import Option, register_method
+
+OPTIONS = {
+    "n_quad": Option("int", "auto", minimum=5, maximum=1001, specials=("auto",),
+                     doc="nodes of the ability grid (R's mirt: 61); auto: 61, more where "
+                         "steep items need them (at most 401)"),
+    "population": Option("str", "histogram", choices=POPULATIONS,
+                         doc="the abilities' distribution: histogram (default; its weights "
+                             "on the grid estimated, then scaled to mean 0 and sd 1) or "
+                             "normal, N(0, 1) (mirt's default)"),
+}
+
+
+def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None,
+          n_quad="auto", population="histogram"):
+    """Marginal ML by EM (:func:`cbmm.marginal.solve_marginal`); ``theta0`` is unused (the
+    abilities are integrated out) and so is ``seed`` (EM is deterministic from its start)."""
+    return solve_marginal(responses, a0, b0, sigma=sigma, tol=tol, max_iter=max_iter,
+                          n_quad=n_quad, population=population, progress=progress)
+
+
+def standard_errors(responses, result, options):
+    """Abilities: their posterior sd; items: Louis' observed information
+    (:func:`cbmm.marginal.item_standard_errors`), the fitted population taken as known."""
+    items = (np.asarray(result.a, dtype=float), np.asarray(result.b, dtype=float))
+    population = result.info["population"]
+    return (posterior_sd(responses, *items, population, sigma=result.sigma),
+            *item_standard_errors(responses, *items, population, sigma=result.sigma))
+
+
+register_method("mml", solve, label="marginal ML", options=OPTIONS, color="#d98c00", order=5,
+                env="core", seconds_per_million_cells=30.0, reads_sparse=True,
+                population_scale=True, standard_errors=standard_errors,
+                description="marginal maximum likelihood (Bock-Aitkin EM, a >= 0): abilities "
+                            "integrated out over an estimated population, EAP abilities; "
+                            "items' standard errors that hold with many models and few "
+                            "items")

@@ -1,0 +1,233 @@
+"""Marginal maximum likelihood (method "mml", cbmm.marginal): its likelihood, information,
+EM and standard errors, against finite differences, numerical integration, R's mirt (where
+installed) and simulation truth."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate, special, stats
+
+import cbmm
+from cbmm.marginal import (_Answers, _e_step, observed_information, posterior_sd, quadrature,
+                           solve_marginal)
+from cbmm.registry import MethodUnavailableError, get_method
+from cbmm.responses import as_responses
+
+
+def _draw(n, j, *, seed, theta=None, a=None, b=None, missing=0.0):
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(size=n) if theta is None else theta
+    a = rng.uniform(0.5, 2.5, j) if a is None else a
+    b = rng.normal(size=j) if b is None else b
+    p = special.expit(np.outer(theta, a) + b)
+    y = np.where(rng.random((n, j)) < p, 1, -1).astype(np.int8)
+    y[rng.random((n, j)) < missing] = 0
+    return as_responses(y, coding="signed"), theta, a, b
+
+
+def _loglik(responses, alpha, beta, nodes, log_w):
+    return _e_step(_Answers(responses), alpha, beta, nodes, log_w)[1]
+
+
+def test_observed_information_is_the_negative_hessian_by_finite_differences():
+    responses, _, a, b = _draw(300, 5, seed=1, missing=0.2)
+    nodes, log_w = quadrature()
+    alpha, beta = a * 0.8, b + 0.3   # any point: Louis' formula is exact everywhere
+    information = observed_information(responses, alpha, beta, nodes, log_w)
+    point = np.concatenate([alpha, beta])
+
+    def loglik(x):
+        return _loglik(responses, x[:5], x[5:], nodes, log_w)
+
+    h = 1e-4
+    for k, m in [(0, 0), (0, 5), (5, 5), (1, 3), (2, 8), (6, 9)]:
+        e_k, e_m = np.eye(10)[k] * h, np.eye(10)[m] * h
+        second = (loglik(point + e_k + e_m) - loglik(point + e_k - e_m)
+                  - loglik(point - e_k + e_m) + loglik(point - e_k - e_m)) / (4 * h * h)
+        assert information[k, m] == pytest.approx(-second, rel=1e-4, abs=1e-3)
+    assert np.allclose(information, information.T)
+
+
+def test_posterior_mean_and_sd_match_numerical_integration():
+    # one model, two answers, N(0, 1) population: EAP and posterior sd by quadrature
+    alpha, beta = np.array([1.3, 0.7]), np.array([-0.4, 0.9])
+    responses = as_responses(np.array([[1, -1], [1, 1]], dtype=np.int8), coding="signed")
+    nodes, log_w = quadrature()
+    post, _ = _e_step(_Answers(responses), alpha, beta, nodes, log_w)
+    population = {"nodes": nodes.tolist(), "weights": np.exp(log_w).tolist()}
+    sds = posterior_sd(responses, alpha, beta, population)
+    for row, answers in enumerate(([1, 0], [1, 1])):
+        def likelihood(t, answers=answers):
+            p = special.expit(alpha * t + beta)
+            return stats.norm.pdf(t) * np.prod(np.where(answers, p, 1 - p))
+
+        mass = integrate.quad(likelihood, -12, 12)[0]
+        mean = integrate.quad(lambda t: t * likelihood(t), -12, 12)[0] / mass
+        second = integrate.quad(lambda t: t * t * likelihood(t), -12, 12)[0] / mass
+        assert post[row] @ nodes == pytest.approx(mean, abs=2e-3)
+        assert sds[row] == pytest.approx(np.sqrt(second - mean ** 2), abs=2e-3)
+
+
+@pytest.mark.parametrize("population", ["normal", "histogram"])
+def test_em_raises_the_likelihood_and_stops_at_a_stationary_point(population):
+    responses, *_ = _draw(800, 12, seed=2, missing=0.1)
+    out = solve_marginal(responses, np.ones(12), np.zeros(12), population=population)
+    assert out.status == "converged"
+    assert np.all(np.diff(out.loss_history) <= 1e-7 * abs(out.loss_history[0]))
+    # the reported point: the gradient of the marginal likelihood (finite differences) is
+    # within 1 % of a standard error of zero, on the reported scale, the population fitted
+    nodes = np.asarray(out.info["population"]["nodes"])
+    log_w = np.log(out.info["population"]["weights"])
+    point = np.concatenate([out.a, out.b])
+    curvature = np.diag(observed_information(responses, out.a, out.b, nodes, log_w))
+    h = 1e-5
+    for k in (0, 4, 12, 20):
+        step = np.eye(24)[k] * h
+        slope = (_loglik(responses, *np.split(point + step, 2), nodes, log_w)
+                 - _loglik(responses, *np.split(point - step, 2), nodes, log_w)) / (2 * h)
+        assert abs(slope) / np.sqrt(curvature[k]) < 0.01
+    weights = np.asarray(out.info["population"]["weights"])
+    assert weights @ nodes == pytest.approx(0.0, abs=1e-6)   # the scale: mean 0, sd 1
+    assert weights @ nodes ** 2 == pytest.approx(1.0, abs=1e-6)
+
+
+def test_dense_and_sparse_storage_give_the_same_fit():
+    responses, *_ = _draw(400, 20, seed=3, missing=0.5)
+    dense = solve_marginal(responses, np.ones(20), np.zeros(20))
+    sparse = solve_marginal(responses.to_sparse(), np.ones(20), np.zeros(20))
+    assert np.allclose(dense.a, sparse.a, atol=1e-10)
+    assert np.allclose(dense.theta, sparse.theta, atol=1e-10)
+
+
+def test_a_reversed_item_is_held_at_zero_without_a_standard_error():
+    responses, theta, a, b = _draw(1500, 8, seed=4)
+    y = responses.y.copy()
+    y[:, 0] = -y[:, 0]     # weaker models right more often: a negative slope
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = cbmm.fit(y, "mml", coding="signed", se=True)
+    assert result.a[0] == 0.0
+    assert np.isnan(result.a_se[0]) and np.isfinite(result.b_se[0])
+    assert np.isfinite(result.a_se[1:]).all()
+
+
+@pytest.mark.parametrize("population", ["normal", "histogram"])
+def test_fit_recovers_the_truth_within_its_standard_errors(population):
+    # many models, few items: where the joint fit's intervals fail
+    responses, theta, a, b = _draw(4000, 15, seed=5, missing=0.1)
+    result = cbmm.fit(responses, "mml", se=True, population=population)
+    assert result.status == "converged"
+    z_a = (np.asarray(result.a) - a) / np.asarray(result.a_se)
+    z_b = (np.asarray(result.b) - b) / np.asarray(result.b_se)
+    assert np.abs(z_a).max() < 4 and np.abs(z_b).max() < 4
+    assert 0.6 < np.std(np.concatenate([z_a, z_b])) < 1.4
+    z_theta = (np.asarray(result.theta) - theta) / np.asarray(result.theta_se)
+    assert np.mean(np.abs(z_theta) < 1.96) == pytest.approx(0.95, abs=0.02)
+    # the population's scale is kept: nothing was standardised away
+    assert result.info["theta_sd_raw"] == 1.0 and result.info["theta_mean_raw"] == 0.0
+    assert np.allclose(result.raw_parameters()[1], result.a)
+
+
+def test_fit_settings_the_method_does_not_have_are_refused():
+    responses, *_ = _draw(50, 5, seed=6)
+    with pytest.raises(ValueError, match="n_starts=2 needs a method that minimises loss"):
+        cbmm.fit(responses, "mml", n_starts=2)
+    with pytest.raises(ValueError, match="option 'population' must be one of"):
+        cbmm.fit(responses, "mml", population="uniform")
+
+
+def test_all_correct_items_warn_and_models_do_not():
+    responses, *_ = _draw(200, 6, seed=7)
+    y = responses.y.copy()
+    y[0] = 1   # a model with every answer right: its posterior mean is finite
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = cbmm.fit(y, "mml", coding="signed")
+    assert np.isfinite(result.theta).all()
+    y[:, 2] = 1
+    with pytest.warns(cbmm.DegenerateDataWarning, match="easiness has no finite optimum"):
+        cbmm.fit(y, "mml", coding="signed")
+
+
+def _mirt_reason():
+    try:
+        get_method("mirt").availability()
+    except MethodUnavailableError as exc:
+        return str(exc)
+    return None
+
+
+_MIRT = _mirt_reason()
+
+
+@pytest.mark.skipif(_MIRT is not None, reason=f"mirt not installed: {_MIRT}")
+def test_normal_population_agrees_with_r_mirt():
+    """R's mirt fits the same model (N(0, 1), 61 nodes on [-6, 6], a >= 0)."""
+    responses, *_ = _draw(1000, 10, seed=8, missing=0.2)
+    ours = cbmm.fit(responses, "mml", population="normal", tol=1e-10)
+    theirs = cbmm.fit(responses, "mirt", tol=1e-6)
+    assert np.asarray(ours.a) == pytest.approx(np.asarray(theirs.raw_parameters()[1]), abs=2e-3)
+    assert np.asarray(ours.b) == pytest.approx(np.asarray(theirs.raw_parameters()[2]), abs=2e-3)
+    assert ours.info["marginal_loglik"] == pytest.approx(theirs.info["marginal_loglik"],
+                                                         abs=1e-2)
+
+
+def _skewed_population(n, j, seed):
+    """Three quarters weak models bunched together, a quarter spread above them (a
+    leaderboard's shape), standardised; steep items."""
+    rng = np.random.default_rng(seed)
+    strong = rng.random(n) < 0.25
+    theta = np.where(strong, rng.normal(1.5, 1.0, n), rng.normal(-0.5, 0.5, n))
+    theta = (theta - theta.mean()) / theta.std()
+    return theta, rng.uniform(1, 4, j), rng.normal(0, 1.5, j)
+
+
+def _a_coverage(method, n_rep, seed, **options):
+    theta, a, b = _skewed_population(3000, 20, seed)
+    shares = []
+    for rep in range(n_rep):
+        responses, *_ = _draw(3000, 20, seed=seed + 1 + rep, theta=theta, a=a, b=b)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = cbmm.fit(responses, method, se=True, **options)
+        bounds = result.confint()["a"]
+        shares.append(np.mean((bounds["lower"] <= a) & (a <= bounds["upper"])))
+    return np.mean(shares)
+
+
+def test_marginal_intervals_hold_where_the_joint_fits_do_not():
+    """3,000 models x 20 items, a skewed population: the joint fit's discriminations are
+    biased by its abilities' noise (coverage 0.29 over 4 draws), the marginal fit's are not
+    (0.94)."""
+    assert _a_coverage("mml", 4, seed=10) >= 0.85
+    assert _a_coverage("cbmm", 4, seed=10) <= 0.6
+
+
+@pytest.mark.slow
+def test_marginal_intervals_cover_at_their_level_by_simulation():
+    assert 0.9 <= _a_coverage("mml", 20, seed=20) <= 0.99
+
+
+def test_steep_items_refine_the_grid():
+    theta = np.random.default_rng(11).normal(size=3000)
+    a = np.array([10.0, 12.0, 1.0, 2.0, 8.0, 0.5])
+    b = np.array([0.5, -1.0, 0.0, 0.3, 1.0, -0.2])
+    responses, *_ = _draw(3000, 6, seed=12, theta=theta, a=a, b=b)
+    result = cbmm.fit(responses, "mml", se=True, population="normal")
+    assert result.info["n_quad"] > 61
+    assert np.abs((np.asarray(result.a) - a) / np.asarray(result.a_se)).max() < 4
+    # the sum over the grid approaches the integral: the finest grid's likelihood
+    loglik = {q: cbmm.fit(responses, "mml", population="normal", n_quad=q)
+              .info["marginal_loglik"] for q in (61, 401)}
+    exact = loglik[401]
+    assert abs(result.info["marginal_loglik"] - exact) < 0.1 * abs(loglik[61] - exact)
+
+
+def test_coverage_check_of_the_marginal_fit():
+    responses, *_ = _draw(1500, 10, seed=13)
+    table = cbmm.coverage_check(responses, "mml", n_rep=3)
+    assert table.loc["a", "coverage"] >= 0.7 and table.loc["b", "coverage"] >= 0.7
+    assert abs(table.loc["a", "bias_se"]) < 1.0

@@ -66,19 +66,19 @@ def main():
                  for name in ("theta", "a", "b")}
         probability = expit(np.outer(truth["theta"], truth["a"]) + truth["b"])
         rng = np.random.default_rng(0)
-        for method in args.methods.split(","):
-            rows = []
-            for draw in range(args.draws):
-                drawn = (rng.random(probability.shape) < probability).astype(float)
-                drawn[~observed] = np.nan
+        rows = {method: [] for method in args.methods.split(",")}
+        for draw in range(args.draws):   # every method fits the same draws
+            drawn = (rng.random(probability.shape) < probability).astype(float)
+            drawn[~observed] = np.nan
+            for method, done in rows.items():
                 began = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     result = cbmm.fit(drawn, method, coding="binary", se=True, seed=draw + 1)
-                rows.append({**coverage(result, truth), "status": result.status,
-                             "cycles": result.n_iter,
-                             "seconds": time.perf_counter() - began})
-            table = pd.DataFrame(rows)
+                done.append({**coverage(result, truth), "status": result.status,
+                             "cycles": result.n_iter, "seconds": time.perf_counter() - began})
+        for method, done in rows.items():
+            table = pd.DataFrame(done)
             print(f"| {path.stem} | {answers.shape[0]} × {answers.shape[1]} | {method} | "
                   f"{table['theta'].mean():.3f} | {table['a'].mean():.3f} | "
                   f"{table['b'].mean():.3f} | {table['a_bias_se'].mean():+.2f} | "

@@ -72,6 +72,7 @@ MAX_QUADRATURE_POINTS = 401
 MAX_SE_ITEMS = 8192
 
 _NEWTON_STEPS = 8      # projected Newton steps per M-step, at most
+_NO_GAIN = 1e-13       # relative gain of an item's objective below which it has converged
 _NEGLIGIBLE = 1e-12    # posterior weight of a node below which it adds nothing to the SEs
 _LOG_FLOOR = -700.0    # log weight of an empty node of the histogram (its exp is > 0)
 
@@ -159,10 +160,12 @@ def _m_step(alpha, beta, correct, answered, nodes):
             step_a = np.where(held, 0.0, (h_bb * g_a - h_ab * g_b) / det)
             step_b = np.where(held, g_b / h_bb, (h_aa * g_b - h_ab * g_a) / det)
         step_a, step_b = np.nan_to_num(step_a), np.nan_to_num(step_b)
-        if max(np.abs(step_a).max(initial=0.0), np.abs(step_b).max(initial=0.0)) < 1e-10:
+        # items whose Newton step promises next to nothing are at their maximum: a step
+        # there can lose to rounding, and would be halved in vain
+        moving = g_a * step_a + g_b * step_b > _NO_GAIN * (1.0 + np.abs(current))
+        if not moving.any():
             break
         length = np.ones_like(alpha)
-        moving = np.ones(alpha.shape, dtype=bool)
         for _ in range(40):
             trial_a = np.maximum(alpha + length * step_a, 0.0)
             trial_b = beta + length * step_b

@@ -231,3 +231,50 @@ def test_coverage_check_of_the_marginal_fit():
     table = cbmm.coverage_check(responses, "mml", n_rep=3)
     assert table.loc["a", "coverage"] >= 0.7 and table.loc["b", "coverage"] >= 0.7
     assert abs(table.loc["a", "bias_se"]) < 1.0
+
+
+def test_set_aside_leaves_the_models_in_the_population():
+    """Models that answered every item alike are the population's tails: a marginal fit
+    keeps them (setting them aside cut a's coverage to none in a user's trial) and sets
+    aside only the items answered alike."""
+    responses, theta, a, b = _draw(3000, 20, seed=14)
+    y = responses.y.copy()
+    y[:, 3] = 1
+    with pytest.warns(cbmm.DegenerateDataWarning, match="1 item"):
+        result = cbmm.fit(y, "mml", coding="signed", se=True, degenerate="set_aside")
+    assert result.info["set_aside"] == {"models": [], "items": [3]}
+    assert result.degenerate_models == []
+    kept = np.arange(20) != 3
+    bounds = result.confint()["a"]
+    inside = (bounds["lower"] <= a) & (a <= bounds["upper"])
+    assert inside[kept].mean() >= 0.85
+
+
+def test_runaway_items_make_the_fit_unbounded_and_keep_the_others_intervals():
+    responses, *_ = _draw(20, 50, seed=7)   # 20 models: items the abilities split perfectly
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = cbmm.fit(responses, "mml", se=True)
+    assert result.status == "unbounded"
+    runaway = result.info["runaway_items"]
+    assert runaway and all(np.asarray(result.a)[runaway] > 50)
+    assert np.isnan(np.asarray(result.a_se)[runaway]).all()
+    others = np.setdiff1d(np.arange(50), runaway)
+    assert np.isfinite(np.asarray(result.b_se)[others]).all()
+    assert np.isfinite(np.asarray(result.theta_se)).all()
+    messages = [str(w.message) for w in caught]
+    assert any("runaway_items" in m for m in messages)
+    assert not any(issubclass(w.category, RuntimeWarning) for w in caught)   # no overflow
+
+
+def test_coverage_check_does_not_count_alike_models_against_a_marginal_fit():
+    responses, *_ = _draw(1500, 8, seed=15)   # many all-alike models, drawn from the 2PL
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        cbmm.coverage_check(responses, "mml", n_rep=2)
+
+
+def test_too_coarse_a_grid_is_refused():
+    responses, *_ = _draw(100, 5, seed=16)
+    with pytest.raises(ValueError, match="option 'n_quad' must be >= 21"):
+        cbmm.fit(responses, "mml", n_quad=5)

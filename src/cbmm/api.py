@@ -308,16 +308,21 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     bad_items = data.degenerate_items()
     bad_models = data.degenerate_models()
     core, kept = data, None
+    if spec.population_scale:
+        # a marginal fit's abilities are posterior means, finite for any answers; its models
+        # who answered every item alike belong to the population it estimates, and setting
+        # them aside would cut its tails off (a's 95 % intervals then covered none)
+        bad_models = bad_models[:0]
     if degenerate == "set_aside" and (bad_items.size or bad_models.size):
-        kept = identified_core(data)
+        kept = (identified_core(data) if not spec.population_scale
+                else (np.arange(n), np.setdiff1d(np.arange(j), bad_items)))
         if kept[0].size < 2 or kept[1].size < 1:
             raise ValueError(f"degenerate='set_aside' leaves {kept[0].size} model(s) and "
                              f"{kept[1].size} item(s): nothing to fit")
         core = data.take(*kept)
         if given is not None:
             given = (given[0][kept[0]], given[1][kept[1]], given[2][kept[1]])
-    # a marginal fit's abilities are posterior means: finite for any answers
-    if bad_items.size or bad_models.size and not spec.population_scale:
+    if bad_items.size or bad_models.size:
         warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty,
                                  spec.population_scale), DegenerateDataWarning)
     if isolate and not FORK_AVAILABLE:
@@ -350,10 +355,16 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
                          canonical=not spec.population_scale)
         result.info.update(start=starts[best][0], n_starts=len(starts), degenerate=degenerate,
                            options=options)
+        if "runaway_items" in result.info:   # the solver's columns, as labels
+            result.info["runaway_items"] = core.label_cols(
+                np.asarray(result.info["runaway_items"], dtype=int))
         if spec.minimises_loss:
             result.status = _judged_status(result, core, penalty, len(starts))
         if se and not result.failed:
             _add_standard_errors(result, core, penalty, spec, options)
+            if "se_problem" in result.info:
+                warn(f"{method}: no standard errors for some or all parameters (NaN): "
+                     f"{result.info['se_problem']}", ConvergenceWarning)
         if kept is not None:
             result = _with_set_aside(result, data, core, kept)
         if verbose:
@@ -593,6 +604,10 @@ def _warn_status(result, method) -> None:
              ConvergenceWarning)
     elif result.status == "multimodal":
         warn(f"{method}: {reason}; raise n_starts", ConvergenceWarning)
+    elif result.status == "unbounded" and "runaway_items" in result.info:
+        warn(f"{method}: {reason} (listed under runaway_items in the result's info); their "
+             "a and b are where EM stopped and have no standard errors; method='cbmm' "
+             "(its prior) keeps them finite, or leave them out", DegenerateDataWarning)
     elif result.status == "unbounded":
         warn(f"{method}: {reason}; fit with prior='normal' (a finite optimum whatever "
              "the data) or degenerate='set_aside'", DegenerateDataWarning)
@@ -602,14 +617,14 @@ def _add_standard_errors(result, data, penalty, spec, options) -> None:
     """``theta_se``, ``a_se``, ``b_se`` of a finished fit (NaN where it has no finite optimum),
     the method's own (``Method.standard_errors``) where it has them."""
     n, j = data.shape
-    if result.status == "unbounded":
-        se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
-    elif spec.standard_errors is not None:
+    if spec.standard_errors is not None:   # its own, NaN where a parameter ran away
         try:
             se = spec.standard_errors(data, result, options)
         except np.linalg.LinAlgError as exc:
             result.info["se_problem"] = f"the information is not positive definite ({exc})"
             se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
+    elif result.status == "unbounded":
+        se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
     else:
         point = result.raw_parameters() if penalty.active else (result.theta, result.a, result.b)
         try:

@@ -278,6 +278,7 @@ def fit_settings(args) -> dict:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
     from .api import FIT_OPTIONS, TIMEOUT
+    from .registry import available_methods
     from .data.cli import register as register_data
     from .efficient.cli import register as register_efficient
     from .score import PRIORS
@@ -314,8 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(the failed result is written), 2 on bad input.")
     add_input(fit)
     fit.add_argument("--method", default="cbmm",
-                     help="estimation method: cbmm (default), lbfgsb, manopt, pyirt, mirt "
-                          "(see `cbmm methods`)")
+                     help=f"estimation method: {', '.join(available_methods())} "
+                          "(default cbmm; see `cbmm methods`)")
     fit.add_argument("--out", required=True, type=_path, help="output folder")
     add_fit_settings(fit)
     fit.add_argument("--option", action="append", metavar="KEY=VALUE",

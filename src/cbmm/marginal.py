@@ -26,10 +26,15 @@ backtracking line search.  Each EM cycle raises the marginal likelihood.
 complete-data score) is within :data:`cbmm.diagnostics.STATIONARY_BELOW` of its
 standard error in every item parameter; ``converged`` is then an optimum.
 
+**Runaway items.**  Where an item's answers order the models by ability almost
+perfectly, its likelihood rises without bound as its slope grows.  Past
+:data:`MAX_SLOPE` the item is held where it is while the others converge, and the fit is
+``unbounded`` (``info["runaway_items"]``); the others' standard errors are given with it
+held.
+
 **Abilities.**  Posterior means (EAP) and posterior standard deviations under the
-fitted items; an unanswered model gets the population's 0 and 1.  The scale is the
-population's: the item parameters are not rescaled to the posterior means' spread,
-which shrink toward 0.
+fitted items.  The scale is the population's: the item parameters are not rescaled to
+the posterior means' spread, which shrink toward 0.
 
 **Standard errors of the items** (:func:`item_standard_errors`): the observed
 information of the marginal likelihood by Louis' formula, the expected complete-data
@@ -50,10 +55,11 @@ import time
 import numpy as np
 
 from .diagnostics import STATIONARY_BELOW
+from .model import expit
 from .result import SolverOutput
 from .stopping import relative_change
 
-__all__ = ["GRID_HALF_WIDTH", "MAX_NODE_STEP", "MAX_QUADRATURE_POINTS", "MAX_SE_ITEMS",
+__all__ = ["GRID_HALF_WIDTH", "MAX_NODE_STEP", "MAX_SLOPE", "MAX_QUADRATURE_POINTS", "MAX_SE_ITEMS",
            "POPULATIONS", "QUADRATURE_POINTS", "fit_marginal", "item_standard_errors",
            "observed_information", "posterior_sd", "quadrature", "solve_marginal"]
 
@@ -68,6 +74,10 @@ GRID_HALF_WIDTH = 6.0
 MAX_NODE_STEP = 1.0
 #: ... with at most this many nodes.
 MAX_QUADRATURE_POINTS = 401
+#: A slope ``a / sigma`` above this many logits per sd of the population is a step, not an
+#: estimate: the item's answers split the models by ability (almost) perfectly, and its
+#: marginal likelihood rises without bound as the slope grows.
+MAX_SLOPE = 50.0
 #: :func:`item_standard_errors` inverts a 2J x 2J matrix: up to this many items.
 MAX_SE_ITEMS = 8192
 
@@ -140,7 +150,7 @@ def _score_information(alpha, beta, correct, answered, nodes):
     """Per item: the complete-data score ``(g_alpha, g_beta)`` and information
     ``(h_aa, h_ab, h_bb)`` given expected counts (Fisher's identity: at the posterior of
     the same point, the score is the marginal likelihood's gradient)."""
-    p = 1.0 / (1.0 + np.exp(-(np.outer(alpha, nodes) + beta[:, None])))
+    p = expit(np.outer(alpha, nodes) + beta[:, None])
     residual = correct - answered * p
     weight = answered * p * (1.0 - p)
     return ((residual * nodes).sum(1), residual.sum(1),
@@ -183,9 +193,12 @@ def _m_step(alpha, beta, correct, answered, nodes):
 
 def _scaled_gradient(alpha, beta, correct, answered, nodes) -> float:
     """The marginal gradient's largest component in units of its standard error (the
-    complete-data information's diagonal), projected onto ``alpha >= 0``."""
+    complete-data information's diagonal), projected onto ``alpha >= 0``; runaway items
+    (:data:`MAX_SLOPE`) left out."""
     g_a, g_b, h_aa, _, h_bb = _score_information(alpha, beta, correct, answered, nodes)
     g_a = np.where((alpha <= 0) & (g_a < 0), 0.0, g_a)
+    runaway = alpha > MAX_SLOPE
+    g_a, g_b = np.where(runaway, 0.0, g_a), np.where(runaway, 0.0, g_b)
     with np.errstate(divide="ignore", invalid="ignore"):
         scaled = np.concatenate([np.abs(g_a) / np.sqrt(h_aa), np.abs(g_b) / np.sqrt(h_bb)])
     scaled = np.where(np.isnan(scaled), 0.0, scaled)  # no information and no gradient
@@ -207,13 +220,15 @@ def solve_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
     :func:`fit_marginal`'s.
     """
     if n_quad != "auto":
-        return fit_marginal(responses, a0, b0, sigma=sigma, tol=tol, max_iter=max_iter,
-                            n_quad=n_quad, population=population, progress=progress)
+        return _judged(fit_marginal(responses, a0, b0, sigma=sigma, tol=tol,
+                                    max_iter=max_iter, n_quad=n_quad, population=population,
+                                    progress=progress), sigma)
     out = fit_marginal(responses, a0, b0, sigma=sigma, tol=tol, max_iter=max_iter,
                        n_quad=QUADRATURE_POINTS, population=population, progress=progress)
     while not out.status.startswith("failed") and out.n_iter < max_iter:
         nodes = np.asarray(out.info["population"]["nodes"])
-        step = float(np.max(out.a, initial=0.0)) / sigma * (nodes[1] - nodes[0])
+        slopes = np.asarray(out.a, dtype=float) / sigma
+        step = float(np.max(slopes[slopes <= MAX_SLOPE], initial=0.0)) * (nodes[1] - nodes[0])
         if step <= MAX_NODE_STEP or nodes.size >= MAX_QUADRATURE_POINTS:
             break
         n_quad = min(MAX_QUADRATURE_POINTS, math.ceil(nodes.size * step / MAX_NODE_STEP))
@@ -225,6 +240,20 @@ def solve_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
         finer.loss_history = out.loss_history + finer.loss_history[1:]
         finer.runtime_s += out.runtime_s
         out = finer
+    return _judged(out, sigma)
+
+
+def _judged(out, sigma):
+    """``unbounded`` where an item's slope passed :data:`MAX_SLOPE` (listed, by column, in
+    ``info["runaway_items"]``): its estimate is wherever EM stopped."""
+    runaway = np.flatnonzero(np.asarray(out.a, dtype=float) / sigma > MAX_SLOPE)
+    if runaway.size and not out.status.startswith("failed"):
+        out.status = "unbounded"
+        out.info["runaway_items"] = runaway.tolist()
+        out.info["status_reason"] = (
+            f"no finite maximum: {runaway.size} item(s) whose slopes passed {MAX_SLOPE:g} "
+            "logits per sd of the abilities and grow without bound (their answers split the "
+            "models by ability almost perfectly)")
     return out
 
 
@@ -282,7 +311,10 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
     status, cycle, scaled = "max_iter", 0, math.inf
     while cycle < max_iter:
         correct, answered = answers.expected(post)
-        alpha, beta = _m_step(alpha, beta, correct, answered, nodes)
+        # a runaway item is held where it is: the others converge given it
+        held = alpha > MAX_SLOPE
+        moved = _m_step(alpha, beta, correct, answered, nodes)
+        alpha, beta = np.where(held, alpha, moved[0]), np.where(held, beta, moved[1])
         if population == "histogram":
             with np.errstate(divide="ignore"):
                 log_w = np.maximum(np.log(post.mean(axis=0)), _LOG_FLOOR)
@@ -353,8 +385,9 @@ def item_standard_errors(responses, a, b, population, *, sigma=1.0):
     Returns
     -------
     a_se, b_se : ndarray (J,)
-        NaN for an ``a_j`` held at 0 (its ``b_j`` keeps one) and for parameters the data
-        carry no information on.
+        NaN for an ``a_j`` held at 0 (its ``b_j`` keeps one), for both of an item whose slope
+        ran away (above :data:`MAX_SLOPE`; the others' are given it held where it is) and
+        for parameters the data carry no information on.
 
     Raises
     ------
@@ -370,7 +403,8 @@ def item_standard_errors(responses, a, b, population, *, sigma=1.0):
     alpha = np.asarray(a, dtype=float) / sigma
     information = observed_information(responses, alpha, np.asarray(b, dtype=float) / sigma,
                                        *_population(population))
-    free = np.concatenate([alpha > 0, np.ones(j, dtype=bool)])
+    bounded = alpha <= MAX_SLOPE   # a runaway item has no finite estimate to bound
+    free = np.concatenate([(alpha > 0) & bounded, bounded])
     free &= np.diag(information) > 0
     root = np.linalg.cholesky(information[np.ix_(free, free)])
     inverse_root = np.linalg.solve(root, np.eye(root.shape[0]))
@@ -391,7 +425,7 @@ def observed_information(responses, alpha, beta, nodes, log_w):
     post, _ = _e_step(answers, alpha, beta, nodes, log_w)
     y = dense_responses(responses)
     correct, answered = (y > 0).astype(float), (y != 0).astype(float)
-    p = 1.0 / (1.0 + np.exp(-(np.outer(alpha, nodes) + beta[:, None])))   # J x Q
+    p = expit(np.outer(alpha, nodes) + beta[:, None])   # J x Q
     # the complete-data information, expected under the posterior: a 2 x 2 block per item
     counts = answered.T @ post
     weight = counts * p * (1.0 - p)

@@ -8,7 +8,7 @@ from ..marginal import POPULATIONS, item_standard_errors, posterior_sd, solve_ma
 from ..registry import Option, register_method
 
 OPTIONS = {
-    "n_quad": Option("int", "auto", minimum=5, maximum=1001, specials=("auto",),
+    "n_quad": Option("int", "auto", minimum=21, maximum=1001, specials=("auto",),
                      doc="nodes of the ability grid (R's mirt: 61); auto: 61, more where "
                          "steep items need them (at most 401)"),
     "population": Option("str", "histogram", choices=POPULATIONS,
@@ -28,11 +28,17 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
 
 def standard_errors(responses, result, options):
     """Abilities: their posterior sd; items: Louis' observed information
-    (:func:`cbmm.marginal.item_standard_errors`), the fitted population taken as known."""
+    (:func:`cbmm.marginal.item_standard_errors`), the fitted population taken as known.
+    Where the items' information is not positive definite, the abilities keep theirs."""
     items = (np.asarray(result.a, dtype=float), np.asarray(result.b, dtype=float))
     population = result.info["population"]
-    return (posterior_sd(responses, *items, population, sigma=result.sigma),
-            *item_standard_errors(responses, *items, population, sigma=result.sigma))
+    theta_se = posterior_sd(responses, *items, population, sigma=result.sigma)
+    try:
+        a_se, b_se = item_standard_errors(responses, *items, population, sigma=result.sigma)
+    except np.linalg.LinAlgError as exc:
+        result.info["se_problem"] = f"the items' information is not positive definite ({exc})"
+        a_se = b_se = np.full(items[0].size, np.nan)
+    return theta_se, a_se, b_se
 
 
 register_method("mml", solve, label="marginal ML", options=OPTIONS, color="#d98c00", order=5,

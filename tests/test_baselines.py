@@ -22,6 +22,7 @@ from cbmm.stopping import RelativeLossRule
 from cbmm.methods.manopt import lipschitz_item_block, proximal_gradient
 from cbmm.methods.pyirt import to_cbmm_parameters
 from cbmm.registry import get_method
+from method_software import needs
 
 
 def simulate(n, j, *, sigma=1.0, missing=0.0, seed=0):
@@ -54,19 +55,6 @@ def problem():
 def tight_cbmm(problem):
     y = problem[0]
     return paper_fit(y, "cbmm", tol=1e-10, max_iter=100000, accelerate="squarem")
-
-
-def _method_available(name):
-    try:
-        cbmm.check_methods([name])
-    except cbmm.MethodUnavailableError as exc:
-        return " ".join(str(exc).split())
-    return None
-
-
-def _needs(name):
-    reason = _method_available(name)
-    return pytest.mark.skipif(reason is not None, reason=f"{name} not installed: {reason}")
 
 
 def _recovery(result, theta, a):
@@ -187,7 +175,7 @@ def test_relative_loss_rule_waits_for_the_gradient_safeguard():
 # L-BFGS-B and Manopt
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=_needs("manopt"))])
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=needs("manopt"))])
 def test_gradient_baselines_recover_truth_and_reach_the_cbmm_optimum(method, problem,
                                                                       tight_cbmm):
     y, theta, a, _ = problem
@@ -212,9 +200,9 @@ def test_gradient_baselines_recover_truth_and_reach_the_cbmm_optimum(method, pro
 
 
 @pytest.mark.parametrize("method, options", [
-    ("lbfgsb", {}), pytest.param("manopt", {}, marks=_needs("manopt")),
-    pytest.param("pyirt", {"record_history": True}, marks=_needs("pyirt")),
-    pytest.param("pyirt", {"record_history": False}, marks=_needs("pyirt")),
+    ("lbfgsb", {}), pytest.param("manopt", {}, marks=needs("manopt")),
+    pytest.param("pyirt", {"record_history": True}, marks=needs("pyirt")),
+    pytest.param("pyirt", {"record_history": False}, marks=needs("pyirt")),
 ])
 def test_progress_is_reported_once_per_iteration(method, options):
     y, *_ = simulate(80, 20, seed=12)
@@ -286,7 +274,7 @@ def _check_competent(method, design, seed):
 
 @pytest.mark.filterwarnings("ignore::cbmm.DegenerateDataWarning")  # perfect scorers at low sigma
 @pytest.mark.parametrize("design, seed", SMALL_STALLS)
-@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=_needs("manopt"))])
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=needs("manopt"))])
 def test_gradient_baselines_leave_the_saddle_and_keep_the_orientation(method, design, seed):
     _check_competent(method, design, seed)
 
@@ -294,13 +282,13 @@ def test_gradient_baselines_leave_the_saddle_and_keep_the_orientation(method, de
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::cbmm.DegenerateDataWarning")
 @pytest.mark.parametrize("design, seed", PAPER_STALLS)
-@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=_needs("manopt"))])
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=needs("manopt"))])
 def test_gradient_baselines_are_competent_on_the_paper_designs_that_stalled(method, design,
                                                                              seed):
     _check_competent(method, design, seed)
 
 
-@_needs("manopt")
+@needs("manopt")
 def test_manopt_orients_a_mirrored_solution_before_the_proximal_step(problem, tight_cbmm):
     # From the mirror image of the shared start, conjugate gradient converges to the mirror
     # image of the solution (slopes negative); projecting that onto a >= 0 would give a == 0.
@@ -316,13 +304,13 @@ def test_manopt_orients_a_mirrored_solution_before_the_proximal_step(problem, ti
     assert cbmm.loss(out.theta, out.a, out.b, data.y) <= tight_cbmm.loss * (1 + 1e-3)
 
 
-@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=_needs("manopt"))])
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=needs("manopt"))])
 def test_gradient_baselines_stop_at_max_iter(method, problem):
     result = paper_fit(problem[0], method, max_iter=2)
     assert result.status == "max_iter" and result.n_iter == 2
 
 
-@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=_needs("manopt"))])
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=needs("manopt"))])
 def test_negative_discrimination_is_clamped_at_zero(method):
     y, *_ = simulate(300, 40, seed=11)
     y[:, 0] = 1 - y[:, 0]  # item 0 is answered better by weaker models: unconstrained a_0 < 0
@@ -334,7 +322,7 @@ def test_negative_discrimination_is_clamped_at_zero(method):
         assert result.info["negative_a_before_prox"] >= 1 and result.info["prox_steps"] >= 1
 
 
-@_needs("manopt")
+@needs("manopt")
 def test_manopt_options_are_validated(problem):
     # bad option values are bad input (ValueError), checked before the fit starts
     with pytest.raises(ValueError, match=r"'sparsity' must be >= 0"):
@@ -356,7 +344,7 @@ def test_pyirt_parametrisation_maps_to_the_same_logits():
                                disc * (ability[:, None] - diff), rtol=1e-12, atol=1e-12)
 
 
-@_needs("pyirt")
+@needs("pyirt")
 def test_pyirt_starts_from_the_shared_start_quietly_and_reproducibly(tmp_path, monkeypatch,
                                                                      capfd):
     import torch
@@ -381,7 +369,7 @@ def test_pyirt_starts_from_the_shared_start_quietly_and_reproducibly(tmp_path, m
     assert not np.array_equal(first.theta, other.theta)
 
 
-@_needs("pyirt")
+@needs("pyirt")
 def test_pyirt_takes_a_start_with_a_flat_item():
     """A start of a0 = 0 (the spectral start's for an all-wrong item, as on 40 models x 60
     items of MATH-500) has no log for py-irt's discrimination: it was a failed fit (NaN
@@ -399,7 +387,7 @@ def test_pyirt_takes_a_start_with_a_flat_item():
 
 
 @pytest.mark.slow
-@_needs("pyirt")
+@needs("pyirt")
 def test_pyirt_recovers_truth(problem):
     y, theta, a, _ = problem
     result = paper_fit(y, "pyirt", max_iter=500)  # half the paper's budget keeps CI short
@@ -413,7 +401,7 @@ def test_pyirt_recovers_truth(problem):
 # mirt
 # ---------------------------------------------------------------------------
 
-@_needs("mirt")
+@needs("mirt")
 def test_mirt_recovers_truth_on_the_sigma_scale():
     sigma = 1.5
     y, theta, a, _ = simulate(500, 200, sigma=sigma, missing=0.05, seed=2024)
@@ -430,7 +418,7 @@ def test_mirt_recovers_truth_on_the_sigma_scale():
     assert result.info["r_output"] == ""
 
 
-@_needs("mirt")
+@needs("mirt")
 def test_mirt_error_becomes_a_failed_result_with_its_message():
     import pandas as pd
 
@@ -506,7 +494,7 @@ def test_mirt_seed_above_2_31_seeds_r_deterministically():
     assert list(ro.r("runif(4)")) == first
 
 
-@_needs("mirt")
+@needs("mirt")
 def test_mirt_fits_with_a_seed_above_2_31():
     y, theta, *_ = simulate(200, 30, seed=9)  # no all-correct/all-wrong rows or columns
     seed = 2**31 + 2**20

@@ -13,8 +13,8 @@ from scipy import integrate, special, stats
 import cbmm
 from cbmm.marginal import (_Answers, _e_step, observed_information, posterior_sd, quadrature,
                            solve_marginal)
-from cbmm.registry import MethodUnavailableError, get_method
 from cbmm.responses import as_responses
+from method_software import needs
 
 
 def _draw(n, j, *, seed, theta=None, a=None, b=None, missing=0.0):
@@ -152,18 +152,7 @@ def test_all_correct_items_warn_and_models_do_not():
         cbmm.fit(y, "mml", coding="signed")
 
 
-def _mirt_reason():
-    try:
-        get_method("mirt").availability()
-    except MethodUnavailableError as exc:
-        return str(exc)
-    return None
-
-
-_MIRT = _mirt_reason()
-
-
-@pytest.mark.skipif(_MIRT is not None, reason=f"mirt not installed: {_MIRT}")
+@needs("mirt")
 def test_normal_population_agrees_with_r_mirt():
     """R's mirt fits the same model (N(0, 1), 61 nodes on [-6, 6], a >= 0)."""
     responses, *_ = _draw(1000, 10, seed=8, missing=0.2)

@@ -306,13 +306,12 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
 
     n, j = data.shape
     bad_items = data.degenerate_items()
-    bad_models = data.degenerate_models()
+    # a marginal fit's abilities are posterior means, finite for any answers; its models
+    # who answered every item alike belong to the population it estimates, and setting
+    # them aside would cut its tails off (a's 95 % intervals then covered none)
+    bad_models = (data.degenerate_models() if not spec.population_scale
+                  else np.array([], dtype=int))
     core, kept = data, None
-    if spec.population_scale:
-        # a marginal fit's abilities are posterior means, finite for any answers; its models
-        # who answered every item alike belong to the population it estimates, and setting
-        # them aside would cut its tails off (a's 95 % intervals then covered none)
-        bad_models = bad_models[:0]
     if degenerate == "set_aside" and (bad_items.size or bad_models.size):
         kept = (identified_core(data) if not spec.population_scale
                 else (np.arange(n), np.setdiff1d(np.arange(j), bad_items)))

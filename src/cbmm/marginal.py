@@ -49,6 +49,7 @@ parameters (an ``alpha_j`` held at 0 has none, as in :mod:`cbmm.inference`).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
@@ -123,6 +124,12 @@ class _Answers:
     def expected(self, posterior):
         """``J x Q`` expected correct answers and expected answers at each node."""
         return self.correct.T @ posterior, self.answered.T @ posterior
+
+    def dense(self):
+        """``(correct, answered)`` as dense ``N x J`` arrays."""
+        if isinstance(self.correct, np.ndarray):
+            return self.correct, self.answered
+        return self.correct.toarray(), self.answered.toarray()
 
 
 def _log_probabilities(alpha, beta, nodes):
@@ -219,12 +226,11 @@ def solve_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
     An integer ``n_quad`` fixes the grid.  The other parameters are
     :func:`fit_marginal`'s.
     """
+    run = functools.partial(fit_marginal, responses, sigma=sigma, tol=tol,
+                            population=population, progress=progress)
     if n_quad != "auto":
-        return _judged(fit_marginal(responses, a0, b0, sigma=sigma, tol=tol,
-                                    max_iter=max_iter, n_quad=n_quad, population=population,
-                                    progress=progress), sigma)
-    out = fit_marginal(responses, a0, b0, sigma=sigma, tol=tol, max_iter=max_iter,
-                       n_quad=QUADRATURE_POINTS, population=population, progress=progress)
+        return _judged(run(a0, b0, max_iter=max_iter, n_quad=n_quad), sigma)
+    out = run(a0, b0, max_iter=max_iter, n_quad=QUADRATURE_POINTS)
     while not out.status.startswith("failed") and out.n_iter < max_iter:
         nodes = np.asarray(out.info["population"]["nodes"])
         slopes = np.asarray(out.a, dtype=float) / sigma
@@ -232,10 +238,8 @@ def solve_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
         if step <= MAX_NODE_STEP or nodes.size >= MAX_QUADRATURE_POINTS:
             break
         n_quad = min(MAX_QUADRATURE_POINTS, math.ceil(nodes.size * step / MAX_NODE_STEP))
-        finer = fit_marginal(responses, out.a, out.b, sigma=sigma, tol=tol,
-                             max_iter=max_iter - out.n_iter, n_quad=n_quad,
-                             population=population, progress=progress,
-                             start_population=out.info["population"])
+        finer = run(out.a, out.b, max_iter=max_iter - out.n_iter, n_quad=n_quad,
+                    start_population=out.info["population"])
         finer.n_iter += out.n_iter
         finer.loss_history = out.loss_history + finer.loss_history[1:]
         finer.runtime_s += out.runtime_s
@@ -418,13 +422,10 @@ def observed_information(responses, alpha, beta, nodes, log_w):
     module docstring) with the population (``nodes``, log weights ``log_w``) known:
     ``2J x 2J``, the alphas first.  Exact at any point: the negative Hessian of the marginal
     log-likelihood, whose finite differences it matches."""
-    from .engine import dense_responses
-
     j = responses.shape[1]
     answers = _Answers(responses)
     post, _ = _e_step(answers, alpha, beta, nodes, log_w)
-    y = dense_responses(responses)
-    correct, answered = (y > 0).astype(float), (y != 0).astype(float)
+    correct, answered = answers.dense()
     p = expit(np.outer(alpha, nodes) + beta[:, None])   # J x Q
     # the complete-data information, expected under the posterior: a 2 x 2 block per item
     counts = answered.T @ post

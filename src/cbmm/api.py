@@ -777,7 +777,6 @@ def _progress_logging(verbose):
             logger.removeHandler(handler)
 
 
-
 @contextlib.contextmanager
 def _progress_lines(verbose):
     """:func:`_progress_logging` around a loop of fits, and its ``report(message, *args)``:
@@ -791,6 +790,7 @@ def _progress_lines(verbose):
 
     with _progress_logging(verbose):
         yield report
+
 
 # ----------------------------------------------------------------- the worker process
 

@@ -90,25 +90,27 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     if truth.failed:
         raise FitFailedError(f"coverage_check: the fit of the data failed ({truth.status})")
     rows, cols, observed = _observed_cells(data)
-    probability = predicted_probabilities(truth, rows, cols)
-    alike, expected, spread = _alike_models(rows, observed, probability, data.shape[0])
-    # a marginal fit places such models by their posterior, as it places the rest
-    if not spec.population_scale and alike - expected >= 2 and alike - expected > 2 * spread:
-        warn(f"coverage_check: {alike} models answered every item alike, where the fit "
-             f"expects {expected:.1f} ± {spread:.1f}: the prior places them short of where "
-             "their answers put them, and as they enter the abilities' scale (mean 0, sd 1) "
-             "the other parameters move with it. Draws from the fit do not reproduce them, "
-             "so this check can report intervals that hold where they do not (20 such "
-             "models of 200: a's intervals covered 0.63 of the truth, this check said 0.95; "
-             "docs/trust.md). degenerate='set_aside' fits without them", UserWarning)
     truths = {name: np.asarray(getattr(truth, name), dtype=float) for name in ("theta", "a", "b")}
     if spec.population_scale:
         # the draws' abilities are the fit's posterior means, standardised: their spread is
         # the population the refits estimate (unstandardised, the means' shrinkage would
         # count as the refits' bias)
         truths = dict(zip(truths, canonicalize(*truths.values())))
-        probability = predicted_probabilities(SimpleNamespace(**truths, sigma=truth.sigma),
-                                              rows, cols)
+    probability = predicted_probabilities(SimpleNamespace(**truths, sigma=truth.sigma),
+                                          rows, cols)
+    # a marginal fit places the models that answered every item alike by their posterior,
+    # as it places the rest: only a joint fit's prior places them short
+    if not spec.population_scale:
+        alike, expected, spread = _alike_models(rows, observed, probability, data.shape[0])
+        if alike - expected >= 2 and alike - expected > 2 * spread:
+            warn(f"coverage_check: {alike} models answered every item alike, where the fit "
+                 f"expects {expected:.1f} ± {spread:.1f}: the prior places them short of "
+                 "where their answers put them, and as they enter the abilities' scale (mean "
+                 "0, sd 1) the other parameters move with it. Draws from the fit do not "
+                 "reproduce them, so this check can report intervals that hold where they do "
+                 "not (20 such models of 200: a's intervals covered 0.63 of the truth, this "
+                 "check said 0.95; docs/trust.md). degenerate='set_aside' fits without them",
+                 UserWarning)
     rng = np.random.default_rng([seed, 0xC0])
     shares = {name: [] for name in truths}
     ratios = {name: [] for name in truths}

@@ -4,12 +4,12 @@ A joint fit (cBMM, L-BFGS-B, Manopt) estimates every ability from its model's J
 answers, and that noise biases the items' estimates where models answer few items
 (the incidental-parameter problem; docs/trust.md: on the leaderboard's MMLU shape,
 4,278 models x 102 items, a's 95 % intervals covered 0.26).  The marginal likelihood
-integrates each ability out under a population ``theta ~ N(0, 1)``, so the items'
-estimates are consistent as models are added, and their standard errors hold.
+integrates each ability out over the models' population, so the items' estimates are
+consistent as models are added, and their standard errors hold.
 
-With ``alpha = a / sigma``, ``beta = b / sigma`` and the abilities on a fixed grid of
-``Q`` nodes ``t_q`` over [-6, 6] with normal weights ``w_q`` (R's mirt uses the same
-grid), model i's marginal log-likelihood is
+With ``alpha = a / sigma``, ``beta = b / sigma`` and the abilities on a grid of ``Q``
+nodes ``t_q`` with weights ``w_q`` (N(0, 1)'s on [-6, 6], R's mirt's grid, or an
+estimated histogram: :func:`fit_marginal`), model i's marginal log-likelihood is
 
     l_i = log sum_q w_q prod_{j observed} p_jq^[y_ij = 1] (1 - p_jq)^[y_ij = -1],
     p_jq = expit(alpha_j t_q + beta_j).

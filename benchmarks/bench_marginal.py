@@ -7,10 +7,18 @@ method with ``se=True``.  Printed per file and method: the share of the truth in
 cycles or iterations, and seconds (fit and standard errors).  The joint fit's items carry
 its abilities' noise (docs/trust.md); the marginal fit's do not.
 
+With ``--new-models K[,K...]`` it measures instead what an ``mml`` calibration's population
+does for new models, on the files' real answers: five random 80/20 splits of the models,
+the calibration fitted on the 80 %, and each held-out model answering the same K random
+items.  Printed per file and K, for the fitted population as the prior and for N(0, 1):
+the MAE of ``predict_accuracy``'s accuracy against the model's accuracy on all its items,
+its 95 % intervals' coverage, and the mean log loss of the answers not asked (their
+posterior-mean probabilities).
+
 Usage::
 
     python benchmarks/bench_marginal.py FILE.csv [FILE.csv ...] [--draws 2]
-        [--methods mml,cbmm] [--coding binary]
+        [--methods mml,cbmm] [--coding binary] [--new-models 10,25]
 
 The files are wide CSVs (a model per row, an item per column, a label column first), e.g.
 the Open LLM Leaderboard matrices metabench keeps in its mirt fits (docs/efficiency.md
@@ -51,8 +59,13 @@ def main():
     parser.add_argument("--draws", type=int, default=2)
     parser.add_argument("--methods", default="mml,cbmm")
     parser.add_argument("--coding", default="binary")
+    parser.add_argument("--new-models", default="",
+                        help="item counts K: the new-model measurement instead of coverage")
     args = parser.parse_args()
     print(machine())
+    if args.new_models:
+        new_models(args.files, [int(k) for k in args.new_models.split(",")], args.coding)
+        return
     print("| data | models × items | method | θ | a | b | a's bias (SEs) | status | "
           "cycles | s per fit |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -84,6 +97,53 @@ def main():
                   f"{table['b'].mean():.3f} | {table['a_bias_se'].mean():+.2f} | "
                   f"{', '.join(sorted(set(table['status'])))} | {table['cycles'].mean():.0f} | "
                   f"{table['seconds'].mean():.1f} |", flush=True)
+
+
+def new_models(files, counts, coding, splits=5):
+    from cbmm.efficient.bank import ItemBank, Posterior, aligned_answers
+    from cbmm.efficient.study import model_splits
+
+    print("| data | K | prior | accuracy MAE | coverage | log loss, items not asked | "
+          "s per calibration |")
+    print("|---|---|---|---|---|---|---|")
+    for path in files:
+        answers = pd.read_csv(path, index_col=0)
+        rows = []
+        for split, (calibration, held) in enumerate(model_splits(len(answers), splits, 0.2, 0)):
+            began = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fit = cbmm.fit(answers.iloc[calibration], "mml", coding=coding)
+            seconds = time.perf_counter() - began
+            normal = fit.items_frame()
+            del normal.attrs["population"]
+            test = answers.iloc[held].astype(float)
+            truth = test.mean(axis=1).to_numpy()
+            rng = np.random.default_rng([split, 1])
+            for k in counts:
+                asked = rng.choice(answers.shape[1], k, replace=False)
+                shown = test.copy()
+                shown.iloc[:, np.setdiff1d(np.arange(answers.shape[1]), asked)] = np.nan
+                for prior, items in (("population", fit), ("N(0, 1)", normal)):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        predicted = cbmm.predict_accuracy(shown, items)
+                        bank = ItemBank.of(items)
+                        coded, _ = aligned_answers(shown, bank)
+                    p = Posterior(coded, bank).weights @ bank.grid["p"].T
+                    unasked = test.notna().to_numpy() & shown.isna().to_numpy()
+                    y = test.to_numpy()[unasked]
+                    q = np.clip(p[unasked], 1e-12, 1 - 1e-12)
+                    rows.append({"k": k, "prior": prior, "seconds": seconds,
+                                 "mae": np.mean(np.abs(predicted["accuracy"] - truth)),
+                                 "coverage": np.mean((predicted["lower"] <= truth)
+                                                     & (truth <= predicted["upper"])),
+                                 "log_loss": -np.mean(y * np.log(q) + (1 - y) * np.log(1 - q))})
+        table = pd.DataFrame(rows)
+        for (k, prior), group in table.groupby(["k", "prior"], sort=False):
+            print(f"| {path.stem} | {k} | {prior} | {group['mae'].mean():.4f} | "
+                  f"{group['coverage'].mean():.3f} | {group['log_loss'].mean():.4f} | "
+                  f"{group['seconds'].mean():.1f} |", flush=True)
 
 
 if __name__ == "__main__":

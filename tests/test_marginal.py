@@ -267,3 +267,82 @@ def test_too_coarse_a_grid_is_refused():
     responses, *_ = _draw(100, 5, seed=16)
     with pytest.raises(ValueError, match="option 'n_quad' must be >= 21"):
         cbmm.fit(responses, "mml", n_quad=5)
+
+
+@pytest.fixture(scope="module")
+def skewed_calibration():
+    """An mml fit of 2,000 models of the skewed population, and 2,000 new models of it
+    (the truth's abilities and answers)."""
+    theta, a, b = _skewed_population(4000, 20, seed=30)
+    calibration, *_ = _draw(2000, 20, seed=31, theta=theta[:2000], a=a, b=b)
+    new, *_ = _draw(2000, 20, seed=32, theta=theta[2000:], a=a, b=b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cbmm.fit(calibration, "mml", se=True)
+    return fit, calibration, new, theta[2000:]
+
+
+def _signed(responses):
+    return responses.to_dense().y.astype(float)
+
+
+def test_population_prior_gives_new_models_the_fits_own_abilities(skewed_calibration):
+    """score(prior="population") and predict_accuracy place a calibration model where the
+    mml fit did (its EAP on the fit's own nodes, by marginal's E-step); the N(0, 1) prior
+    does not (the population is skewed)."""
+    fit, calibration, _, _ = skewed_calibration
+    answers = _signed(calibration)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)
+        ours = cbmm.score(answers, fit, prior="population", coding="signed")
+        normal = cbmm.score(answers, fit, prior="normal", coding="signed")
+    theta, theta_se = np.asarray(fit.theta), np.asarray(fit.theta_se)
+    assert np.abs(ours["theta"].to_numpy() - theta).max() < 0.01
+    assert np.abs(ours["se"].to_numpy() - theta_se).max() < 0.01
+    assert np.abs(normal["theta"].to_numpy() - theta).max() > 0.1
+    predicted = cbmm.predict_accuracy(np.where(answers > 0, 1.0, 0.0)[:50], fit)
+    assert np.abs(predicted["theta"].to_numpy() - theta[:50]).max() < 0.01
+
+
+def test_population_prior_places_new_models_better_than_the_normal_one(skewed_calibration):
+    """2,000 new models of the skewed population: their posterior means under the fitted
+    histogram are closer to the truth than the N(0, 1) MAP or the ML estimates."""
+    fit, _, new, truth = skewed_calibration
+    answers = _signed(new)
+    errors = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)
+        for prior in ("none", "normal", "population"):
+            scores = cbmm.score(answers, fit, prior=prior, coding="signed")
+            finite = np.isfinite(scores["theta"].to_numpy())
+            errors[prior] = np.sqrt(np.mean((scores["theta"].to_numpy() - truth)[finite] ** 2))
+    assert errors["population"] < 0.95 * min(errors["none"], errors["normal"])
+
+
+def test_population_travels_with_the_saved_fit_and_its_items_frame(skewed_calibration,
+                                                                   tmp_path):
+    fit, calibration, _, _ = skewed_calibration
+    answers = _signed(calibration)[:40]
+    fit.save(tmp_path / "fit")
+    expected = cbmm.score(answers, fit, prior="population", coding="signed")
+    for items in (tmp_path / "fit", fit.items_frame(), cbmm.FitResult.load(tmp_path / "fit")):
+        scores = cbmm.score(answers, items, prior="population", coding="signed")
+        assert np.allclose(scores["theta"], expected["theta"], atol=1e-12)
+    bare = fit.items_frame()
+    bare.attrs.pop("population")  # a table without it: the N(0, 1) prior
+    scores = cbmm.score(answers, bare, prior="population", coding="signed")
+    assert np.abs(scores["theta"] - expected["theta"]).max() > 0.05
+
+
+def test_an_edited_population_is_named_in_the_error(skewed_calibration, tmp_path):
+    import json
+
+    fit, calibration, _, _ = skewed_calibration
+    fit.save(tmp_path / "fit")
+    meta_path = tmp_path / "fit" / "fit.json"
+    meta = json.loads(meta_path.read_text())
+    meta["info"]["population"]["weights"][0] = -1.0
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"fit\.json: the calibration's population .*weights"):
+        cbmm.score(_signed(calibration)[:5], tmp_path / "fit", prior="population",
+                   coding="signed")

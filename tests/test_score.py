@@ -487,3 +487,27 @@ def test_a_transposed_matrix_is_named_as_such():
     # columns that are not items, rows that are not either: the usual advice
     with pytest.raises(ValueError, match=r"\['x'\]; drop them, or calibrate them first"):
         cbmm.score(frame.rename(columns={"q0": "x"}), items)
+
+
+def test_population_prior_of_a_joint_fit_is_the_normal_posterior_mean():
+    """A calibration that estimated no population: prior="population" is the posterior mean
+    and sd under N(0, 1), checked by numerical integration."""
+    from scipy import integrate, stats
+
+    items = pd.DataFrame({"a": [1.3, 0.7, 2.0], "b": [-0.4, 0.9, 0.1]}, index=["i", "j", "k"])
+    answers = pd.DataFrame({"i": [1, 1], "j": [0, np.nan], "k": [0, 1]}, index=["m", "n"])
+    scores = cbmm.score(answers, items, prior="population")
+    for model, row in answers.iterrows():
+        seen = row.notna().to_numpy()
+        x = row.to_numpy()[seen]
+
+        def likelihood(t, x=x, seen=seen):
+            p = 1 / (1 + np.exp(-(items["a"].to_numpy()[seen] * t + items["b"].to_numpy()[seen])))
+            return stats.norm.pdf(t) * np.prod(np.where(x > 0, p, 1 - p))
+
+        mass = integrate.quad(likelihood, -12, 12)[0]
+        mean = integrate.quad(lambda t: t * likelihood(t), -12, 12)[0] / mass
+        second = integrate.quad(lambda t: t * t * likelihood(t), -12, 12)[0] / mass
+        assert scores.loc[model, "theta"] == pytest.approx(mean, abs=1e-3)
+        assert scores.loc[model, "se"] == pytest.approx(np.sqrt(second - mean ** 2), abs=1e-3)
+    assert list(scores["status"]) == ["converged", "all correct"]

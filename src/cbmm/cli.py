@@ -401,7 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "items.csv, else 1)")
     score.add_argument("--prior", choices=PRIORS, default="none",
                        help="none: maximum likelihood (all-correct models get +inf); normal: "
-                            "MAP under theta ~ N(0, 1) (default none)")
+                            "MAP under theta ~ N(0, 1); population: posterior mean and sd "
+                            "under the calibration's population (an mml fit's histogram, "
+                            "else N(0, 1)) (default none)")
     score.add_argument("--force", action="store_true", help="replace an existing --out")
     score.set_defaults(handler=_score_command)
 

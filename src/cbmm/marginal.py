@@ -61,8 +61,9 @@ from .result import SolverOutput
 from .stopping import relative_change
 
 __all__ = ["GRID_HALF_WIDTH", "MAX_NODE_STEP", "MAX_SLOPE", "MAX_QUADRATURE_POINTS", "MAX_SE_ITEMS",
-           "POPULATIONS", "QUADRATURE_POINTS", "fit_marginal", "item_standard_errors",
-           "observed_information", "posterior_sd", "quadrature", "solve_marginal"]
+           "POPULATIONS", "QUADRATURE_POINTS", "checked_population", "fit_marginal",
+           "item_standard_errors", "log_density", "observed_information", "posterior_sd",
+           "quadrature", "solve_marginal"]
 
 #: The abilities' distributions :func:`solve_marginal` fits.
 POPULATIONS = ("histogram", "normal")
@@ -361,6 +362,52 @@ def _population(population):
     with np.errstate(divide="ignore"):
         return (np.asarray(population["nodes"], dtype=float),
                 np.log(np.asarray(population["weights"], dtype=float)))
+
+
+def checked_population(population, where):
+    """A fit's ``info["population"]`` as read from ``where`` (a file, a DataFrame's
+    ``attrs``), checked: ``kind`` one of :data:`POPULATIONS`, at least two equally spaced
+    increasing ``nodes`` and as many ``weights``, non-negative and summing to 1."""
+    problem = None
+    try:
+        kind = population["kind"]
+        nodes = np.asarray(population["nodes"], dtype=float)
+        weights = np.asarray(population["weights"], dtype=float)
+    except (TypeError, KeyError, ValueError) as exc:
+        problem = f"expected kind, nodes and weights ({type(exc).__name__}: {exc})"
+    else:
+        steps = np.diff(nodes) if nodes.ndim == 1 else np.array([])
+        if kind not in POPULATIONS:
+            problem = f"kind {kind!r} is not one of {list(POPULATIONS)}"
+        elif nodes.ndim != 1 or nodes.size < 2 or weights.shape != nodes.shape:
+            problem = (f"{nodes.size} nodes and {weights.size} weights; expected as many "
+                       "of each, at least two")
+        elif not (np.isfinite(nodes).all() and steps.min() > 0
+                  and np.allclose(steps, steps[0], rtol=1e-6, atol=0.0)):
+            problem = "its nodes are not finite, increasing and equally spaced"
+        elif not (np.isfinite(weights).all() and weights.min() >= 0
+                  and math.isclose(weights.sum(), 1.0, rel_tol=1e-6)):
+            problem = "its weights are not non-negative numbers summing to 1"
+    if problem:
+        raise ValueError(f"{where}: the calibration's population is not one a fit writes "
+                         f"({problem}); the file was edited or damaged")
+    return {"kind": kind, "nodes": nodes.tolist(), "weights": weights.tolist()}
+
+
+def log_density(population, points):
+    """The log density, up to a constant, of a fit's population (its ``info["population"]``)
+    at ``points``: N(0, 1)'s for ``kind="normal"``; an estimated histogram's, each node's
+    weight spread evenly over its bin (half a node spacing each side), with the floor
+    of an empty node's weight in empty bins and beyond the nodes."""
+    points = np.asarray(points, dtype=float)
+    if population["kind"] == "normal":
+        return -0.5 * points ** 2
+    nodes, log_w = _population(population)
+    bins = np.rint((points - nodes[0]) / (nodes[1] - nodes[0]))
+    inside = (bins >= 0) & (bins < nodes.size)
+    density = np.full(points.shape, _LOG_FLOOR)
+    density[inside] = np.maximum(log_w[bins[inside].astype(int)], _LOG_FLOOR)
+    return density
 
 
 def posterior_sd(responses, a, b, population, *, sigma=1.0):

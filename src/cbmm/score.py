@@ -9,8 +9,10 @@ over the items ``O_i`` it answered (``y_ij = +1`` correct, ``-1`` incorrect),
 the bracketed term being the optional N(0, 1) prior (MAP instead of maximum
 likelihood).  ``L_i`` is the paper's loss (3) restricted to row ``i``, so the
 scores are on the scale of the calibration's canonical theta (mean 0, sd 1
-over the calibration models).  :func:`score` solves all models at once by
-Newton's method with step halving (every step lowers every ``L_i``) and
+over the calibration models).  ``prior="population"`` takes the posterior mean and
+sd instead (EAP, on a grid), under the calibration's population: an ``mml`` fit's
+estimated one, whose scale its abilities are on.  Otherwise :func:`score` solves all
+models at once by Newton's method with step halving (every step lowers every ``L_i``) and
 reports the standard error ``1 / sqrt(L_i''(theta))`` from the observed
 information.
 
@@ -18,8 +20,8 @@ Without the prior the maximum-likelihood estimate is finite exactly when a
 model answered at least one informative item (``a_j > 0``) correctly and one
 wrongly.  Otherwise :func:`score` returns ``theta = +inf`` (all correct),
 ``-inf`` (all wrong) or NaN (no informative item answered), with
-``se = inf`` and the status saying so; ``prior="normal"`` gives a finite
-estimate for every model.
+``se = inf`` and the status saying so; the priors give a finite estimate for every
+model.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 from ._checks import check_integer, check_positive
 from ._warn import warn
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
+from .marginal import checked_population
 from .model import SIGMA_RANGE, check_sigma, expit
 from .responses import (_EXPECTED, LONG_COLUMNS, Responses, _show, as_responses,
                         headerless_column)
@@ -48,7 +51,7 @@ if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load 
 __all__ = ["score", "read_items", "aligned_responses", "PRIORS"]
 
 #: Allowed values of ``prior``.
-PRIORS = ("none", "normal")
+PRIORS = ("none", "normal", "population")
 
 _BLOCK_CELLS = 1 << 22  # rows are solved in blocks of about this many cells
 _MAX_STEP = 10.0  # largest Newton step on the theta scale (guards far-off starts)
@@ -81,9 +84,13 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         ``attrs["sigma"]``, as :meth:`FitResult.items_frame` sets it), else 1.  A value
         that contradicts the calibration's is an error: it would put the
         scores on another scale.
-    prior : {"none", "normal"}
+    prior : {"none", "normal", "population"}
         ``"none"``: maximum likelihood; ``"normal"``: MAP under theta ~ N(0, 1),
-        the calibration's canonical scale.
+        the calibration's canonical scale; ``"population"``: the posterior mean and sd
+        (EAP) under the calibration's population, the abilities an ``mml`` fit gives its
+        own models (its estimated histogram; N(0, 1) for a calibration that estimated
+        none), on :data:`cbmm.efficient.bank.GRID` as :func:`cbmm.predict_accuracy`
+        computes them.
     coding : {None, "binary", "signed"}
         As for :func:`cbmm.as_responses` (None: inferred where unambiguous).
     layout : {"auto", "wide", "long"}
@@ -99,12 +106,13 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     pandas.DataFrame
         One row per model (index: the model labels, or 0..N-1), columns
         ``theta`` (estimate), ``se`` (standard error from the observed
-        information, including the prior's), ``n_items`` (answered items of
+        information, including the prior's; the posterior sd with
+        ``prior="population"``), ``n_items`` (answered items of
         the calibration), ``n_correct`` and ``status``: ``"converged"``,
         ``"max_iter"``, ``"all correct"``, ``"all wrong"`` (no finite MLE:
-        theta is +-inf without the prior, the MAP value with it) or
+        theta is +-inf without the prior, the MAP value or posterior mean with it) or
         ``"no information"`` (no answered item with ``a > 0``: theta NaN, or
-        the prior mean 0 with se 1).
+        the prior's mean and sd).
 
     Raises
     ------
@@ -138,11 +146,23 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     theta = np.empty(y.shape[0])
     se = np.empty(y.shape[0])
     status = np.empty(y.shape[0], dtype=object)
-    rows = max(1, _BLOCK_CELLS // max(1, y.shape[1]))
+    if prior == "population":
+        from .efficient.bank import GRID, ItemBank, Posterior  # with pandas, as this call
+
+        bank = ItemBank(table.index, a, b, float(sigma), None,
+                        fitted_population=table.attrs.get("population"))
+        rows = max(1, _BLOCK_CELLS // (y.shape[1] + GRID.size))
+    else:
+        rows = max(1, _BLOCK_CELLS // max(1, y.shape[1]))
     for lo in range(0, y.shape[0], rows):
         block = slice(lo, lo + rows)
-        theta[block], se[block], status[block] = _solve_block(
-            y[block], a, b, float(sigma), prior == "normal", tol, int(max_iter))
+        if prior == "population":
+            posterior = Posterior(y[block], bank)
+            theta[block], se[block] = posterior.mean, posterior.sd
+            status[block] = _statuses(y[block], a)
+        else:
+            theta[block], se[block], status[block] = _solve_block(
+                y[block], a, b, float(sigma), prior == "normal", tol, int(max_iter))
     answered = (y != 0).sum(axis=1)
     correct = (y > 0).sum(axis=1)
     extreme = np.isin(status, ("all correct", "all wrong"))
@@ -152,7 +172,7 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         warn(f"{int(extreme.sum())} model(s) answered every informative item correctly "
              f"or every one wrongly ({names}{more})"
              + ("; their maximum-likelihood ability is infinite (use prior='normal' "
-                "for finite MAP estimates)" if prior == "none" else ""),
+                "or 'population' for finite estimates)" if prior == "none" else ""),
              DegenerateDataWarning)
     return pd.DataFrame({"theta": theta, "se": se, "n_items": answered, "n_correct": correct,
                          "status": status}, index=pd.Index(labels, name="model"))
@@ -183,11 +203,15 @@ def read_items(items):
     the calibration's temperature where it is known (else None).  An item the fit set
     aside (``degenerate="set_aside"``: a = NaN, b = +-inf) becomes a = 0 and
     b = +-:data:`SET_ASIDE_LOGIT` sigma: no information, answered as every calibration
-    model answered it.
+    model answered it.  Where the calibration estimated its models' population (an ``mml``
+    fit's ``info["population"]``, which :meth:`FitResult.items_frame` carries in
+    ``attrs["population"]``), ``table.attrs["population"]`` holds it: new models' abilities
+    have it as their prior (``score(..., prior="population")`` and
+    :mod:`cbmm.efficient`).
     """
     import pandas as pd
 
-    sigma = None
+    sigma = population = None
     if isinstance(items, FitResult):
         if items.failed:
             raise ValueError(f"items: the calibration fit failed ({items.status})")
@@ -196,10 +220,15 @@ def read_items(items):
                              index=getattr(items.a, "index", None))
         where = "the calibration FitResult"
         sigma = _calibrated_sigma(items.sigma, where)
+        if "population" in items.info:  # an mml fit's
+            population = checked_population(items.info["population"], where)
     elif isinstance(items, pd.DataFrame):
         frame, where = items, "items"
         if "sigma" in items.attrs:  # FitResult.items_frame()'s temperature
             sigma = _calibrated_sigma(items.attrs["sigma"], "items (its attrs['sigma'])")
+        if "population" in items.attrs:  # and an mml fit's population
+            population = checked_population(items.attrs["population"],
+                                            "items (its attrs['population'])")
     elif not isinstance(items, (str, os.PathLike)):
         raise ValueError(f"items: expected a FitResult, a DataFrame with columns a and b, or "
                          f"the path of a saved fit or its items.csv; got {type(items).__name__}")
@@ -215,6 +244,9 @@ def read_items(items):
                 raise ValueError(f"{where}: the calibration fit failed ({meta['status']})")
             _warn_not_an_answer(meta.get("status"))
             sigma = _calibrated_sigma(meta.get("sigma"), folder / "fit.json")
+            info = meta.get("info")
+            if isinstance(info, dict) and "population" in info:
+                population = checked_population(info["population"], folder / "fit.json")
         else:
             where = str(path)
             if not path.is_file():
@@ -260,6 +292,8 @@ def read_items(items):
         table = table.assign(a=np.where(aside, 0.0, a), b=np.where(
             aside, np.sign(b) * SET_ASIDE_LOGIT * (1.0 if sigma is None else sigma), b))
     table.index = ids
+    if population is not None:
+        table.attrs["population"] = population
     return table, sigma, where
 
 
@@ -444,6 +478,20 @@ def _coded(frame: pd.DataFrame, coding) -> np.ndarray:
     return as_responses(padded, coding=coding, storage="dense", layout="wide").y[:-2, :-1]
 
 
+def _statuses(y, a) -> np.ndarray:
+    """Each row's status before any solving: ``"converged"`` where a model answered an
+    informative item (``a > 0``) correctly and one wrongly, else ``"all correct"``, ``"all
+    wrong"`` or ``"no information"``."""
+    informative = (y != 0) & (a > 0)[None, :]
+    has_correct = (informative & (y > 0)).any(axis=1)
+    has_wrong = (informative & (y < 0)).any(axis=1)
+    status = np.full(y.shape[0], "converged", dtype=object)
+    status[has_correct & ~has_wrong] = "all correct"
+    status[~has_correct & has_wrong] = "all wrong"
+    status[~has_correct & ~has_wrong] = "no information"
+    return status
+
+
 def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
     """Each row's minimiser of ``L_i``, a convex function of one variable, found as the root
     of ``L_i'``: Newton steps kept inside a bracket of the root, bisection where a step
@@ -464,14 +512,8 @@ def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
         scale = np.float64(slope.max() if (slope > 0).any() else 1.0)
         relative = slope / scale
         threshold = np.where(slope > 0, -offset / np.where(slope > 0, slope, 1.0), 0.0)
-    informative = observed & (slope > 0)[None, :]
-    has_correct = (informative & (y > 0)).any(axis=1)
-    has_wrong = (informative & (y < 0)).any(axis=1)
-    status = np.full(n, "converged", dtype=object)
-    status[has_correct & ~has_wrong] = "all correct"
-    status[~has_correct & has_wrong] = "all wrong"
-    status[~has_correct & ~has_wrong] = "no information"
-    active = np.ones(n, dtype=bool) if map_prior else has_correct & has_wrong
+    status = _statuses(y, a)
+    active = np.ones(n, dtype=bool) if map_prior else status == "converged"
 
     def derivatives(t, rows):
         """``L_i' / scale`` and ``L_i'' / scale**2`` at ``theta = t`` for the rows."""

@@ -1,7 +1,8 @@
 """Adaptive testing against a calibrated item bank: :func:`adaptive_test`.
 
 One item at a time: the ability's posterior on :data:`~cbmm.efficient.bank.GRID`
-(N(0, 1) prior, the calibration's canonical scale) is updated with each answer; the
+(N(0, 1) prior on the calibration's canonical scale, or an ``mml`` fit's estimated
+population) is updated with each answer; the
 next item is drawn at random among the ``candidates`` items of highest score (the
 *randomesque* rule: no item is given to every model of the same ability); the test
 stops once the posterior sd is at most ``se_target`` (after ``min_items``), at
@@ -59,7 +60,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from .._checks import check_integer, check_level, check_positive
-from .bank import _LOG_PRIOR, GRID, ItemBank, grid_moments
+from .bank import GRID, ItemBank, grid_moments
 from .prediction import Reference, predicted_accuracy, reconstruct, reference_answers
 from .refit import refit_like
 
@@ -286,7 +287,7 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         free &= allowed
         if share < max_items:
             length, stop = share, "exposure share"
-    log_weights = _LOG_PRIOR.copy()
+    log_weights = bank.log_prior.copy()
     given, answers, trace = [], [], []
     weights, theta, se = _posterior(log_weights)
     while len(given) < length:
@@ -521,9 +522,9 @@ def _next_item(bank, posterior, free, candidates, weight, rng) -> int:
 
 def _posterior_information(bank, posterior) -> np.ndarray:
     """Each item's Fisher information averaged over the ability's posterior (its weights
-    on the grid, summing to 1).  The posterior is log-concave (logistic likelihoods times
-    a normal prior), so its mass lies in one run of grid points: summing over that run
-    alone keeps the cost of a step at a few columns of the bank's grid table late in a
+    on the grid, summing to 1), over the run of grid points from its first to its last
+    non-negligible weight (one run under a normal prior, the posterior log-concave), which
+    keeps the cost of a step at a few columns of the bank's grid table late in a
     test."""
     support = np.flatnonzero(posterior > _NEGLIGIBLE_WEIGHT * posterior.max())
     run = slice(support[0], support[-1] + 1)

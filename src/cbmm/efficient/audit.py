@@ -1,7 +1,8 @@
 """Which items measure nothing, or the wrong thing: :func:`item_audit`.
 
 For each calibrated item, on the models whose responses are given (their abilities the
-posterior means given their answers, with the items held; N(0, 1) prior):
+posterior means given their answers, with the items held; the bank's prior, N(0, 1) or
+an ``mml`` fit's population):
 
 ``information``
     Its Fisher information ``a^2 p (1 - p) / sigma^2`` averaged over the models'
@@ -404,7 +405,7 @@ def _agreement(answers, posterior: Posterior, bank) -> AbilityAgreement:
             correct_slope[draw, rows], n_correct[draw, rows] = (correct @ bank.slope,
                                                                 correct.sum(axis=1))
     implied = [spearman(grid_moments(normalised_weights(
-                   log_weights(posterior.answered_log_q, slopes)))[0], correct / count)
+                   log_weights(posterior.answered_log_q, slopes, bank.log_prior)))[0], correct / count)
                for slopes, correct in zip(correct_slope, n_correct)]
     return AbilityAgreement(observed=observed, implied=float(np.mean(implied)),
                             n_models=len(answers))

@@ -6,7 +6,9 @@ Every function of :mod:`cbmm.efficient` reads the calibration once into an
 of ``a`` and ``b`` all work), and the calibration models' abilities where the
 fit has them.  An ability is on the calibration's canonical scale (mean 0, sd 1
 over its models), so the prior of a new model's ability is N(0, 1), as in
-``cbmm.score(..., prior="normal")``.
+``cbmm.score(..., prior="normal")``; an ``mml`` fit's abilities are on its estimated
+population's scale, and that population (an empirical histogram, by default) is the
+prior (:attr:`ItemBank.log_prior`), as in ``cbmm.score(..., prior="population")``.
 
 :class:`Posterior` holds, for many models at once, the posterior of the ability
 on a fixed grid of abilities (:data:`GRID`): exact for a one-dimensional
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..engine import row_blocks
+from ..marginal import log_density
 from ..model import expit
 from ..responses import label_order
 from ..result import FitResult, is_saved_fit
@@ -41,7 +44,7 @@ __all__ = ["GRID", "SETTLED_PROBABILITY", "ItemBank", "Posterior", "aligned_answ
 #: hundred items (0.05 and more on the real matrices measured).
 GRID = np.linspace(-8.0, 8.0, 641)
 #: The log density of the N(0, 1) prior at :data:`GRID` (up to a constant).
-_LOG_PRIOR = -0.5 * GRID ** 2
+_NORMAL_LOG_PRIOR = -0.5 * GRID ** 2
 #: An item whose probability of a correct answer is below this for every model of a bank's
 #: population, or above one minus it for every one, is settled (:attr:`ItemBank.settled`).
 SETTLED_PROBABILITY = 0.01
@@ -76,7 +79,8 @@ class ItemBank:
     return, so that they index the user's own tables.  ``abilities`` are the calibration
     models' abilities where known (a FitResult), else None; ``models`` their labels, in the
     same order, where the fit has them (its models' labels, for telling them from others),
-    else None.  :attr:`slope` and
+    else None; ``fitted_population`` the calibration's estimated population (an ``mml`` fit's
+    ``info["population"]``), else None: the prior of :attr:`log_prior`.  :attr:`slope` and
     :attr:`intercept` are ``a / sigma`` and ``b / sigma``: the probability of a correct
     answer at ability ``t`` is ``expit(t * slope + intercept)``.
     """
@@ -88,6 +92,7 @@ class ItemBank:
     abilities: np.ndarray | None
     given: pd.Index | None = None
     models: pd.Index | None = None
+    fitted_population: dict | None = None
 
     @classmethod
     def of(cls, result) -> ItemBank:
@@ -124,7 +129,8 @@ class ItemBank:
         if given is not None and given.equals(table.index):
             given = None
         bank = cls(table.index, table["a"].to_numpy(float), table["b"].to_numpy(float),
-                   1.0 if sigma is None else float(sigma), abilities, given, models)
+                   1.0 if sigma is None else float(sigma), abilities, given, models,
+                   table.attrs.get("population"))
         if isinstance(result, FitResult):
             _last_bank[0] = (weakref.ref(result, _forget), _arrays_of(result), bank)
         return bank
@@ -157,6 +163,15 @@ class ItemBank:
         ``slope^2 p (1 - p)``."""
         p = self.probabilities(theta)
         return self.slope ** 2 * p * (1.0 - p)
+
+    @functools.cached_property
+    def log_prior(self) -> np.ndarray:
+        """The log density of a new model's ability at :data:`GRID` (up to a constant): the
+        calibration's estimated population where it has one
+        (:func:`cbmm.marginal.log_density`), else N(0, 1), its canonical scale's."""
+        if self.fitted_population is None:
+            return _NORMAL_LOG_PRIOR
+        return log_density(self.fitted_population, GRID)
 
     @functools.cached_property
     def grid(self) -> dict:
@@ -234,7 +249,7 @@ def coded_answers(values: np.ndarray) -> np.ndarray:
 
 class Posterior:
     """Posterior weights of the ability on :data:`GRID` for each row of ``answers``
-    (int8, +1 / -1 / 0 not answered), under the N(0, 1) prior.
+    (int8, +1 / -1 / 0 not answered), under the bank's prior (:attr:`ItemBank.log_prior`).
 
     ``weights`` is ``models x grid`` (rows sum to 1).
     """
@@ -244,7 +259,8 @@ class Posterior:
         #: ``models x grid``: the sum of ``log (1 - p)`` over the items each model answered,
         #: which answers drawn on the same items share (:func:`log_weights`)
         self.answered_log_q = self.answered_sums(bank.grid["log_q"])
-        self.log_weights = log_weights(self.answered_log_q, correct @ bank.slope)
+        self.log_weights = log_weights(self.answered_log_q, correct @ bank.slope,
+                                       bank.log_prior)
         self.weights = normalised_weights(self.log_weights)
 
     def mean_without(self, answers: np.ndarray, bank: "ItemBank", items) -> np.ndarray:
@@ -272,7 +288,7 @@ class Posterior:
         return np.asarray(self.answered @ values)
 
 
-def log_weights(answered_log_q, correct_slope) -> np.ndarray:
+def log_weights(answered_log_q, correct_slope, log_prior) -> np.ndarray:
     """``models x grid`` log posterior weights (each row's largest 0) from the answers'
     sufficient statistics: ``answered_log_q``, the sum of ``log (1 - p)`` at each grid
     ability over the items a model answered (``models x grid``), and ``correct_slope``, the
@@ -280,8 +296,9 @@ def log_weights(answered_log_q, correct_slope) -> np.ndarray:
     + slope t + intercept``, the answers' log likelihood is the first plus ``t`` times the
     second plus the correct items' intercepts, the same at every ability: one product of
     the answered items with the grid, where the correct and the wrong ones took one each,
-    and none for answers drawn on the same items."""
-    weights = answered_log_q + np.multiply.outer(np.ravel(correct_slope), GRID) + _LOG_PRIOR
+    and none for answers drawn on the same items.  ``log_prior``: the ability's prior at
+    :data:`GRID` (:attr:`ItemBank.log_prior`)."""
+    weights = answered_log_q + np.multiply.outer(np.ravel(correct_slope), GRID) + log_prior
     return weights - weights.max(axis=1, keepdims=True)
 
 

@@ -6,8 +6,9 @@ answers among the ``n`` items it answered (observed, so they count as they are) 
 predicts ``S_U`` from the fitted 2PL model and corrects it by the model's own residual:
 
 * ``E[S_U]`` is the posterior expectation of ``sum_{j in U} p_j(theta)`` under the
-  ability's posterior given the answered items (N(0, 1) prior on the canonical scale;
-  :class:`~cbmm.efficient.bank.Posterior`), not the plug-in value at a point estimate;
+  ability's posterior given the answered items (N(0, 1) prior on the canonical scale, or
+  an ``mml`` fit's estimated population; :class:`~cbmm.efficient.bank.Posterior`), not
+  the plug-in value at a point estimate;
 * the 2PL fits no model exactly: on real data a model's accuracy differs from the fit's
   prediction by a model-specific offset (on MATH-500 the mean fitted probability over a
   model's 500 items misses its accuracy by 0.012 on average).  The mean residual ``r`` of the

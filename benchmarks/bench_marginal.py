@@ -13,7 +13,8 @@ the calibration fitted on the 80 %, and each held-out model answering the same K
 items.  Printed per file and K, for the fitted population as the prior and for N(0, 1):
 the MAE of ``predict_accuracy``'s accuracy against the model's accuracy on all its items,
 its 95 % intervals' coverage, and the mean log loss of the answers not asked (their
-posterior-mean probabilities).
+posterior-mean probabilities); and the same from the default joint (``cbmm``) fit of the
+calibration models.
 
 Usage::
 
@@ -117,6 +118,9 @@ def new_models(files, counts, coding, splits=5):
             seconds = time.perf_counter() - began
             normal = fit.items_frame()
             del normal.attrs["population"]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                joint = cbmm.fit(answers.iloc[calibration], coding=coding)
             test = answers.iloc[held].astype(float)
             truth = test.mean(axis=1).to_numpy()
             rng = np.random.default_rng([split, 1])
@@ -124,7 +128,8 @@ def new_models(files, counts, coding, splits=5):
                 asked = rng.choice(answers.shape[1], k, replace=False)
                 shown = test.copy()
                 shown.iloc[:, np.setdiff1d(np.arange(answers.shape[1]), asked)] = np.nan
-                for prior, items in (("population", fit), ("N(0, 1)", normal)):
+                for prior, items in (("population", fit), ("N(0, 1)", normal),
+                                     ("cbmm's fit, N(0, 1)", joint)):
                     with warnings.catch_warnings():
                         warnings.simplefilter("ignore")
                         predicted = cbmm.predict_accuracy(shown, items)

@@ -319,6 +319,31 @@ def test_population_prior_places_new_models_better_than_the_normal_one(skewed_ca
     assert errors["population"] < 0.95 * min(errors["none"], errors["normal"])
 
 
+def test_the_banks_population_is_the_fitted_one_not_the_shrunk_posterior_means(
+        skewed_calibration):
+    """select_items' levels and the settled items are judged over the bank's population:
+    for an mml calibration, quantiles of its fitted population, not the posterior means,
+    whose variance falls short of the population's by the mean posterior variance (the
+    law of total variance, exact at EM's fixed point)."""
+    from scipy.special import ndtri
+
+    from cbmm.efficient.bank import ItemBank
+
+    fit, calibration, _, _ = skewed_calibration
+    population = ItemBank.of(fit).population()
+    assert population.size == len(fit.theta)
+    assert population.std() == pytest.approx(1.0, abs=0.01)
+    means, sds = np.asarray(fit.theta), np.asarray(fit.theta_se)
+    assert means.var() + np.mean(sds ** 2) == pytest.approx(1.0, abs=0.01)
+    assert means.std() < 0.97
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        normal = cbmm.fit(calibration, "mml", population="normal")
+    count = len(normal.theta)
+    quantiles = ndtri((np.arange(count) + 0.5) / count)
+    assert np.abs(ItemBank.of(normal).population() - quantiles).max() < 0.01
+
+
 def test_population_travels_with_the_saved_fit_and_its_items_frame(skewed_calibration,
                                                                    tmp_path):
     fit, calibration, _, _ = skewed_calibration
@@ -346,3 +371,25 @@ def test_an_edited_population_is_named_in_the_error(skewed_calibration, tmp_path
     with pytest.raises(ValueError, match=r"fit\.json: the calibration's population .*weights"):
         cbmm.score(_signed(calibration)[:5], tmp_path / "fit", prior="population",
                    coding="signed")
+
+
+def test_score_command_places_models_in_an_mml_fits_population(tmp_path):
+    import pandas as pd
+
+    from cbmm.cli import main
+
+    theta, a, b = _skewed_population(600, 15, seed=40)
+    responses, *_ = _draw(600, 15, seed=41, theta=theta, a=a, b=b)
+    frame = pd.DataFrame(np.where(_signed(responses) > 0, 1, 0),
+                         index=[f"m{i}" for i in range(600)], columns=[f"q{j}" for j in range(15)])
+    frame.to_csv(tmp_path / "answers.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", "--responses", str(tmp_path / "answers.csv"), "--method", "mml",
+                     "--out", str(tmp_path / "fit")]) == 0
+        assert main(["score", "--responses", str(tmp_path / "answers.csv"), "--items",
+                     str(tmp_path / "fit"), "--prior", "population", "--out",
+                     str(tmp_path / "scores.csv")]) == 0
+    fitted = pd.read_csv(tmp_path / "fit" / "abilities.csv", index_col="model")
+    scores = pd.read_csv(tmp_path / "scores.csv", index_col="model")
+    assert np.abs(scores["theta"] - fitted.loc[scores.index, "theta"]).max() < 0.01

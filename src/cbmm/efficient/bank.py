@@ -219,8 +219,18 @@ class ItemBank:
 
     def population(self) -> np.ndarray:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)
-        quantiles when the calibration came without them."""
-        if self.abilities is not None and self.abilities.size:
+        quantiles when the calibration came without them.  For a calibration that estimated
+        its population (``mml``), as many quantiles of that population as it has models:
+        its models' posterior means shrink toward the mean, the population does not."""
+        known = self.abilities is not None and self.abilities.size
+        if self.fitted_population is not None:
+            density = np.exp(self.log_prior - self.log_prior.max())
+            cumulative = np.concatenate([[0.0], np.cumsum(density)]) / density.sum()
+            half = (GRID[1] - GRID[0]) / 2   # each grid point's mass spread over its cell
+            edges = np.append(GRID - half, GRID[-1] + half)
+            count = self.abilities.size if known else _NORMAL_POPULATION
+            return np.interp((np.arange(count) + 0.5) / count, cumulative, edges)
+        if known:
             return self.abilities
         from scipy.special import ndtri
 

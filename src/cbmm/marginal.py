@@ -87,6 +87,7 @@ _NEWTON_STEPS = 8      # projected Newton steps per M-step, at most
 _NO_GAIN = 1e-13       # relative gain of an item's objective below which it has converged
 _NEGLIGIBLE = 1e-12    # posterior weight of a node below which it adds nothing to the SEs
 _LOG_FLOOR = -700.0    # log weight of an empty node of the histogram (its exp is > 0)
+_NEW_NODE = math.log(1e-9)  # log weight of a node added at the grid's ends (EM can fill it)
 
 
 def quadrature(n_points: int = QUADRATURE_POINTS):
@@ -285,7 +286,8 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
         The abilities' distribution: ``N(0, 1)``, or its weights on the grid estimated
         with the items (an empirical histogram: each cycle's weights are the models'
         mean posterior, and the grid is moved to their mean 0 and sd 1, the items with
-        it, which leaves the likelihood as it was and fixes the scale).
+        it, which leaves the likelihood as it was and fixes the scale; where that shrinks
+        the grid it is extended, at its spacing, back to +-:data:`GRID_HALF_WIDTH`).
     progress : callable, optional
         ``progress(cycle, marginal_loss)`` after each cycle.
     start_population : dict, optional
@@ -325,6 +327,7 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
                 log_w = np.maximum(np.log(post.mean(axis=0)), _LOG_FLOOR)
             log_w -= np.logaddexp.reduce(log_w)
             nodes, alpha, beta = _standardised(nodes, np.exp(log_w), alpha, beta)
+            nodes, log_w = _extended(nodes, log_w)
         post, loglik = _e_step(answers, alpha, beta, nodes, log_w)
         cycle += 1
         history.append(-loglik)
@@ -341,7 +344,7 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
     if status == "max_iter" or not math.isfinite(scaled):
         scaled = _scaled_gradient(alpha, beta, *answers.expected(post), nodes)
     weights = np.exp(log_w)
-    info = {"marginal_loglik": loglik, "scaled_gradient_marginal": scaled, "n_quad": n_quad,
+    info = {"marginal_loglik": loglik, "scaled_gradient_marginal": scaled, "n_quad": nodes.size,
             "population": {"kind": population, "nodes": nodes.tolist(),
                            "weights": weights.tolist()}}
     return SolverOutput(theta=post @ nodes, a=sigma * alpha, b=sigma * beta,
@@ -355,6 +358,22 @@ def _standardised(nodes, weights, alpha, beta):
     mean = weights @ nodes
     sd = np.sqrt(weights @ (nodes - mean) ** 2)
     return (nodes - mean) / sd, alpha * sd, beta + alpha * mean
+
+
+def _extended(nodes, log_w):
+    """The grid extended, at its spacing, back out to [-GRID_HALF_WIDTH, GRID_HALF_WIDTH]
+    where standardising shrank it (a histogram whose sd on the grid exceeds 1), the new
+    nodes' weights :data:`_NEW_NODE`: otherwise the grid's ends close in on the population's
+    tails cycle by cycle, and the models beyond them pile up on the end nodes."""
+    step = nodes[1] - nodes[0]
+    below = max(0, math.ceil((nodes[0] + GRID_HALF_WIDTH) / step - 1e-9))
+    above = max(0, math.ceil((GRID_HALF_WIDTH - nodes[-1]) / step - 1e-9))
+    if not (below or above):
+        return nodes, log_w
+    nodes = np.concatenate([nodes[0] - step * np.arange(below, 0, -1), nodes,
+                            nodes[-1] + step * np.arange(1, above + 1)])
+    log_w = np.concatenate([np.full(below, _NEW_NODE), log_w, np.full(above, _NEW_NODE)])
+    return nodes, log_w - np.logaddexp.reduce(log_w)
 
 
 def _population(population):

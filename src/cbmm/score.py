@@ -41,6 +41,7 @@ from ._warn import warn
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
 from .marginal import checked_population
 from .model import SIGMA_RANGE, check_sigma, expit
+from .posterior import GRID, posterior_moments, prior_on_grid
 from .responses import (_EXPECTED, LONG_COLUMNS, Responses, _show, as_responses,
                         headerless_column)
 from .result import FitResult, ResultFolderError, read_labelled_csv, read_result_folder
@@ -89,7 +90,7 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         the calibration's canonical scale; ``"population"``: the posterior mean and sd
         (EAP) under the calibration's population, the abilities an ``mml`` fit gives its
         own models (its estimated histogram; N(0, 1) for a calibration that estimated
-        none), on :data:`cbmm.efficient.bank.GRID` as :func:`cbmm.predict_accuracy`
+        none), on :data:`cbmm.posterior.GRID` as :func:`cbmm.predict_accuracy`
         computes them.
     coding : {None, "binary", "signed"}
         As for :func:`cbmm.as_responses` (None: inferred where unambiguous).
@@ -147,18 +148,15 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     se = np.empty(y.shape[0])
     status = np.empty(y.shape[0], dtype=object)
     if prior == "population":
-        from .efficient.bank import GRID, ItemBank, Posterior  # with pandas, as this call
-
-        bank = ItemBank(table.index, a, b, float(sigma), None,
-                        fitted_population=table.attrs.get("population"))
+        log_prior = prior_on_grid(table.attrs.get("population"))
         rows = max(1, _BLOCK_CELLS // (y.shape[1] + GRID.size))
     else:
         rows = max(1, _BLOCK_CELLS // max(1, y.shape[1]))
     for lo in range(0, y.shape[0], rows):
         block = slice(lo, lo + rows)
         if prior == "population":
-            posterior = Posterior(y[block], bank)
-            theta[block], se[block] = posterior.mean, posterior.sd
+            theta[block], se[block] = posterior_moments(y[block], a / sigma, b / sigma,
+                                                        log_prior)
             status[block] = _statuses(y[block], a)
         else:
             theta[block], se[block], status[block] = _solve_block(

@@ -11,10 +11,8 @@ population's scale, and that population (an empirical histogram, by default) is 
 prior (:attr:`ItemBank.log_prior`), as in ``cbmm.score(..., prior="population")``.
 
 :class:`Posterior` holds, for many models at once, the posterior of the ability
-on a fixed grid of abilities (:data:`GRID`): exact for a one-dimensional
-ability up to the grid's spacing, with no Newton iterations to fail, and it
-gives posterior expectations of any function of the ability (expected
-probabilities, their variance) by one weighted sum.
+on the fixed grid of :mod:`cbmm.posterior` (:data:`GRID`), with the bank's tables at the
+grid, which answers drawn on the same items share.
 """
 
 from __future__ import annotations
@@ -27,8 +25,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..engine import row_blocks
-from ..marginal import log_density
 from ..model import expit
+from ..posterior import (GRID, grid_logits, grid_moments, indicators, log_weights,
+                         normalised_weights, prior_on_grid)
 from ..responses import label_order
 from ..result import FitResult, is_saved_fit
 from ..score import aligned_responses, read_items
@@ -39,12 +38,6 @@ if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load 
 __all__ = ["GRID", "SETTLED_PROBABILITY", "ItemBank", "Posterior", "aligned_answers",
            "coded_answers", "grid_moments", "log_weights", "normalised_weights"]
 
-#: Abilities at which posteriors are evaluated: the canonical scale (sd 1 over the
-#: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
-#: hundred items (0.05 and more on the real matrices measured).
-GRID = np.linspace(-8.0, 8.0, 641)
-#: The log density of the N(0, 1) prior at :data:`GRID` (up to a constant).
-_NORMAL_LOG_PRIOR = -0.5 * GRID ** 2
 #: An item whose probability of a correct answer is below this for every model of a bank's
 #: population, or above one minus it for every one, is settled (:attr:`ItemBank.settled`).
 SETTLED_PROBABILITY = 0.01
@@ -169,9 +162,7 @@ class ItemBank:
         """The log density of a new model's ability at :data:`GRID` (up to a constant): the
         calibration's estimated population where it has one
         (:func:`cbmm.marginal.log_density`), else N(0, 1), its canonical scale's."""
-        if self.fitted_population is None:
-            return _NORMAL_LOG_PRIOR
-        return log_density(self.fitted_population, GRID)
+        return prior_on_grid(self.fitted_population)
 
     @functools.cached_property
     def grid(self) -> dict:
@@ -179,7 +170,7 @@ class ItemBank:
         so that a models x items matrix multiplies them without a copy): ``p``, ``pq``
         (``p (1 - p)``), ``log_p``, ``log_q`` (``log (1 - p)``); and the sums over all
         items ``p_total`` and ``pq_total`` (per grid ability)."""
-        x = np.multiply.outer(self.slope, GRID) + self.intercept[:, None]
+        x = grid_logits(self.slope, self.intercept)
         p = expit(x)
         pq = p * (1.0 - p)
         return {"p": p, "pq": pq, "log_p": -np.logaddexp(0.0, -x),
@@ -265,7 +256,7 @@ class Posterior:
     """
 
     def __init__(self, answers: np.ndarray, bank: ItemBank):
-        correct, self.answered = _indicators(answers)
+        correct, self.answered = indicators(answers)
         #: ``models x grid``: the sum of ``log (1 - p)`` over the items each model answered,
         #: which answers drawn on the same items share (:func:`log_weights`)
         self.answered_log_q = self.answered_sums(bank.grid["log_q"])
@@ -296,54 +287,3 @@ class Posterior:
         """``models x grid``: for each model and grid ability, the sum of ``values``
         (``J x grid``) over the items the model answered."""
         return np.asarray(self.answered @ values)
-
-
-def log_weights(answered_log_q, correct_slope, log_prior) -> np.ndarray:
-    """``models x grid`` log posterior weights (each row's largest 0) from the answers'
-    sufficient statistics: ``answered_log_q``, the sum of ``log (1 - p)`` at each grid
-    ability over the items a model answered (``models x grid``), and ``correct_slope``, the
-    sum of the slopes of those it answered correctly (per model).  As ``log p = log (1 - p)
-    + slope t + intercept``, the answers' log likelihood is the first plus ``t`` times the
-    second plus the correct items' intercepts, the same at every ability: one product of
-    the answered items with the grid, where the correct and the wrong ones took one each,
-    and none for answers drawn on the same items.  ``log_prior``: the ability's prior at
-    :data:`GRID` (:attr:`ItemBank.log_prior`)."""
-    weights = answered_log_q + np.multiply.outer(np.ravel(correct_slope), GRID) + log_prior
-    return weights - weights.max(axis=1, keepdims=True)
-
-
-def normalised_weights(log_weights) -> np.ndarray:
-    """The weights whose logarithms are ``log_weights`` (up to a constant per row), each
-    row summing to 1."""
-    weights = np.exp(log_weights - log_weights.max(axis=1, keepdims=True))
-    return weights / weights.sum(axis=1, keepdims=True)
-
-
-def grid_moments(weights):
-    """Mean and standard deviation of the ability under posterior ``weights`` on
-    :data:`GRID` (the last axis; each row sums to 1)."""
-    mean = weights @ GRID
-    return mean, np.sqrt(np.maximum(weights @ GRID ** 2 - mean ** 2, 0.0))
-
-
-def _indicators(answers: np.ndarray):
-    """Correct and answered indicators of an int8 +-1/0 matrix, as float matrices: dense,
-    or CSR when few cells are answered (a short test of a large bank), both built from one
-    scan of the answered cells (48 against 70-78 ms for two dense boolean copies converted,
-    on 1,415 models x 12,032 items with 100 answered each)."""
-    if np.count_nonzero(answers) >= 0.25 * answers.size:
-        return (answers > 0).astype(float), (answers != 0).astype(float)
-    rows, cols = np.nonzero(answers)
-    right = answers[rows, cols] > 0
-    return (_ones_csr(rows[right], cols[right], answers.shape),
-            _ones_csr(rows, cols, answers.shape))
-
-
-def _ones_csr(rows: np.ndarray, cols: np.ndarray, shape):
-    """A CSR matrix of ``shape`` with ones at (``rows``, ``cols``), given in row-major
-    order as :func:`numpy.nonzero` returns them."""
-    from scipy.sparse import csr_matrix
-
-    indptr = np.zeros(shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=shape[0]), out=indptr[1:])
-    return csr_matrix((np.ones(cols.size), cols, indptr), shape=shape)

@@ -15,8 +15,8 @@ import numpy as np
 
 from .marginal import log_density
 
-__all__ = ["GRID", "grid_logits", "grid_moments", "indicators", "log_weights",
-           "normalised_weights", "posterior_moments", "prior_on_grid"]
+__all__ = ["GRID", "grid_logits", "grid_moments", "indicators", "log_posterior",
+           "log_weights", "normalised_weights", "posterior_moments", "prior_on_grid"]
 
 #: Abilities at which posteriors are evaluated: the canonical scale (sd 1 over the
 #: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
@@ -44,10 +44,19 @@ def posterior_moments(answers, slope, intercept, log_prior):
     """Posterior mean and sd of each model's ability given ``answers`` (int8 +1 / -1 / 0 not
     answered, models x items) to items of ``slope`` and ``intercept``, under ``log_prior``
     (:func:`prior_on_grid`)."""
+    log_q = -np.logaddexp(0.0, grid_logits(slope, intercept))
+    return grid_moments(normalised_weights(log_posterior(answers, slope, log_q, log_prior)[2]))
+
+
+def log_posterior(answers, slope, log_q, log_prior):
+    """``(answered, answered_log_q, log_weights)`` given ``answers`` (int8 +1 / -1 / 0 not
+    answered) to items of ``slope`` whose ``log (1 - p)`` at :data:`GRID` is ``log_q``
+    (``J x grid``): the answered indicators (:func:`indicators`), the sum of ``log_q`` over
+    each model's answered items (``models x grid``) and the log posterior weights
+    (:func:`log_weights`)."""
     correct, answered = indicators(answers)
-    answered_log_q = np.asarray(answered @ -np.logaddexp(0.0, grid_logits(slope, intercept)))
-    return grid_moments(normalised_weights(log_weights(answered_log_q, correct @ slope,
-                                                       log_prior)))
+    answered_log_q = np.asarray(answered @ log_q)
+    return answered, answered_log_q, log_weights(answered_log_q, correct @ slope, log_prior)
 
 
 def log_weights(answered_log_q, correct_slope, log_prior) -> np.ndarray:

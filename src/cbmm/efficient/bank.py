@@ -26,7 +26,7 @@ import numpy as np
 
 from ..engine import row_blocks
 from ..model import expit
-from ..posterior import (GRID, grid_logits, grid_moments, indicators, log_weights,
+from ..posterior import (GRID, grid_logits, grid_moments, log_posterior, log_weights,
                          normalised_weights, prior_on_grid)
 from ..responses import label_order
 from ..result import FitResult, is_saved_fit
@@ -256,12 +256,10 @@ class Posterior:
     """
 
     def __init__(self, answers: np.ndarray, bank: ItemBank):
-        correct, self.answered = indicators(answers)
-        #: ``models x grid``: the sum of ``log (1 - p)`` over the items each model answered,
-        #: which answers drawn on the same items share (:func:`log_weights`)
-        self.answered_log_q = self.answered_sums(bank.grid["log_q"])
-        self.log_weights = log_weights(self.answered_log_q, correct @ bank.slope,
-                                       bank.log_prior)
+        #: ``answered_log_q``, ``models x grid``: the sum of ``log (1 - p)`` over the items
+        #: each model answered, which answers drawn on the same items share (:func:`log_weights`)
+        self.answered, self.answered_log_q, self.log_weights = log_posterior(
+            answers, bank.slope, bank.grid["log_q"], bank.log_prior)
         self.weights = normalised_weights(self.log_weights)
 
     def mean_without(self, answers: np.ndarray, bank: "ItemBank", items) -> np.ndarray:

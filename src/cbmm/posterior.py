@@ -23,7 +23,7 @@ __all__ = ["GRID", "grid_logits", "grid_moments", "indicators", "log_posterior",
 #: hundred items (0.05 and more on the real matrices measured).
 GRID = np.linspace(-8.0, 8.0, 641)
 #: The log density of the N(0, 1) prior at :data:`GRID` (up to a constant).
-_NORMAL_LOG_PRIOR = -0.5 * GRID ** 2
+_NORMAL_LOG_PRIOR = log_density({"kind": "normal"}, GRID)
 
 
 def prior_on_grid(population=None) -> np.ndarray:

@@ -411,6 +411,11 @@ def test_predictive_selection_is_forward_selection_by_the_ridge_leave_one_out_er
                                          "models on 9 of the calibrated items"):
         everything = cbmm.select_items(items, 11, "predictive", responses=alike)
     assert list(everything[9:]) == ["right", "none"]
+    # so does one that every model that answered it answered alike, where some did not
+    gappy = alike.assign(right=[np.nan] + [1.0] * (len(alike) - 1))
+    with pytest.warns(UserWarning, match="differ between models on 9 of"):
+        assert list(cbmm.select_items(items, 11, "predictive", responses=gappy)[9:]) == \
+            ["right", "none"]
 
 
 def test_predictive_selection_learns_nothing_from_which_items_a_model_did_not_answer():

@@ -280,10 +280,12 @@ def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):
 
 
 def _differing(answers) -> np.ndarray:
-    """Which items the models that answered any item did not all answer alike (an item
-    none of them answered is alike: 0 throughout)."""
-    answered = answers[np.count_nonzero(answers, axis=1) > 0]
-    return (answered != answered[:1]).any(axis=0)
+    """Which items some models answered right and some wrong.  The others are alike: one
+    none answered, or one that every model that answered it got right (or every one
+    wrong); a model that did not answer an item stands at its mean, so the item's centred
+    answers are 0 throughout (a skipped cell once counted as a difference, and such items
+    came among the informative ones, unwarned)."""
+    return (answers > 0).any(axis=0) & (answers < 0).any(axis=0)
 
 
 _STRATEGY = {"stratified": _stratified, "random": _random, "information": _information,

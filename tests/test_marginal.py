@@ -11,8 +11,9 @@ import pytest
 from scipy import integrate, special, stats
 
 import cbmm
-from cbmm.marginal import (_Answers, _e_step, observed_information, posterior_sd, quadrature,
-                           solve_marginal)
+from cbmm.posterior import GRID, prior_on_grid
+from cbmm.marginal import (MAX_QUADRATURE_POINTS, _Answers, _e_step, observed_information,
+                           posterior_sd, quadrature, solve_marginal)
 from cbmm.responses import as_responses
 from method_software import needs
 
@@ -148,8 +149,20 @@ def test_all_correct_items_warn_and_models_do_not():
         result = cbmm.fit(y, "mml", coding="signed")
     assert np.isfinite(result.theta).all()
     y[:, 2] = 1
+    y[:, 4] = -1
     with pytest.warns(cbmm.DegenerateDataWarning, match="easiness has no finite optimum"):
-        cbmm.fit(y, "mml", coding="signed")
+        result = cbmm.fit(y, "mml", coding="signed", se=True)
+    # no finite maximum: a at 0 (EM left it at about 1e-16, with standard errors of
+    # millions) and no standard errors; the other items keep theirs
+    a, a_se, b_se = (np.asarray(v, dtype=float) for v in (result.a, result.a_se, result.b_se))
+    assert (a[[2, 4]] == 0.0).all()
+    assert np.isnan(a_se[[2, 4]]).all() and np.isnan(b_se[[2, 4]]).all()
+    assert np.isfinite(a_se[[0, 1, 3, 5]]).all()
+    # a new model right on those items alone has told nothing about its ability
+    new = np.zeros((1, 6))
+    new[0, 2], new[0, 4] = 1, -1
+    scored = cbmm.score(new, result, prior="none", coding="signed")
+    assert scored["status"].iloc[0] == "no information"
 
 
 @needs("mirt")
@@ -248,12 +261,43 @@ def test_runaway_items_make_the_fit_unbounded_and_keep_the_others_intervals():
     runaway = result.info["runaway_items"]
     assert runaway and all(np.asarray(result.a)[runaway] > 50)
     assert np.isnan(np.asarray(result.a_se)[runaway]).all()
-    others = np.setdiff1d(np.arange(50), runaway)
+    alike = responses.degenerate_items()   # answered all alike: no finite maximum
+    others = np.setdiff1d(np.arange(50), np.union1d(runaway, alike))
     assert np.isfinite(np.asarray(result.b_se)[others]).all()
+    assert np.isnan(np.asarray(result.b_se)[alike]).all()
     assert np.isfinite(np.asarray(result.theta_se)).all()
     messages = [str(w.message) for w in caught]
     assert any("runaway_items" in m for m in messages)
     assert not any(issubclass(w.category, RuntimeWarning) for w in caught)   # no overflow
+
+
+def test_the_grid_of_a_histogram_without_a_maximum_stays_within_its_cap():
+    """Where items run away the histogram's scale keeps growing, and each cycle's extension
+    of the grid back to +-6 sd grew it, at its ever finer spacing, without bound (this draw:
+    4,339 nodes, 59 s); it stops at MAX_QUADRATURE_POINTS."""
+    responses, *_ = _draw(20, 50, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = cbmm.fit(responses, "mml")
+    assert result.status == "unbounded"
+    nodes = np.asarray(result.info["population"]["nodes"])
+    assert result.info["n_quad"] == nodes.size <= MAX_QUADRATURE_POINTS
+    assert np.allclose(np.diff(nodes), nodes[1] - nodes[0])
+
+
+def test_model_bootstrap_replicates_stay_on_the_populations_scale():
+    """An mml fit's items are on its population's scale, whose posterior means have sd
+    below 1; its bootstrap replicates must be too, so they centre on the estimate (each was
+    standardised to its posterior means' sd 1, which shrank every a by about 0.95, and 74 %
+    of the replicates' a fell below the fit's)."""
+    responses, *_ = _draw(1500, 20, seed=17)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        full = cbmm.fit(responses, "mml")
+        boot = cbmm.bootstrap(responses, method="mml", n_boot=16, resample="models", seed=3)
+    assert np.std(np.asarray(full.theta)) < 0.97   # posterior means: shrunk
+    ratio = boot.draws["a"] / np.asarray(full.a)
+    assert np.median(ratio) == pytest.approx(1.0, abs=0.015)
 
 
 def test_coverage_check_does_not_count_alike_models_against_a_marginal_fit():
@@ -356,6 +400,25 @@ def test_the_banks_population_is_the_fitted_one_not_the_shrunk_posterior_means(
     count = len(normal.theta)
     quantiles = ndtri((np.arange(count) + 0.5) / count)
     assert np.abs(ItemBank.of(normal).population() - quantiles).max() < 0.01
+
+
+def test_the_histograms_prior_on_the_score_grid_keeps_each_bins_weight():
+    """A histogram whose spacing is no multiple of the score grid's (0.07 against 0.025):
+    its prior on the grid has the histogram's mean and variance (spread evenly over its
+    bins: the variance plus h^2 / 12), as integrating the bins over the grid's cells
+    gives; taking each grid point's bin's weight gave bins 2 or 3 points, a third of
+    their weight more or less."""
+    rng = np.random.default_rng(40)
+    nodes = np.arange(-6.0, 6.0 + 1e-9, 0.07)
+    weights = np.where(np.abs(nodes) < 2.5, rng.random(nodes.size), 0.0)
+    weights /= weights.sum()
+    population = {"kind": "histogram", "nodes": nodes.tolist(), "weights": weights.tolist()}
+    prior = np.exp(prior_on_grid(population))
+    prior /= prior.sum()
+    mean = weights @ nodes
+    assert prior @ GRID == pytest.approx(mean, abs=1e-4)
+    assert prior @ (GRID - mean) ** 2 == pytest.approx(
+        weights @ (nodes - mean) ** 2 + 0.07 ** 2 / 12, abs=1e-4)
 
 
 def test_population_travels_with_the_saved_fit_and_its_items_frame(skewed_calibration,

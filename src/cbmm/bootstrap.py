@@ -48,8 +48,8 @@ class BootstrapResult:
     fit : FitResult
         The fit of the full data.
     draws : dict of ndarray
-        ``theta`` (n_boot x N), ``a``, ``b`` (n_boot x J): every replicate's canonical
-        estimates (NaN where a replicate has none: a failed replicate, an item not
+        ``theta`` (n_boot x N), ``a``, ``b`` (n_boot x J): every replicate's estimates
+        on the fit's scale (NaN where a replicate has none: a failed replicate, an item not
         drawn, a model with no drawn answer).
     n_boot, n_failed : int
         Replicates asked for and replicates whose fit failed.
@@ -140,7 +140,8 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         abilities and their ranks; ``"models"``: draw N models with replacement
         (every item kept), for the item parameters.  The other parameters get no
         interval (NaN; their replicates stay in ``draws``).  Each replicate is put on the
-        canonical scale (theta mean 0, sd 1 over its models), like the fit.
+        canonical scale (theta mean 0, sd 1 over its models), like the fit; an ``mml``
+        replicate stays on its fitted population's scale, like an ``mml`` fit.
     level : float
         Interval coverage, in (0, 1).
     seed : int
@@ -312,7 +313,12 @@ def _replicates(data, warm, spec, settings, options, n_boot, resample, seed, rep
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 solved = spec.solve(part, *start, progress=None, **settings, **options)
-            estimate = canonicalize(solved.theta, solved.a, solved.b)
+            # a population-scale method (mml) gives its items on its fitted population's
+            # scale, as the full fit does; its posterior means' sd is below 1, and
+            # standardising them shrank every replicate's a by that sd (about 0.95)
+            estimate = (tuple(np.array(v, dtype=float) for v in (solved.theta, solved.a, solved.b))
+                        if spec.population_scale
+                        else canonicalize(solved.theta, solved.a, solved.b))
         except Exception:  # a replicate the method cannot fit is counted, not fatal
             estimate = None
         if estimate is None or solved.status.startswith("failed") \

@@ -332,7 +332,7 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
                 log_w = np.maximum(np.log(post.mean(axis=0)), _LOG_FLOOR)
             log_w -= np.logaddexp.reduce(log_w)
             nodes, alpha, beta = _standardised(nodes, np.exp(log_w), alpha, beta)
-            nodes, log_w = _extended(nodes, log_w)
+            nodes, log_w = _extended(nodes, log_w, max(MAX_QUADRATURE_POINTS, n_quad))
         post, loglik = _e_step(answers, alpha, beta, nodes, log_w)
         cycle += 1
         history.append(-loglik)
@@ -348,6 +348,11 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
                 break
     if status == "max_iter" or not math.isfinite(scaled):
         scaled = _scaled_gradient(alpha, beta, *answers.expected(post), nodes)
+    # an item answered all alike has no finite maximum (its beta runs off while alpha
+    # falls toward 0, where EM leaves it at 1e-16 or so): alpha is 0, as a held item's
+    correct, answered = (np.asarray(m.sum(axis=0)).ravel() for m in (answers.correct,
+                                                                      answers.answered))
+    alpha[(correct == 0) | (correct == answered)] = 0.0
     weights = np.exp(log_w)
     info = {"marginal_loglik": loglik, "scaled_gradient_marginal": scaled, "n_quad": nodes.size,
             "population": {"kind": population, "nodes": nodes.tolist(),
@@ -365,16 +370,27 @@ def _standardised(nodes, weights, alpha, beta):
     return (nodes - mean) / sd, alpha * sd, beta + alpha * mean
 
 
-def _extended(nodes, log_w):
+def _extended(nodes, log_w, most):
     """The grid extended, at its spacing, back out to [-GRID_HALF_WIDTH, GRID_HALF_WIDTH]
     where standardising shrank it (a histogram whose sd on the grid exceeds 1), the new
     nodes' weights :data:`_NEW_NODE`: otherwise the grid's ends close in on the population's
-    tails cycle by cycle, and the models beyond them pile up on the end nodes."""
+    tails cycle by cycle, and the models beyond them pile up on the end nodes.  It is
+    extended to ``most`` nodes at most, each end in proportion to its shortfall: where the
+    histogram's scale keeps growing (a population without a finite maximum), the grid
+    grew every cycle, and each cycle's cost with it (on the leaderboard's MMLU, 61 nodes
+    to 939 over 661 cycles).  (Coarsening the grid instead, to keep its range, blurred the
+    models' cluster that such items split and lost likelihood every cycle.)"""
     step = nodes[1] - nodes[0]
     below = max(0, math.ceil((nodes[0] + GRID_HALF_WIDTH) / step - 1e-9))
     above = max(0, math.ceil((GRID_HALF_WIDTH - nodes[-1]) / step - 1e-9))
     if not (below or above):
         return nodes, log_w
+    room = max(0, most - nodes.size)
+    if below + above > room:
+        below = round(room * below / (below + above))
+        above = room - below
+        if not (below or above):
+            return nodes, log_w
     nodes = np.concatenate([nodes[0] - step * np.arange(below, 0, -1), nodes,
                             nodes[-1] + step * np.arange(1, above + 1)])
     log_w = np.concatenate([np.full(below, _NEW_NODE), log_w, np.full(above, _NEW_NODE)])
@@ -419,19 +435,26 @@ def checked_population(population, where):
 
 
 def log_density(population, points):
-    """The log density, up to a constant, of a fit's population (its ``info["population"]``)
-    at ``points``: N(0, 1)'s for ``kind="normal"``; an estimated histogram's, each node's
-    weight spread evenly over its bin (half a node spacing each side), with the floor
-    of an empty node's weight in empty bins and beyond the nodes."""
+    """The log prior mass, up to a constant, of a fit's population (its
+    ``info["population"]``) in the cells of equally spaced ``points`` (half a spacing each
+    side): N(0, 1)'s density at them for ``kind="normal"``; for an estimated histogram,
+    each node's weight spread evenly over its bin (half a node spacing each side) and
+    integrated exactly over each cell, so that a bin keeps its weight however many points
+    it covers (taking each point's bin's weight gave a bin of 2.8 points' width 2 or 3 of
+    them, a third of its mass more or less), with the floor of an empty node's weight in
+    cells with none."""
     points = np.asarray(points, dtype=float)
     if population["kind"] == "normal":
         return -0.5 * points ** 2
     nodes, log_w = _population(population)
-    bins = np.rint((points - nodes[0]) / (nodes[1] - nodes[0]))
-    inside = (bins >= 0) & (bins < nodes.size)
-    density = np.full(points.shape, _LOG_FLOOR)
-    density[inside] = np.maximum(log_w[bins[inside].astype(int)], _LOG_FLOOR)
-    return density
+    half_bin = (nodes[1] - nodes[0]) / 2
+    edges = np.append(nodes - half_bin, nodes[-1] + half_bin)
+    cumulative = np.concatenate([[0.0], np.cumsum(np.exp(log_w))])
+    half_cell = (points[1] - points[0]) / 2 if points.size > 1 else half_bin
+    mass = (np.interp(points + half_cell, edges, cumulative)
+            - np.interp(points - half_cell, edges, cumulative))
+    with np.errstate(divide="ignore"):
+        return np.maximum(np.log(np.maximum(mass, 0.0)), _LOG_FLOOR)
 
 
 def posterior_sd(responses, a, b, population, *, sigma=1.0):
@@ -461,8 +484,9 @@ def item_standard_errors(responses, a, b, population, *, sigma=1.0):
     -------
     a_se, b_se : ndarray (J,)
         NaN for an ``a_j`` held at 0 (its ``b_j`` keeps one), for both of an item whose slope
-        ran away (above :data:`MAX_SLOPE`; the others' are given it held where it is) and
-        for parameters the data carry no information on.
+        ran away (above :data:`MAX_SLOPE`; the others' are given it held where it is) or
+        that every model answered alike (its ``b_j`` runs off: no finite maximum), and for
+        parameters the data carry no information on.
 
     Raises
     ------
@@ -478,7 +502,8 @@ def item_standard_errors(responses, a, b, population, *, sigma=1.0):
     alpha = np.asarray(a, dtype=float) / sigma
     information = observed_information(responses, alpha, np.asarray(b, dtype=float) / sigma,
                                        *_population(population))
-    bounded = alpha <= MAX_SLOPE   # a runaway item has no finite estimate to bound
+    # a runaway item, and one answered all alike, have no finite estimate to bound
+    bounded = (alpha <= MAX_SLOPE) & ~np.isin(np.arange(j), responses.degenerate_items())
     free = np.concatenate([(alpha > 0) & bounded, bounded])
     free &= np.diag(information) > 0
     root = np.linalg.cholesky(information[np.ix_(free, free)])

@@ -27,8 +27,8 @@ _NORMAL_LOG_PRIOR = log_density({"kind": "normal"}, GRID)
 
 
 def prior_on_grid(population=None) -> np.ndarray:
-    """The log density of a new model's ability at :data:`GRID` (up to a constant): a
-    calibration's estimated population (its ``info["population"]``:
+    """The log prior mass of a new model's ability in the cells of :data:`GRID` (up to a
+    constant): a calibration's estimated population (its ``info["population"]``:
     :func:`cbmm.marginal.log_density`), or N(0, 1) where it has none."""
     return _NORMAL_LOG_PRIOR if population is None else log_density(population, GRID)
 

@@ -28,6 +28,20 @@ def test_numeric_looking_labels_stay_strings(tmp_path):
     assert read_table(path).index.tolist() == ["007", "1e3"]
 
 
+@pytest.mark.parametrize("text, separators", [
+    ("model;AMC, 2023, #1;AMC, 2023, #2\nm1;1;0\nm2;0;1\n", "semicolons"),
+    ("model;q1;q2\nm1;1;0\nm2;0;1\n", "semicolons"),
+    ("model\tq1\tq2\nm1\t1\t0\nm2\t0\t1\n", "tabs"),
+])
+def test_a_file_separated_otherwise_is_named_so(tmp_path, text, separators):
+    """A semicolon-separated file whose labels hold commas was 'duplicate item ids in the
+    header: [' 2023']', with no word of its separator."""
+    path = _write(tmp_path / "r.csv", text)
+    with pytest.raises(DataError, match=f"its first row holds {separators} and no comma: the "
+                                        "file must be comma-separated"):
+        read_table(path)
+
+
 def test_duplicate_item_ids_are_refused(tmp_path):
     path = _write(tmp_path / "r.csv", ",a,b,a\nm1,1,0,1\nm2,0,1,0\n")
     with pytest.raises(DataError, match=r"duplicate item ids in the header: \['a'\]"):

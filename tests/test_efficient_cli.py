@@ -428,6 +428,19 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
      "--figure /proc/cbmm-map.png: cannot write into /proc"),
     (["predict", "--responses", "trailing.csv"],
      "trailing.csv: item column 61 has no header (a comma at the end of each line?)"),
+    # the calibration's own models, too few: the error alone, not the in-sample warning first
+    (["predict", "--responses", "new.csv", "--reference", "few.csv"],
+     "--reference few.csv: 10 model(s) answered at least 95% of the calibrated items; a "
+     "0.95 interval needs at least 19"),
+    # a file of which no model answered a calibrated item: refused, as audit refuses it
+    (["predict", "--responses", "blank.csv"],
+     "--responses blank.csv: no model answered any calibrated item of --items fit"),
+    (["adaptive", "--responses", "blank.csv"],
+     "--responses blank.csv: no model answered any calibrated item of --items fit"),
+    (["score", "--responses", "blank.csv"],
+     "--responses blank.csv: no model answered any calibrated item of --items fit"),
+    (["audit", "--responses", "blank.csv"],
+     "--responses blank.csv: no model answered any calibrated item"),
 ])
 def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypatch, tmp_path,
                                                    args, message):
@@ -436,6 +449,7 @@ def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypat
     table.iloc[:10].to_csv(folder / "few.csv")
     table.to_csv(folder / "all.csv")
     table.iloc[300:].assign(**{" ": np.nan}).to_csv(folder / "trailing.csv")
+    (table.iloc[300:] * np.nan).to_csv(folder / "blank.csv")
     status, _, err = call(capsys, *args, "--items", "fit", "--out", tmp_path / "out.csv")
     assert status == 2 and message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "out.csv").exists()

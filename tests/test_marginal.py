@@ -472,3 +472,46 @@ def test_score_command_places_models_in_an_mml_fits_population(tmp_path):
     # within the histogram's bins (spacing 0.2 here): the fit puts a bin's mass on its node,
     # the score spreads it over the bin
     assert np.abs(scores["theta"] - fitted.loc[scores.index, "theta"]).max() < 0.02
+
+
+@pytest.mark.parametrize("edit, named", [
+    (lambda meta: meta.update(info=None), "field 'info' is null, expected an object"),
+    (lambda meta: meta.pop("n_iter"), "no field 'n_iter'"),
+    (lambda meta: meta.update(status=5), "field 'status' is 5, expected text"),
+    (lambda meta: meta.update(loss="abc"), "field 'loss' is \"abc\", expected a number"),
+    (lambda meta: meta["info"].pop("population"), "a 'mml' fit without its population"),
+])
+def test_a_damaged_fit_json_is_one_line_naming_it_in_every_command(edit, named, tmp_path,
+                                                                   capsys):
+    """Fields of fit.json edited to another kind of value, or deleted, were tracebacks
+    (exit 1) in predict, adaptive, audit and select, or (the population of an mml fit, or
+    info as a list) silently scored under N(0, 1)."""
+    import json
+
+    import pandas as pd
+
+    from cbmm.cli import main
+
+    responses, *_ = _draw(300, 12, seed=42)
+    frame = pd.DataFrame(np.where(_signed(responses) > 0, 1, 0),
+                         index=[f"m{i}" for i in range(300)], columns=[f"q{j}" for j in range(12)])
+    frame.to_csv(tmp_path / "answers.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cbmm.fit(frame, "mml").save(tmp_path / "fit")
+    meta_path = tmp_path / "fit" / "fit.json"
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    answers, fit = str(tmp_path / "answers.csv"), str(tmp_path / "fit")
+    for command in (["score", "--responses", answers, "--items", fit, "--prior", "population"],
+                    ["predict", "--responses", answers, "--items", fit],
+                    ["adaptive", "--responses", answers, "--items", fit],
+                    ["audit", "--responses", answers, "--items", fit],
+                    ["select", "--items", fit, "--k", "5"]):
+        out = tmp_path / f"{command[0]}.csv"
+        assert main([*command, "--out", str(out)]) == 2, command
+        error = capsys.readouterr().err.strip().splitlines()
+        assert len(error) == 1 and str(meta_path) in error[0] and named in error[0], \
+            (command, error)
+        assert not out.exists()

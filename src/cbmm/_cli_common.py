@@ -269,3 +269,13 @@ def _read_responses(args, flag="--responses"):
     return read_table(path, layout=args.layout, label_column=args.label_column,
                       model_column=args.model_column, item_column=args.item_column,
                       correct_column=args.correct_column)
+
+
+def _check_some_answered(args, answered: int) -> None:
+    """A file of answers of which no model answered any calibrated item is a mistake (the
+    wrong file, or its items named otherwise), not models to place by the prior alone:
+    ``predict``, ``adaptive`` and ``score`` wrote such rows and exited 0 where ``audit``
+    refused the file."""
+    if not answered:
+        raise CliError(f"--responses {args.responses}: no model answered any calibrated "
+                       f"item of --items {args.items}")

@@ -36,6 +36,7 @@ from ._cli_common import (
     _outside,
     _Parser,
     _path,
+    _check_some_answered,
     _read_responses,
 )
 
@@ -184,6 +185,7 @@ def _score_command(args) -> int:
     with _files_named(args, "--responses"):
         scores = cbmm.score(table, args.items, sigma=args.sigma, prior=args.prior,
                             coding=args.coding, layout=args.layout)
+    _check_some_answered(args, int((scores["n_items"] > 0).sum()))
     write_csv(scores.reset_index(), args.out, float_format="%.17g")
     counts = scores["status"].value_counts()
     print(f"scored {len(scores)} model(s) ({', '.join(f'{n} {s}' for s, n in counts.items())}) "

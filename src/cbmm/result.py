@@ -461,8 +461,8 @@ def read_result_folder(out_dir):
                                      "(refit, or save again)" if present
                                      else ": not a folder written by FitResult.save"))
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        size = {"abilities.csv": int(meta["n_models"]), "items.csv": int(meta["n_items"])}
+        meta = _checked_meta(json.loads(meta_path.read_text(encoding="utf-8")))
+        size = {"abilities.csv": meta["n_models"], "items.csv": meta["n_items"]}
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise ResultFolderError(f"{meta_path}: not a complete fit.json ({exc}); the save was "
                                 "interrupted or the file was edited") from None
@@ -485,6 +485,55 @@ def read_result_folder(out_dir):
             raise ResultFolderError(f"{path}: {len(tables[name])} rows, but fit.json says "
                                     f"{size[name]}: the file is truncated or from another fit")
     return meta, tables["abilities.csv"], tables["items.csv"]
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: What each field of fit.json holds, as :meth:`FitResult.save` writes it (a float that
+#: is not finite is written as null).
+_META_FIELDS = {
+    "method": ("text", lambda v: isinstance(v, str) and v != ""),
+    "status": ("text", lambda v: isinstance(v, str) and v != ""),
+    "loss": ("a number or null", lambda v: v is None or _is_number(v)),
+    "loss_history": ("a list of numbers or nulls",
+                     lambda v: isinstance(v, list) and all(x is None or _is_number(x)
+                                                           for x in v)),
+    "n_iter": ("a whole number >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool)
+               and v >= 0),
+    "max_iter": ("a whole number >= 0", lambda v: isinstance(v, int)
+                 and not isinstance(v, bool) and v >= 0),
+    "runtime_s": ("a number or null", lambda v: v is None or _is_number(v)),
+    "tol": ("a number", _is_number),
+    "seed": ("a whole number or null", lambda v: v is None or (isinstance(v, int)
+                                                              and not isinstance(v, bool))),
+    "init_scale": ("a number or null", lambda v: v is None or _is_number(v)),
+    "n_models": ("a whole number >= 0", lambda v: isinstance(v, int)
+                 and not isinstance(v, bool) and v >= 0),
+    "n_items": ("a whole number >= 0", lambda v: isinstance(v, int)
+                and not isinstance(v, bool) and v >= 0),
+    "degenerate_items": ("a list", lambda v: isinstance(v, list)),
+    "degenerate_models": ("a list", lambda v: isinstance(v, list)),
+    "info": ("an object", lambda v: isinstance(v, dict)),
+}
+
+
+def _checked_meta(meta):
+    """fit.json's fields, each what :meth:`FitResult.save` writes (``ValueError`` naming
+    the first that is not: a field missing, or edited to another kind of value, became a
+    traceback or a silent default further on)."""
+    if not isinstance(meta, dict):
+        raise ValueError(f"expected an object, got {type(meta).__name__}")
+    if "sigma" not in meta:  # its value is checked where it is used, against the model's range
+        raise ValueError("no field 'sigma'")
+    for key, (expected, holds) in _META_FIELDS.items():
+        if key not in meta:
+            raise ValueError(f"no field {key!r}")
+        if not holds(meta[key]):
+            raise ValueError(f"field {key!r} is {json.dumps(meta[key])[:60]}, expected "
+                             f"{expected}")
+    return meta
 
 
 def _labelled(values, labels, name):

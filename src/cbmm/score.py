@@ -42,6 +42,7 @@ from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
 from .marginal import checked_population
 from .model import SIGMA_RANGE, check_sigma, expit
 from .posterior import GRID, posterior_moments, prior_on_grid
+from .registry import get_method
 from .responses import (_EXPECTED, LONG_COLUMNS, Responses, _show, as_responses,
                         headerless_column)
 from .result import FitResult, ResultFolderError, read_labelled_csv, read_result_folder
@@ -218,8 +219,7 @@ def read_items(items):
                              index=getattr(items.a, "index", None))
         where = "the calibration FitResult"
         sigma = _calibrated_sigma(items.sigma, where)
-        if "population" in items.info:  # an mml fit's
-            population = checked_population(items.info["population"], where)
+        population = _fitted_population(items.method, items.info, where)
     elif isinstance(items, pd.DataFrame):
         frame, where = items, "items"
         if "sigma" in items.attrs:  # FitResult.items_frame()'s temperature
@@ -242,9 +242,7 @@ def read_items(items):
                 raise ValueError(f"{where}: the calibration fit failed ({meta['status']})")
             _warn_not_an_answer(meta.get("status"))
             sigma = _calibrated_sigma(meta.get("sigma"), folder / "fit.json")
-            info = meta.get("info")
-            if isinstance(info, dict) and "population" in info:
-                population = checked_population(info["population"], folder / "fit.json")
+            population = _fitted_population(meta["method"], meta["info"], folder / "fit.json")
         else:
             where = str(path)
             if not path.is_file():
@@ -293,6 +291,23 @@ def read_items(items):
     if population is not None:
         table.attrs["population"] = population
     return table, sigma, where
+
+
+def _fitted_population(method, info, where):
+    """The population a fit estimated (its ``info["population"]``, checked; an mml fit's),
+    or None for a fit without one; a fit of a method whose scale is its population's that
+    lacks it was edited (scored under N(0, 1) instead, its new models came out up to 0.45
+    from where the fit puts them)."""
+    if "population" in info:
+        return checked_population(info["population"], where)
+    try:
+        population_scale = get_method(method).population_scale
+    except ValueError:  # a method this installation does not register
+        population_scale = False
+    if population_scale:
+        raise ValueError(f"{where}: a {method!r} fit without its population "
+                         "(info['population']); the file was edited or damaged")
+    return None
 
 
 def _user_items(data: bytes, where: str):

@@ -59,6 +59,23 @@ def _headerless_hint(header: list[str]) -> str:
     return ""
 
 
+def _separator_hint(path: Path) -> str:
+    """A hint when the file looks separated by semicolons or tabs: its first record after
+    the header holds them and no comma (a header of labels with commas then splits into
+    odd "items")."""
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as lines:
+            lines.readline()
+            record = lines.readline(1 << 16)
+    except OSError:
+        return ""
+    for separator, name in ((";", "semicolons"), ("\t", "tabs")):
+        if separator in record and "," not in record:
+            return (f"; its first row holds {name} and no comma: the file must be "
+                    f"comma-separated, not separated by {name}")
+    return ""
+
+
 def _check_field_counts(path: Path, expected: int, layout: str) -> tuple[int, bool]:
     """Every record must have ``expected`` comma-separated fields; returns the number of
     records (the header included) and whether a record spans lines (a quoted line break).
@@ -204,7 +221,7 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
                         f"(columns: {header[:5]}...)")
     items = header[:label_pos] + header[label_pos + 1:]
     if not items:
-        raise DataError(f"{path}: the header has no item columns")
+        raise DataError(f"{path}: the header has no item columns" + _separator_hint(path))
     blank = [k for k, item in enumerate(items) if not item.strip()]
     if blank:
         raise DataError(f"{path}: {headerless_column(blank[0], len(items))}")
@@ -215,7 +232,7 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
         seen.add(item)
     if duplicates:
         raise DataError(f"{path}: duplicate item ids in the header: {sorted(set(duplicates))[:5]}"
-                        + _headerless_hint(header))
+                        + (_separator_hint(path) or _headerless_hint(header)))
     records, multiline = _check_field_counts(path, len(header), "wide")
     if records < 2:
         raise DataError(f"{path}: no model rows after the header" + _headerless_hint(header))

@@ -17,6 +17,7 @@ from .._cli_common import (
     _check_output_file,
     _distinct,
     _file_path,
+    _check_some_answered,
     _files_named,
     _integer,
     _number,
@@ -187,6 +188,7 @@ def _predict_command(args) -> int:
                                      reference=reference, selection=args.selection,
                                      refit=refit, level=args.level, coding=args.coding,
                                      layout=args.layout)
+    _check_some_answered(args, int((predicted["n_items"] > 0).sum()))
     write_csv(predicted.reset_index(), args.out, float_format="%.17g")
     print(f"predicted the accuracy of {len(predicted)} model(s) from "
           f"{predicted['n_items'].min()}-{predicted['n_items'].max()} answered item(s) "
@@ -265,6 +267,7 @@ def _adaptive_command(args) -> int:
     table = _read_responses(args)
     with _files_named(args, "--responses"):
         answers, labels = aligned_answers(table, bank, coding=args.coding, layout=args.layout)
+    _check_some_answered(args, int((answers != 0).any(axis=1).sum()))
     options = {"se_target": args.se_target, "max_items": args.max_items,
                "min_items": args.min_items, "candidates": args.candidates,
                "progressive": args.progressive, "content": content}

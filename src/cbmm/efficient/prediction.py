@@ -183,10 +183,11 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
     else:
         known, known_labels = reference_answers(reference, bank, coding, layout)
         check_not_in_reference(answers, labels, known, known_labels)
+        model = Reference(known, bank, refit=refit, labels=known_labels)
+        model.check_enough(level)  # before the warning: an error is the one line printed
         if selection is None:
             _warn_in_sample(known_labels, bank, level)
-        columns = Reference(known, bank, refit=refit, labels=known_labels).reconstruct(
-            answers, level, selection=selection)
+        columns = model.reconstruct(answers, level, selection=selection)
     return pd.DataFrame(columns, index=pd.Index(labels, name="model"))
 
 

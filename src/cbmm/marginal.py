@@ -121,6 +121,7 @@ class _Answers:
             y = responses.y
             self.correct = (y > 0).astype(float)
             self.answered = (y != 0).astype(float)
+        self.n_models = responses.shape[0]
 
     def log_joint(self, log_p, log_q):
         """``N x Q``: each model's log-likelihood of its answers at every node
@@ -356,7 +357,7 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
     weights = np.exp(log_w)
     info = {"marginal_loglik": loglik, "scaled_gradient_marginal": scaled, "n_quad": nodes.size,
             "population": {"kind": population, "nodes": nodes.tolist(),
-                           "weights": weights.tolist()}}
+                           "weights": weights.tolist(), "n_models": int(answers.n_models)}}
     return SolverOutput(theta=post @ nodes, a=sigma * alpha, b=sigma * beta,
                         loss_history=history, n_iter=cycle, status=status,
                         runtime_s=time.perf_counter() - started, info=info)
@@ -407,7 +408,9 @@ def _population(population):
 def checked_population(population, where):
     """A fit's ``info["population"]`` as read from ``where`` (a file, a DataFrame's
     ``attrs``), checked: ``kind`` one of :data:`POPULATIONS`, at least two equally spaced
-    increasing ``nodes`` and as many ``weights``, non-negative and summing to 1."""
+    increasing ``nodes`` and as many ``weights``, non-negative and summing to 1, and
+    ``n_models`` (the models it was estimated from; written since 2026-12-06) a whole
+    number >= 1 where given."""
     problem = None
     try:
         kind = population["kind"]
@@ -428,10 +431,18 @@ def checked_population(population, where):
         elif not (np.isfinite(weights).all() and weights.min() >= 0
                   and math.isclose(weights.sum(), 1.0, rel_tol=1e-6)):
             problem = "its weights are not non-negative numbers summing to 1"
+        elif "n_models" in population and not (
+                isinstance(population["n_models"], (int, np.integer))
+                and not isinstance(population["n_models"], bool)
+                and population["n_models"] >= 1):
+            problem = f"n_models {population['n_models']!r} is not a whole number >= 1"
     if problem:
         raise ValueError(f"{where}: the calibration's population is not one a fit writes "
                          f"({problem}); the file was edited or damaged")
-    return {"kind": kind, "nodes": nodes.tolist(), "weights": weights.tolist()}
+    checked = {"kind": kind, "nodes": nodes.tolist(), "weights": weights.tolist()}
+    if "n_models" in population:
+        checked["n_models"] = int(population["n_models"])
+    return checked
 
 
 def log_density(population, points):

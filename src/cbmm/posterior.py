@@ -11,6 +11,8 @@ N(0, 1), the canonical scale's, or a calibration's estimated population
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .marginal import log_density
@@ -22,15 +24,52 @@ __all__ = ["GRID", "grid_logits", "grid_moments", "indicators", "log_posterior",
 #: calibration models) to +-8, spaced 0.025, finer than any posterior sd of a few
 #: hundred items (0.05 and more on the real matrices measured).
 GRID = np.linspace(-8.0, 8.0, 641)
+#: Silverman's rule: a kernel density of n points of sd 1 smooths them by 0.9 n^(-1/5).
+SILVERMAN = 0.9
 #: The log density of the N(0, 1) prior at :data:`GRID` (up to a constant).
 _NORMAL_LOG_PRIOR = log_density({"kind": "normal"}, GRID)
 
 
 def prior_on_grid(population=None) -> np.ndarray:
-    """The log prior mass of a new model's ability in the cells of :data:`GRID` (up to a
+    """The log prior mass of a model's ability in the cells of :data:`GRID` (up to a
     constant): a calibration's estimated population (its ``info["population"]``:
-    :func:`cbmm.marginal.log_density`), or N(0, 1) where it has none."""
-    return _NORMAL_LOG_PRIOR if population is None else log_density(population, GRID)
+    :func:`cbmm.marginal.log_density`), or N(0, 1) where it has none.
+
+    An estimated histogram (``kind="histogram"``, with the ``n_models`` it was estimated
+    from) is a density estimate's raw material, not a prior to place models by:
+
+    - it is spiky (the maximum-likelihood mixing distribution is discrete: on MATH-500's
+      140 models 13 % of the mass on one node), and a model answering hundreds of items
+      was placed on a spike with a standard error of a tenth of its answers' (the `mml`
+      fit's abilities' 95 % intervals covered 0.53 of the truth in
+      ``coverage_check``).  So it is smoothed by a normal kernel of Silverman's bandwidth
+      ``0.9 n^(-1/5)`` (its sd being 1): a kernel density of the population;
+    - it ends at the calibration models' abilities, where a new model need not:
+      exchangeable with the ``n`` models, it lies above all of them with probability
+      ``1 / (n + 1)``, and nothing says where.  So that share of the prior is flat over
+      the grid: a model within the population moves by a share of the order of ``1 / n``
+      of the distance to its answers' own estimate; one beyond it is placed by its answers
+      (with the histogram alone, new models 0.9 and 1.4 sd above the best of 140
+      calibration models, answering 60 of 500 items, came out 0.5 and 1.0 sd short with
+      standard errors of 0.27, their 95 % intervals covering none).
+
+    A population saved without ``n_models`` (before 2026-12-06) is the histogram alone.
+    """
+    if population is None:
+        return _NORMAL_LOG_PRIOR
+    log_prior = log_density(population, GRID)
+    if population["kind"] != "histogram" or "n_models" not in population:
+        return log_prior
+    n = population["n_models"]
+    bandwidth = SILVERMAN * n ** -0.2
+    spacing = GRID[1] - GRID[0]
+    offsets = np.arange(-math.ceil(4 * bandwidth / spacing),
+                        math.ceil(4 * bandwidth / spacing) + 1) * spacing
+    kernel = np.exp(-0.5 * (offsets / bandwidth) ** 2)
+    histogram = normalised_weights(log_prior[None, :])[0]
+    smoothed = np.convolve(histogram, kernel / kernel.sum(), mode="same")
+    share = 1.0 / (n + 1)
+    return np.log((1.0 - share) * smoothed / smoothed.sum() + share / GRID.size)
 
 
 def grid_logits(slope, intercept) -> np.ndarray:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..engine import row_blocks
+from ..marginal import log_density
 from ..model import expit
 from ..posterior import (GRID, grid_logits, grid_moments, log_posterior, log_weights,
                          normalised_weights, prior_on_grid)
@@ -159,9 +160,9 @@ class ItemBank:
 
     @functools.cached_property
     def log_prior(self) -> np.ndarray:
-        """The log density of a new model's ability at :data:`GRID` (up to a constant): the
-        calibration's estimated population where it has one
-        (:func:`cbmm.marginal.log_density`), else N(0, 1), its canonical scale's."""
+        """The log prior mass of a new model's ability in the cells of :data:`GRID` (up to
+        a constant): from the calibration's estimated population where it has one
+        (:func:`cbmm.posterior.prior_on_grid`), else N(0, 1), its canonical scale's."""
         return prior_on_grid(self.fitted_population)
 
     @functools.cached_property
@@ -212,10 +213,13 @@ class ItemBank:
         """The abilities the bank is meant for: the calibration models', or N(0, 1)
         quantiles when the calibration came without them.  For a calibration that estimated
         its population (``mml``), as many quantiles of that population as it has models:
-        its models' posterior means shrink toward the mean, the population does not."""
+        its models' posterior means shrink toward the mean, the population does not (the
+        histogram itself: the prior of a new model smooths it and adds a flat share for
+        models beyond the calibration's, :func:`cbmm.posterior.prior_on_grid`)."""
         known = self.abilities is not None and self.abilities.size
         if self.fitted_population is not None:
-            density = np.exp(self.log_prior - self.log_prior.max())
+            histogram = log_density(self.fitted_population, GRID)
+            density = np.exp(histogram - histogram.max())
             cumulative = np.concatenate([[0.0], np.cumsum(density)]) / density.sum()
             half = (GRID[1] - GRID[0]) / 2   # each grid point's mass spread over its cell
             edges = np.append(GRID - half, GRID[-1] + half)

@@ -441,9 +441,16 @@ def test_population_travels_with_the_saved_fit_and_its_items_frame(skewed_calibr
     answers = _signed(calibration)[:40]
     fit.save(tmp_path / "fit")
     expected = cbmm.score(answers, fit, prior="population", coding="signed")
+    from cbmm.efficient.bank import ItemBank
+
+    levels = ItemBank.of(fit).population()
     for items in (tmp_path / "fit", fit.items_frame(), cbmm.FitResult.load(tmp_path / "fit")):
         scores = cbmm.score(answers, items, prior="population", coding="signed")
         assert np.allclose(scores["theta"], expected["theta"], atol=1e-12)
+        # the population's quantiles (select_items' levels and settled items), as many as
+        # its models whatever the route (items_frame() gave 200 where the fit gave 2,000,
+        # and on MATH-500 select_items chose 41 of 100 items differently)
+        assert np.array_equal(ItemBank.of(items).population(), levels)
     bare = fit.items_frame()
     bare.attrs.pop("population")  # a table without it: the N(0, 1) prior
     scores = cbmm.score(answers, bare, prior="population", coding="signed")

@@ -13,7 +13,7 @@ from scipy import integrate, special, stats
 import cbmm
 from cbmm.posterior import GRID, prior_on_grid
 from cbmm.marginal import (MAX_QUADRATURE_POINTS, _Answers, _e_step, observed_information,
-                           posterior_sd, quadrature, solve_marginal)
+                           quadrature, solve_marginal)
 from cbmm.responses import as_responses
 from method_software import needs
 
@@ -58,8 +58,7 @@ def test_posterior_mean_and_sd_match_numerical_integration():
     responses = as_responses(np.array([[1, -1], [1, 1]], dtype=np.int8), coding="signed")
     nodes, log_w = quadrature()
     post, _ = _e_step(_Answers(responses), alpha, beta, nodes, log_w)
-    population = {"nodes": nodes.tolist(), "weights": np.exp(log_w).tolist()}
-    sds = posterior_sd(responses, alpha, beta, population)
+    sds = np.sqrt(post @ nodes ** 2 - (post @ nodes) ** 2)
     for row, answers in enumerate(([1, 0], [1, 1])):
         def likelihood(t, answers=answers):
             p = special.expit(alpha * t + beta)

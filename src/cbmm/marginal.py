@@ -33,8 +33,10 @@ perfectly, its likelihood rises without bound as its slope grows.  Past
 held.
 
 **Abilities.**  Posterior means (EAP) and posterior standard deviations under the
-fitted items.  The scale is the population's: the item parameters are not rescaled to
-the posterior means' spread, which shrink toward 0.
+fitted items (here on the histogram's nodes; the ``mml`` method reports them under the
+population smoothed, :func:`cbmm.posterior.prior_on_grid`).  The scale is the
+population's: the item parameters are not rescaled to the posterior means' spread, which
+shrink toward 0.
 
 **Standard errors of the items** (:func:`item_standard_errors`): the observed
 information of the marginal likelihood by Louis' formula, the expected complete-data
@@ -62,7 +64,7 @@ from .stopping import relative_change
 
 __all__ = ["GRID_HALF_WIDTH", "MAX_NODE_STEP", "MAX_SLOPE", "MAX_QUADRATURE_POINTS", "MAX_SE_ITEMS",
            "POPULATIONS", "QUADRATURE_POINTS", "checked_population", "fit_marginal",
-           "item_standard_errors", "log_density", "observed_information", "posterior_sd",
+           "item_standard_errors", "log_density", "observed_information",
            "quadrature", "solve_marginal"]
 
 #: The abilities' distributions :func:`solve_marginal` fits.
@@ -466,17 +468,6 @@ def log_density(population, points):
             - np.interp(points - half_cell, edges, cumulative))
     with np.errstate(divide="ignore"):
         return np.maximum(np.log(np.maximum(mass, 0.0)), _LOG_FLOOR)
-
-
-def posterior_sd(responses, a, b, population, *, sigma=1.0):
-    """Each model's posterior sd of its ability under the items ``(a, b)`` and the fit's
-    ``population`` (``info["population"]``): the standard error of its EAP estimate, the
-    items taken as known."""
-    nodes, log_w = _population(population)
-    post, _ = _e_step(_Answers(responses), np.asarray(a, dtype=float) / sigma,
-                      np.asarray(b, dtype=float) / sigma, nodes, log_w)
-    mean = post @ nodes
-    return np.sqrt(np.maximum(post @ nodes ** 2 - mean ** 2, 0.0))
 
 
 def item_standard_errors(responses, a, b, population, *, sigma=1.0):

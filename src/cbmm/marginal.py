@@ -123,7 +123,6 @@ class _Answers:
             y = responses.y
             self.correct = (y > 0).astype(float)
             self.answered = (y != 0).astype(float)
-        self.n_models = responses.shape[0]
 
     def log_joint(self, log_p, log_q):
         """``N x Q``: each model's log-likelihood of its answers at every node
@@ -353,13 +352,11 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
         scaled = _scaled_gradient(alpha, beta, *answers.expected(post), nodes)
     # an item answered all alike has no finite maximum (its beta runs off while alpha
     # falls toward 0, where EM leaves it at 1e-16 or so): alpha is 0, as a held item's
-    correct, answered = (np.asarray(m.sum(axis=0)).ravel() for m in (answers.correct,
-                                                                      answers.answered))
-    alpha[(correct == 0) | (correct == answered)] = 0.0
+    alpha[responses.degenerate_items()] = 0.0
     weights = np.exp(log_w)
     info = {"marginal_loglik": loglik, "scaled_gradient_marginal": scaled, "n_quad": nodes.size,
             "population": {"kind": population, "nodes": nodes.tolist(),
-                           "weights": weights.tolist(), "n_models": int(answers.n_models)}}
+                           "weights": weights.tolist(), "n_models": int(responses.shape[0])}}
     return SolverOutput(theta=post @ nodes, a=sigma * alpha, b=sigma * beta,
                         loss_history=history, n_iter=cycle, status=status,
                         runtime_s=time.perf_counter() - started, info=info)
@@ -504,8 +501,8 @@ def item_standard_errors(responses, a, b, population, *, sigma=1.0):
     alpha = np.asarray(a, dtype=float) / sigma
     information = observed_information(responses, alpha, np.asarray(b, dtype=float) / sigma,
                                        *_population(population))
-    # a runaway item, and one answered all alike, have no finite estimate to bound
-    bounded = (alpha <= MAX_SLOPE) & ~np.isin(np.arange(j), responses.degenerate_items())
+    bounded = alpha <= MAX_SLOPE   # a runaway item has no finite estimate to bound,
+    bounded[responses.degenerate_items()] = False   # nor has one answered all alike
     free = np.concatenate([(alpha > 0) & bounded, bounded])
     free &= np.diag(information) > 0
     root = np.linalg.cholesky(information[np.ix_(free, free)])

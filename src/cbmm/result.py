@@ -491,6 +491,10 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 #: What each field of fit.json holds, as :meth:`FitResult.save` writes it (a float that
 #: is not finite is written as null).
 _META_FIELDS = {
@@ -500,19 +504,15 @@ _META_FIELDS = {
     "loss_history": ("a list of numbers or nulls",
                      lambda v: isinstance(v, list) and all(x is None or _is_number(x)
                                                            for x in v)),
-    "n_iter": ("a whole number >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool)
-               and v >= 0),
-    "max_iter": ("a whole number >= 0", lambda v: isinstance(v, int)
-                 and not isinstance(v, bool) and v >= 0),
+    "n_iter": ("a whole number >= 0", _is_count),
+    "max_iter": ("a whole number >= 0", _is_count),
     "runtime_s": ("a number or null", lambda v: v is None or _is_number(v)),
     "tol": ("a number", _is_number),
-    "seed": ("a whole number or null", lambda v: v is None or (isinstance(v, int)
-                                                              and not isinstance(v, bool))),
+    "seed": ("a whole number or null",
+             lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool))),
     "init_scale": ("a number or null", lambda v: v is None or _is_number(v)),
-    "n_models": ("a whole number >= 0", lambda v: isinstance(v, int)
-                 and not isinstance(v, bool) and v >= 0),
-    "n_items": ("a whole number >= 0", lambda v: isinstance(v, int)
-                and not isinstance(v, bool) and v >= 0),
+    "n_models": ("a whole number >= 0", _is_count),
+    "n_items": ("a whole number >= 0", _is_count),
     "degenerate_items": ("a list", lambda v: isinstance(v, list)),
     "degenerate_models": ("a list", lambda v: isinstance(v, list)),
     "info": ("an object", lambda v: isinstance(v, dict)),

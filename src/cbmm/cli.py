@@ -27,6 +27,7 @@ from ._cli_common import (
     _check_input_file,
     _check_output_file,
     _check_output_folder,
+    _check_some_answered,
     _declared,
     _distinct,
     _file_path,
@@ -36,7 +37,6 @@ from ._cli_common import (
     _outside,
     _Parser,
     _path,
-    _check_some_answered,
     _read_responses,
 )
 

@@ -199,6 +199,25 @@ def test_gradient_baselines_recover_truth_and_reach_the_cbmm_optimum(method, pro
     assert result.info["gradient_ratio"] <= result.info["gradient_safeguard"]
 
 
+@pytest.mark.filterwarnings("ignore::cbmm.ConvergenceWarning")
+@pytest.mark.parametrize("method", ["lbfgsb", pytest.param("manopt", marks=needs("manopt"))])
+def test_gradient_baselines_solve_the_same_problem_at_every_temperature(method):
+    # loss (3) depends on (a / sigma, b / sigma) alone; in the raw variables L-BFGS-B
+    # stopped at sigma = 1e-30 on the intercept-only saddle (theta constant) and called it
+    # converged, and at 1e-200 both failed
+    y, *_ = simulate(60, 30, seed=3)
+    settings = dict(n_starts=1, tol=1e-12, max_iter=5000)
+    unit = cbmm.fit(y, method, **settings)
+    assert cbmm.paper_settings(method)["parametrisation"] == "raw"  # the paper's variables
+    for sigma in (1e-200, 1e-30, 1e30, 1e200):
+        fitted = cbmm.fit(y, method, sigma=sigma, **settings)
+        assert fitted.status == unit.status
+        assert fitted.info["objective"] == pytest.approx(unit.info["objective"], rel=1e-12)
+        np.testing.assert_allclose(fitted.theta, unit.theta, atol=1e-9)
+        np.testing.assert_allclose(fitted.a / sigma, unit.a, atol=1e-9)
+        np.testing.assert_allclose(fitted.b / sigma, unit.b, atol=1e-9)
+
+
 @pytest.mark.parametrize("method, options", [
     ("lbfgsb", {}), pytest.param("manopt", {}, marks=needs("manopt")),
     pytest.param("pyirt", {"record_history": True}, marks=needs("pyirt")),
@@ -370,6 +389,25 @@ def test_pyirt_starts_from_the_shared_start_quietly_and_reproducibly(tmp_path, m
 
 
 @needs("pyirt")
+def test_pyirt_takes_any_seed_and_is_told_what_it_takes_for_degenerate_data(tmp_path,
+                                                                             monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    y, *_ = simulate(40, 20, seed=5)
+    y[:, 3] = 1.0  # every model right: no finite easiness without a prior
+    with pytest.warns(cbmm.DegenerateDataWarning) as caught:
+        huge = paper_fit(y, "pyirt", max_iter=3, seed=2**64 + 5)
+    # fit takes any non-negative seed (torch's generator takes it modulo 2**64): it was a
+    # failed fit, "Overflow when unpacking long long"
+    assert not huge.failed, huge.status
+    again = paper_fit(y, "pyirt", max_iter=3, seed=2**64 + 5)
+    assert np.isfinite(huge.theta).all()
+    np.testing.assert_array_equal(huge.theta, again.theta)
+    advice = " ".join(str(w.message) for w in caught)
+    # py-irt has no prior option: the warning named prior='normal', which fit then refused
+    assert "prior='normal'" not in advice and "method='cbmm'" in advice
+
+
+@needs("pyirt")
 def test_pyirt_takes_a_start_with_a_flat_item():
     """A start of a0 = 0 (the spectral start's for an all-wrong item, as on 40 models x 60
     items of MATH-500) has no log for py-irt's discrimination: it was a failed fit (NaN
@@ -448,7 +486,9 @@ def test_mirt_messages_name_the_users_items():
         "items have only one response category: item '96' (column 97), item '0' (column 1); "
         "see item '99' (column 100)")
     assert user_item_names("item101 and itemized", labels) == "item101 and itemized"
-    assert user_item_names(text, None) == text
+    assert user_item_names(text, None) == (
+        "items have only one response category: column 96 (from 0), column 0 (from 0); "
+        "see column 99 (from 0)")
 
 
 def test_mirt_seed_mapping_covers_every_integer_seed():

@@ -153,6 +153,8 @@ def test_max_iter_gives_a_convergence_warning():
     with pytest.warns(cbmm.ConvergenceWarning, match="max_iter=2"):
         result = cbmm.fit(responses, max_iter=2)
     assert result.status == "max_iter" and result.n_iter == 2
+    assert result.info["status_reason"] == ("stopped at max_iter=2 before its stopping rule "
+                                            "was met")
     with warnings.catch_warnings():
         warnings.simplefilter("error", cbmm.ConvergenceWarning)
         assert cbmm.fit(responses).status == "converged"

@@ -101,6 +101,15 @@ def test_a_folder_missing_a_file_or_holding_another_saves_file_is_refused(tmp_pa
         cbmm.FitResult.load(tmp_path / "a")
     with pytest.raises(ResultFolderError, match="not the file its fit.json lists"):
         cbmm.score(data, tmp_path / "a")
+    # an edit that keeps the size is named by its checksum (the sizes alone read as equal)
+    first.save(tmp_path / "edited")
+    items = tmp_path / "edited" / "items.csv"
+    text = items.read_text()
+    digit = next(k for k, c in enumerate(text) if c in "12345678")
+    items.write_text(text[:digit] + str(int(text[digit]) + 1) + text[digit + 1:])
+    with pytest.raises(ResultFolderError, match=r"\(its sha256 differs from the one listed, at "
+                                                r"the same size\): it was edited"):
+        cbmm.FitResult.load(tmp_path / "edited")
     (tmp_path / "b" / "fit.json").unlink()
     with pytest.raises(ResultFolderError, match=r"b: no fit.json beside abilities.csv, items.csv: "
                                                 "an interrupted save"):

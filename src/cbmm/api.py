@@ -323,7 +323,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
             given = (given[0][kept[0]], given[1][kept[1]], given[2][kept[1]])
     if bad_items.size or bad_models.size:
         warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty,
-                                 spec.population_scale), DegenerateDataWarning)
+                                 spec.population_scale, "prior" in spec.options),
+             DegenerateDataWarning)
     if isolate and not FORK_AVAILABLE:
         warn("this platform cannot fork: the fit runs in this process, without "
              "crash isolation or time limit", RuntimeWarning)
@@ -359,6 +360,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
                 np.asarray(result.info["runaway_items"], dtype=int))
         if spec.minimises_loss:
             result.status = _judged_status(result, core, penalty, len(starts))
+        if result.status == "max_iter":  # every method's, as the other statuses' reasons
+            result.info["status_reason"] = (f"stopped at max_iter={result.max_iter} before "
+                                            "its stopping rule was met")
         if se and not result.failed:
             _add_standard_errors(result, core, penalty, spec, options)
             if "se_problem" in result.info:
@@ -489,7 +493,8 @@ def _rank_correlation(x, y) -> float:
         return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def _degenerate_message(n_items, n_models, degenerate, penalty, marginal=False) -> str:
+def _degenerate_message(n_items, n_models, degenerate, penalty, marginal=False,
+                        takes_prior=True) -> str:
     what = (f"{n_items} item(s) answered all-correct or all-wrong and {n_models} model(s) "
             "with all answers correct or wrong")
     if degenerate == "set_aside":
@@ -504,8 +509,10 @@ def _degenerate_message(n_items, n_models, degenerate, penalty, marginal=False) 
             ", short of where their answers put them; as those models enter the abilities' "
             "scale (mean 0, sd 1), the other parameters' intervals can cover less than they "
             "say: degenerate='set_aside' leaves them out (docs/trust.md)" if n_models else "")
+    # mirt and py-irt take no prior option: the advice names what they take
+    remedy = "prior='normal' or " if takes_prior else "method='cbmm' (its prior) or "
     return (f"{what}: their easiness/ability has no finite optimum and drifts until the "
-            "stopping rule; use prior='normal' or degenerate='set_aside' (they are listed as "
+            f"stopping rule; use {remedy}degenerate='set_aside' (they are listed as "
             "degenerate_items and degenerate_models of the result, in fit.json when saved)")
 
 
@@ -608,7 +615,9 @@ def _warn_status(result, method) -> None:
              "a and b are where EM stopped and have no standard errors; method='cbmm' "
              "(its prior) keeps them finite, or leave them out", DegenerateDataWarning)
     elif result.status == "unbounded":
-        warn(f"{method}: {reason}; fit with prior='normal' (a finite optimum whatever "
+        remedy = ("prior='normal'" if "prior" in get_method(method).options
+                  else "method='cbmm' and its prior")
+        warn(f"{method}: {reason}; fit with {remedy} (a finite optimum whatever "
              "the data) or degenerate='set_aside'", DegenerateDataWarning)
 
 

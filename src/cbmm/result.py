@@ -476,10 +476,13 @@ def read_result_folder(out_dir):
                                     "save?)") from None
         recorded = (meta.get("files") or {}).get(name)
         if recorded is not None and file_record(data) != recorded:
+            differs = (f"{len(data)} bytes, {recorded['bytes']} listed"
+                       if len(data) != recorded.get("bytes") else
+                       "its sha256 differs from the one listed, at the same size")
             raise ResultFolderError(
-                f"{path}: not the file its fit.json lists ({len(data)} bytes, "
-                f"{recorded['bytes']} listed): the folder holds parts of different saves, or "
-                "a save was interrupted; refit, or save again")
+                f"{path}: not the file its fit.json lists ({differs}): it was edited, the "
+                "folder holds parts of different saves, or a save was interrupted; refit, or "
+                "save again")
         tables[name] = read_labelled_csv(data, label, str(path))
         if len(tables[name]) != size[name]:
             raise ResultFolderError(f"{path}: {len(tables[name])} rows, but fit.json says "

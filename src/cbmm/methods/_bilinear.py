@@ -12,13 +12,52 @@ representative with ``||theta|| = ||a||`` for the start of L-BFGS-B and
 Manopt; :func:`orient_sign` picks, between an unconstrained solution and its
 mirror image, the one closer to ``a >= 0`` (Manopt, before its proximal step).
 See docs/baselines.md for the measurements behind both.
+
+Nor are they invariant under the temperature, on which the loss depends only through
+``(a / sigma, b / sigma)``: :func:`at_unit_temperature` solves for those, as cBMM does.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-__all__ = ["balance_scale", "orient_sign"]
+from ..registry import Option
+
+__all__ = ["PARAMETRISATION_OPTION", "at_unit_temperature", "balance_scale", "orient_sign"]
+
+#: The gradient baselines' variables: ``scaled`` (default), ``(theta, a / sigma,
+#: b / sigma)``, where the problem is the same at every temperature; ``raw``, ``(theta, a,
+#: b)`` at temperature sigma, as the paper states loss (3) (its figures' setting:
+#: :func:`cbmm.paper_settings`).  In the raw variables the b-gradient is 1 / sigma times
+#: the theta-gradient's scale: at sigma = 1e-30 L-BFGS-B stopped at the intercept-only
+#: saddle and called it converged, and beyond 1e+-100 both failed (docs/baselines.md).
+PARAMETRISATION_OPTION = {
+    "parametrisation": Option("str", "scaled", choices=("scaled", "raw"),
+                              doc="scaled: solve for (theta, a/sigma, b/sigma), the same "
+                                  "problem at every temperature; raw: for (theta, a, b) at "
+                                  "temperature sigma, as the paper writes loss (3)"),
+}
+
+
+def at_unit_temperature(solve):
+    """A gradient baseline's ``solve`` taking the :data:`PARAMETRISATION_OPTION`: with
+    ``parametrisation="scaled"`` it solves the temperature-free problem, from ``(theta0,
+    a0 / sigma, b0 / sigma)`` at sigma = 1 (the same losses, penalty included:
+    :class:`cbmm.prior.Penalty` is on ``a / sigma`` and ``b / sigma``), and returns ``a``
+    and ``b`` times sigma; the solver's ``info`` is the scaled problem's."""
+
+    @functools.wraps(solve)
+    def solve_in(responses, theta0, a0, b0, *, sigma, parametrisation="scaled", **options):
+        if parametrisation == "raw" or sigma == 1.0:
+            return solve(responses, theta0, a0, b0, sigma=sigma, **options)
+        out = solve(responses, theta0, np.asarray(a0, dtype=float) / sigma,
+                    np.asarray(b0, dtype=float) / sigma, sigma=1.0, **options)
+        out.a, out.b = out.a * sigma, out.b * sigma
+        return out
+
+    return solve_in
 
 
 def balance_scale(theta, a):

@@ -1,8 +1,10 @@
 """L-BFGS-B baseline: SciPy's L-BFGS-B on loss (3) with analytic gradients.
 
 The variables are ``x = (theta, a, b)`` with box constraints ``a >= 0``
-(theta and b free); every evaluation returns the loss and its gradient from
-one fused pass over the observed entries (:class:`cbmm.engine.Objective`).
+(theta and b free), at sigma = 1 for ``(theta, a / sigma, b / sigma)`` unless
+``parametrisation="raw"`` (the registered solver is
+:func:`~._bilinear.at_unit_temperature`'s); every evaluation returns the loss and its
+gradient from one fused pass over the observed entries (:class:`cbmm.engine.Objective`).
 The shared start enters in its balanced representative
 (:func:`~._bilinear.balance_scale`: the same ``theta a^T``, hence the same
 loss, with ``||theta|| = ||a||``).
@@ -27,7 +29,7 @@ import numpy as np
 
 from ..registry import Option, register_method
 from ..result import SolverOutput
-from ._bilinear import balance_scale
+from ._bilinear import PARAMETRISATION_OPTION, at_unit_temperature, balance_scale
 from ..engine import Objective
 from ..model import projected_norm
 from ..prior import PRIOR_SD, Penalty
@@ -45,6 +47,7 @@ OPTIONS = {
     "maxfun": Option("int", None, minimum=1, nullable=True,
                      doc="limit on objective evaluations; default max(15000, 20 max_iter)"),
     **PRIOR_OPTIONS,
+    **PARAMETRISATION_OPTION,
 }
 
 
@@ -148,8 +151,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
 
 # preload: cbmm.fit imports SciPy's optimizers (0.4 s) in the caller, not in every forked
 # worker, and only for this method, so that ``import cbmm`` stays without SciPy
-register_method("lbfgsb", solve, label="L-BFGS-B", options=OPTIONS, color="#9b2ee6", order=1,
+register_method("lbfgsb", at_unit_temperature(solve), label="L-BFGS-B", options=OPTIONS,
+                color="#9b2ee6", order=1,
                 env="core", seconds_per_million_cells=10.0, reads_sparse=True,
                 preload=lambda options: ("scipy.optimize",),
-                paper_options={"prior": "none"}, minimises_loss=True,
+                paper_options={"prior": "none", "parametrisation": "raw"}, minimises_loss=True,
                 description="SciPy L-BFGS-B on loss (3) with analytic gradients, a >= 0 bounds")

@@ -8,7 +8,9 @@ Euclidean gradient (numpy backend; loss and gradient come from one fused
 pass, cached so the line search's cost call and the following gradient call
 at the accepted point share it).  The shared start enters in its balanced
 representative (:func:`~._bilinear.balance_scale`: the same ``theta a^T``,
-hence the same loss, with ``||theta|| = ||a||``).
+hence the same loss, with ``||theta|| = ||a||``).  Both stages run at sigma = 1 on
+``(theta, a / sigma, b / sigma)`` unless ``parametrisation="raw"`` (the registered
+solver is :func:`~._bilinear.at_unit_temperature`'s).
 
 Stopping rule.  pymanopt has no relative-cost test, so a subclass adds the
 paper's, :class:`cbmm.stopping.RelativeLossRule`: stop when
@@ -52,7 +54,7 @@ import numpy as np
 
 from ..registry import Option, register_method
 from ..result import SolverOutput
-from ._bilinear import balance_scale, orient_sign
+from ._bilinear import PARAMETRISATION_OPTION, at_unit_temperature, balance_scale, orient_sign
 from ..engine import Objective
 from ..prior import PRIOR_SD, Penalty
 from ._software import require_python_modules
@@ -210,6 +212,7 @@ OPTIONS = {
                         doc="proximal step eta; default 1/L (always a descent step)"),
     "sparsity": Option("float", 0.0, minimum=0, doc="proximal l1 weight lambda on a (default 0)"),
     **PRIOR_OPTIONS,
+    **PARAMETRISATION_OPTION,
 }
 
 
@@ -311,7 +314,8 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
               "n_evaluations": objective.evaluations - setup_evaluations, **rule.info()})
 
 
-register_method("manopt", solve, label="Manopt", availability=availability, options=OPTIONS,
+register_method("manopt", at_unit_temperature(solve), label="Manopt", availability=availability,
+                options=OPTIONS,
                 color="#00897b", order=2, env="core", seconds_per_million_cells=15.0,
-                paper_options={"prior": "none"}, minimises_loss=True,
+                paper_options={"prior": "none", "parametrisation": "raw"}, minimises_loss=True,
                 description="pymanopt conjugate gradient + post-hoc proximal step for a >= 0")

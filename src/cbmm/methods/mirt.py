@@ -95,12 +95,13 @@ _R_ITEM = re.compile(r"\bitem(\d+)\b")
 
 def user_item_names(text: str, labels) -> str:
     """``text`` from R with its item names (``item97``, the 97th column) replaced by the
-    user's labels (``item '96' (column 97)``); unchanged without labels."""
-    if labels is None:
-        return text
-
+    user's labels (``item '96' (column 97)``), or for an unlabelled array by its column
+    as NumPy counts it (``column 96 (from 0)``: R's ``item97`` sent a user to the wrong
+    column)."""
     def name(match):
         k = int(match.group(1))
+        if labels is None:
+            return f"column {k - 1} (from 0)" if k >= 1 else match.group(0)
         return f"item {str(labels[k - 1])!r} (column {k})" if 1 <= k <= len(labels) \
             else match.group(0)
     return _R_ITEM.sub(name, text)

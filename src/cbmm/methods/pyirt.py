@@ -190,7 +190,7 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, progress=N
     sigma, tol, max_iter
         Temperature, tolerance of the convergence diagnosis, epochs.
     seed : int or None
-        Seed of torch's generator for Pyro's sampling (other values: unseeded).
+        Seed of torch's generator for Pyro's sampling, modulo 2**64 (other values: unseeded).
     record_history : bool
         Evaluate loss (3) at every epoch's iterate (after the timed fit); when
         False only the final loss is known and ``status`` is ``"max_iter"``.
@@ -224,7 +224,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=0, progress=N
         setup_s = time.perf_counter() - setup
         with torch.random.fork_rng(devices=[]):
             if isinstance(seed, (int, np.integer)):
-                torch.manual_seed(int(seed))
+                # fit takes any non-negative seed; torch's generator at most 2**64 - 1
+                # (2**64 + 5 failed with "Overflow when unpacking long long")
+                torch.manual_seed(int(seed) % 2**64)
             recorder.clock = time.perf_counter()
             trainer.train(epochs=max_iter, device="cpu")
             runtime = time.perf_counter() - recorder.clock

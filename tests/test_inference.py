@@ -343,6 +343,22 @@ def test_a_fit_that_loses_to_a_baseline_says_so_and_names_it():
         "average)?")
 
 
+def test_held_out_answers_against_a_set_aside_models_certainty_are_named_as_the_cause():
+    # five models with one right answer each: the fold that holds it out trains them on
+    # wrong answers alone, set_aside predicts p = 0, and the answer costs 34.5 nats (the
+    # warning blamed too few answers per item)
+    y = simulate(80, 30, seed=1).responses.astype(float)
+    y[:5] = 0.0
+    y[np.arange(5), np.arange(5)] = 1.0
+    with pytest.warns(cbmm.HeldOutWarning) as caught:
+        cbmm.cross_validate(y, folds=3, seed=0, degenerate="set_aside")
+    message = str([w for w in caught if w.category is cbmm.HeldOutWarning][0].message)
+    assert message.endswith(
+        "5 held-out answer(s) contradict a certain prediction (p = 0 or 1) of a model or item "
+        "set aside (degenerate='set_aside': its training answers all alike), each scored at "
+        "the floor, 34.5 nats; degenerate='keep' (the default) gives them finite parameters")
+
+
 def test_folds_left_empty_by_the_training_rule_are_refused():
     """A cell that is its model's or item's last training answer stays in training; on a
     diagonal matrix every cell is, so each fold would refit all the data and score

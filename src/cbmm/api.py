@@ -508,7 +508,8 @@ def _degenerate_message(n_items, n_models, degenerate, penalty, marginal=False,
         return f"{what}: the prior alone sets their easiness/ability" + (
             ", short of where their answers put them; as those models enter the abilities' "
             "scale (mean 0, sd 1), the other parameters' intervals can cover less than they "
-            "say: degenerate='set_aside' leaves them out (docs/trust.md)" if n_models else "")
+            "say: degenerate='set_aside' leaves them out, which can also cost coverage where "
+            "they are many (docs/trust.md)" if n_models else "")
     # mirt and py-irt take no prior option: the advice names what they take
     remedy = "prior='normal' or " if takes_prior else "method='cbmm' (its prior) or "
     return (f"{what}: their easiness/ability has no finite optimum and drifts until the "

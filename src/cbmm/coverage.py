@@ -109,7 +109,8 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
                  "0, sd 1) the other parameters move with it. Draws from the fit do not "
                  "reproduce them, so this check can report intervals that hold where they do "
                  "not (20 such models of 200: a's intervals covered 0.63 of the truth, this "
-                 "check said 0.95; docs/trust.md). degenerate='set_aside' fits without them",
+                 "check said 0.95; docs/trust.md). degenerate='set_aside' fits without them "
+                 "(not always better: docs/trust.md)",
                  UserWarning)
     rng = np.random.default_rng([seed, 0xC0])
     shares = {name: [] for name in truths}

@@ -108,6 +108,7 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
                          "item keeps a training answer (too sparse for so many folds); use "
                          "fewer folds")
     table = []
+    contradicted = 0  # held-out answers a certain prediction (p = 0 or 1) got wrong
     with _progress_lines(fit_kwargs.get("verbose", 0)) as report:  # checked by fit
         for fold, held in enumerate(helds):
             train = data.without(rows[held], cols[held])
@@ -119,7 +120,9 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
             if result.failed:
                 scores = dict.fromkeys(("log_loss", "brier", "auc"), math.nan)
             else:
-                scores = held_out_scores(truth, predicted_probabilities(result, rows[held], cols[held]))
+                p = predicted_probabilities(result, rows[held], cols[held])
+                contradicted += int(np.count_nonzero(np.where(truth, p <= 0, p >= 1)))
+                scores = held_out_scores(truth, p)
             row = {"fold": fold, "method": method, "status": result.status,
                    "n_cells": int(held.sum()), **scores}
             for name, p in _baseline_probabilities(train, rows[~held], cols[~held], values[~held],
@@ -128,7 +131,8 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
             table.append(row)
     table = pd.DataFrame(table)
     _warn_statuses(table)
-    _warn_baseline(table, method, rows.size / data.shape[1], rows.size / data.shape[0])
+    _warn_baseline(table, method, rows.size / data.shape[1], rows.size / data.shape[0],
+                   contradicted)
     return table
 
 
@@ -166,20 +170,29 @@ def _warn_statuses(table) -> None:
          ConvergenceWarning)
 
 
-def _warn_baseline(table, method, per_item, per_model) -> None:
+def _warn_baseline(table, method, per_item, per_model, contradicted=0) -> None:
     """A HeldOutWarning when the fit's mean held-out log loss is above a baseline's
-    (``per_item``, ``per_model``: the answers per item and per model, on average)."""
+    (``per_item``, ``per_model``: the answers per item and per model, on average;
+    ``contradicted``: held-out answers against a prediction of 0 or 1)."""
     scored = table[table["log_loss"].notna()]
     if scored.empty:
         return
     name, means = best_baseline(table)
     fit_loss = scored["log_loss"].mean()
     if fit_loss > means["log_loss"]:
-        why = (f"too few answers per item or per model for the 2PL ({per_item:.3g} per item, "
-               f"{per_model:.3g} per model on average)? Its item parameters or abilities are "
-               "then mostly noise"
-               if (scored["status"] == "converged").all() else
-               "some folds' fits are not answers (see the status column)")
+        if contradicted:
+            # degenerate="set_aside": a model or item whose training answers were all alike
+            # is certain to answer alike (on AIME 2024, 27 such cells cost 0.2 nats a cell)
+            why = (f"{contradicted} held-out answer(s) contradict a certain prediction (p = 0 "
+                   "or 1) of a model or item set aside (degenerate='set_aside': its training "
+                   f"answers all alike), each scored at the floor, {-math.log(PROBABILITY_FLOOR):.1f} "
+                   "nats; degenerate='keep' (the default) gives them finite parameters")
+        elif (scored["status"] == "converged").all():
+            why = (f"too few answers per item or per model for the 2PL ({per_item:.3g} per "
+                   f"item, {per_model:.3g} per model on average)? Its item parameters or "
+                   "abilities are then mostly noise")
+        else:
+            why = "some folds' fits are not answers (see the status column)"
         warn(f"the {method} fit predicts held-out answers worse than the "
              f"{BASELINES[name]} baseline (log loss {fit_loss:.4f} vs "
              f"{means['log_loss']:.4f}): {why}", HeldOutWarning)

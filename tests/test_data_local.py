@@ -42,6 +42,32 @@ def test_a_file_separated_otherwise_is_named_so(tmp_path, text, separators):
         read_table(path)
 
 
+def test_a_compressed_file_or_a_workbook_is_named_for_what_it_is(tmp_path):
+    """A gzip file or an .xlsx workbook renamed .csv was "not UTF-8 text ('utf-8' codec
+    can't decode byte 0x8b ...)"."""
+    import gzip
+    import zipfile
+
+    text = b"model,q1,q2\nm1,1,0\nm2,0,1\n"
+    (tmp_path / "packed.csv").write_bytes(gzip.compress(text))
+    with pytest.raises(DataError, match=r"packed.csv: a gzip-compressed file, not CSV text: "
+                                        r"decompress it first \(gunzip\)$"):
+        read_table(tmp_path / "packed.csv")
+    with zipfile.ZipFile(tmp_path / "book.csv", "w") as book:  # an .xlsx is a ZIP archive
+        book.writestr("xl/workbook.xml", "<workbook/>")
+    with pytest.raises(DataError, match=r"book.csv: a ZIP archive \(an Excel .xlsx workbook\?\), "
+                                        r"not CSV text: save it as CSV \(UTF-8\)$"):
+        read_table(tmp_path / "book.csv")
+    (tmp_path / "r.csv.gz").write_bytes(gzip.compress(text))
+    with pytest.raises(DataError, match=r"unsupported file type '.gz' \(compressed: decompress "
+                                        r"it first\); expected .csv or .parquet"):
+        read_table(tmp_path / "r.csv.gz")
+    # text that is not UTF-8 and no known format keeps the decoder's words
+    (tmp_path / "latin.csv").write_bytes("model,q\u00e9\nm1,1\nm2,0\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"latin.csv: not UTF-8 text \('utf-8' codec"):
+        read_table(tmp_path / "latin.csv")
+
+
 def test_duplicate_item_ids_are_refused(tmp_path):
     path = _write(tmp_path / "r.csv", ",a,b,a\nm1,1,0,1\nm2,0,1,0\n")
     with pytest.raises(DataError, match=r"duplicate item ids in the header: \['a'\]"):

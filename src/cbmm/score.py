@@ -43,8 +43,8 @@ from .marginal import checked_population
 from .model import SIGMA_RANGE, check_sigma, expit
 from .posterior import GRID, posterior_moments, prior_on_grid
 from .registry import get_method
-from .responses import (_EXPECTED, LONG_COLUMNS, Responses, _show, as_responses,
-                        headerless_column)
+from .responses import (_EXPECTED, FIRST_LINE, LONG_COLUMNS, Responses, _show,
+                        as_responses, headerless_column)
 from .result import FitResult, ResultFolderError, read_labelled_csv, read_result_folder
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -488,6 +488,8 @@ def _coded(frame: pd.DataFrame, coding) -> np.ndarray:
     padded.columns = frame.columns
     padded.insert(len(frame.columns), unused(frame.columns, "padding column", 1)[0], 1,
                   allow_duplicates=True)  # duplicated user labels are as_responses' to name
+    if FIRST_LINE in frame.attrs:  # a file's rows named by its lines, as cbmm fit names them
+        padded.attrs[FIRST_LINE] = frame.attrs[FIRST_LINE]
     return as_responses(padded, coding=coding, storage="dense", layout="wide").y[:-2, :-1]
 
 

@@ -45,9 +45,30 @@ def _header(path: Path) -> list[str]:
         except StopIteration:
             raise DataError(f"{path}: empty file; expected a header of item ids") from None
         except UnicodeDecodeError as exc:
-            raise DataError(f"{path}: not UTF-8 text ({exc})") from exc
+            raise _not_text(path, exc) from exc
         except csv.Error as exc:
             raise DataError(f"{path}: cannot parse the header line ({exc})") from exc
+
+
+#: The first bytes of files users hand over as CSV, and what to do with them.
+_BINARY_FORMATS = {b"\x1f\x8b": "a gzip-compressed file, not CSV text: decompress it first "
+                                "(gunzip)",
+                   b"PK\x03\x04": "a ZIP archive (an Excel .xlsx workbook?), not CSV text: "
+                                 "save it as CSV (UTF-8)",
+                   b"\xd0\xcf\x11\xe0": "an Excel .xls workbook, not CSV text: save it as "
+                                       "CSV (UTF-8)",
+                   b"PAR1": "a Parquet file: name it .parquet"}
+
+
+def _not_text(path: Path, exc: UnicodeDecodeError) -> DataError:
+    """The error for a file that is not UTF-8 text, naming a compressed or spreadsheet file
+    by its first bytes (a gzip file renamed .csv read as "can't decode byte 0x8b")."""
+    with open(path, "rb") as handle:
+        start = handle.read(4)
+    for magic, what in _BINARY_FORMATS.items():
+        if start.startswith(magic):
+            return DataError(f"{path}: {what}")
+    return DataError(f"{path}: not UTF-8 text ({exc})")
 
 
 def _headerless_hint(header: list[str]) -> str:
@@ -187,7 +208,7 @@ class _Lines:
             raise DataError(f"{self.path}, line {self.lines + read + 1}: cannot be parsed "
                             f"as CSV ({exc})") from None
         except UnicodeDecodeError as exc:
-            raise DataError(f"{self.path}: not UTF-8 text ({exc})") from exc
+            raise _not_text(Path(self.path), exc) from exc
         finally:
             text.detach()  # the caller's handle, closed by the caller (no ResourceWarning)
 
@@ -300,7 +321,11 @@ def _read(path, layout, label_column, model_column, item_column, correct_column)
         raise DataError(f"{path}: no such file")
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".txt", ".parquet", ".pq"):
-        raise DataError(f"{path}: unsupported file type {suffix!r}; expected .csv or .parquet")
+        packed = (" (compressed: decompress it first)" if suffix in (".gz", ".zip", ".bz2", ".xz")
+                  else " (a spreadsheet: save it as CSV)" if suffix in (".xlsx", ".xls", ".ods")
+                  else "")
+        raise DataError(f"{path}: unsupported file type {suffix!r}{packed}; expected .csv or "
+                        ".parquet")
     csv_file = suffix in (".csv", ".txt")
     long_names = {model_column: LONG_COLUMNS[0], item_column: LONG_COLUMNS[1],
                   correct_column: LONG_COLUMNS[2]}

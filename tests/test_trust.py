@@ -248,7 +248,8 @@ def test_the_prior_sd_range_is_the_one_whose_fits_stay_finite(method):
 def test_methods_that_fit_their_own_model_keep_their_status_and_one_start():
     spec = cbmm.registry.get_method("pyirt")
     assert not spec.minimises_loss
-    with pytest.raises(ValueError, match="n_starts=3 needs a method that minimises loss"):
+    with pytest.raises(ValueError, match="n_starts=3 needs a method whose starts can be "
+                                         "compared"):
         cbmm.fit(np.eye(4), "pyirt", n_starts=3)
     with pytest.raises(ValueError, match="se=True needs a method that gives standard errors"):
         cbmm.fit(np.eye(4), "mirt", se=True)

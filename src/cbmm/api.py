@@ -121,7 +121,8 @@ FIT_OPTIONS = {
                         "(the paper's)"),
     "n_starts": Option("int", None, minimum=1, nullable=True,
                        doc="starts in all (the others random); the best objective is kept; "
-                           "default 3 for the methods minimising loss (3), 1 for the others"),
+                           "default 3 for the methods minimising loss (3), 1 for the others "
+                           "(more for mml and mirt: compared by their marginal likelihood)"),
     "degenerate": Option("str", "keep", choices=DEGENERATE,
                          doc="all-correct / all-wrong models and items: keep (fit them) or "
                              "set_aside (fit the rest; theta, b = +-inf)"),
@@ -200,8 +201,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         every start, and ``info["starts_agreeing"]`` how many reached the best
         objective (within :data:`AGREE_OBJECTIVE`).  Default: 3 for the methods
         that minimise loss (3) (``Method.minimises_loss``: cbmm, lbfgsb,
-        manopt), 1 for the others, which fit their own model (their starts
-        cannot be compared by loss (3)).
+        manopt), 1 for the others, which fit their own model.  Their starts are
+        compared by what they minimise where the method says (``Method.objective``:
+        mml and mirt, minus the marginal log-likelihood); py-irt takes one.
     degenerate : {"keep", "set_aside"}
         Models and items answered all-correct or all-wrong: fitted with the rest
         (``"keep"``; without a prior they have no finite optimum), or set aside,
@@ -292,9 +294,10 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     if se and not (spec.minimises_loss or spec.standard_errors):
         raise ValueError(f"se=True needs a method that gives standard errors (cbmm, lbfgsb, "
                          f"manopt, mml); {method!r} does not")
-    if n_starts > 1 and not spec.minimises_loss:
-        raise ValueError(f"n_starts={n_starts} needs a method that minimises loss (3) (cbmm, "
-                         f"lbfgsb, manopt); {method!r} fits its own model")
+    if n_starts > 1 and not (spec.minimises_loss or spec.objective):
+        raise ValueError(f"n_starts={n_starts} needs a method whose starts can be compared "
+                         f"(cbmm, lbfgsb, manopt by loss (3); mml, mirt by their marginal "
+                         f"likelihood); {method!r} reports no objective")
     penalty = penalty_of(spec, options)
     data = as_responses(responses, coding=coding, storage="auto")
     if data.storage == "sparse" and not spec.reads_sparse:
@@ -360,6 +363,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
                 np.asarray(result.info["runaway_items"], dtype=int))
         if spec.minimises_loss:
             result.status = _judged_status(result, core, penalty, len(starts))
+        elif result.status == "converged":  # its own status; compared starts can say more
+            result.status = _multimodal(result.info, len(starts)) or result.status
         if result.status == "max_iter":  # every method's, as the other statuses' reasons
             result.info["status_reason"] = (f"stopped at max_iter={result.max_iter} before "
                                             "its stopping rule was met")
@@ -443,7 +448,8 @@ def _solve_starts(spec, data, starts, settings, options, verbose, penalty) -> So
     """Solve from every start; the output of the lowest objective, with a summary of all.
 
     ``info["starts"]``: per start its label, objective (loss (3) plus the penalty,
-    float64), status, iterations, seconds and the rank correlation of its theta with
+    float64, or the method's ``objective``), status, iterations, seconds and the rank
+    correlation of its theta with
     the best start's; ``info["best_start"]``: the index of the best; ``runtime_s``:
     the seconds of all starts.
     """
@@ -455,7 +461,8 @@ def _solve_starts(spec, data, starts, settings, options, verbose, penalty) -> So
     if len(outs) == 1:
         return outs[0]
     sigma = settings["sigma"]
-    objectives = [_objective(out, data, sigma, penalty) for out in outs]
+    objectives = [spec.objective(out) if spec.objective else _objective(out, data, sigma, penalty)
+                  for out in outs]
     best = int(np.nanargmin(objectives)) if np.isfinite(objectives).any() else 0
     summary = []
     for (label, _), out, value in zip(starts, outs, objectives):
@@ -590,12 +597,18 @@ def _judged_status(result, data, penalty, n_starts) -> str:
             f"the method's rule stopped it {info['scaled_gradient']:.2g} standard errors from a "
             f"stationary point (converged means at most {STATIONARY_BELOW:g})")
         return "not_stationary"
+    return _multimodal(info, n_starts) or status
+
+
+def _multimodal(info, n_starts) -> str | None:
+    """``"multimodal"`` (with its ``status_reason``) where of several starts one alone
+    reached the best objective, else None."""
     agreeing = info.get("starts_agreeing", n_starts)
     if n_starts > 1 and agreeing < 2:
         info["status_reason"] = (f"only {agreeing} of {n_starts} starts reached the best "
                                  "objective: the best found may not be the global optimum")
         return "multimodal"
-    return status
+    return None
 
 
 def _warn_status(result, method) -> None:

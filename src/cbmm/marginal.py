@@ -64,8 +64,8 @@ from .stopping import relative_change
 
 __all__ = ["GRID_HALF_WIDTH", "MAX_NODE_STEP", "MAX_SLOPE", "MAX_QUADRATURE_POINTS", "MAX_SE_ITEMS",
            "POPULATIONS", "QUADRATURE_POINTS", "checked_population", "fit_marginal",
-           "item_standard_errors", "log_density", "observed_information",
-           "quadrature", "solve_marginal"]
+           "item_standard_errors", "log_density", "negative_marginal_loglik",
+           "observed_information", "quadrature", "solve_marginal"]
 
 #: The abilities' distributions :func:`solve_marginal` fits.
 POPULATIONS = ("histogram", "normal")
@@ -546,3 +546,14 @@ def observed_information(responses, alpha, beta, nodes, log_w):
     information[j + np.arange(j), np.arange(j)] += h_ab
     information[j + np.arange(j), j + np.arange(j)] += h_bb
     return information
+
+
+def negative_marginal_loglik(out) -> float:
+    """What a marginal-likelihood method minimises, for comparing its starts
+    (``Method.objective`` of ``mml`` and ``mirt``): minus ``info["marginal_loglik"]`` of
+    a solver output; NaN where the fit failed or did not report it."""
+    value = out.info.get("marginal_loglik") if not out.status.startswith("failed") else None
+    try:
+        return -float(value)
+    except (TypeError, ValueError):
+        return float("nan")

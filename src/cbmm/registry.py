@@ -244,6 +244,12 @@ class Method:
         ``standard_errors(responses, result, options) -> (theta_se, a_se, b_se)``: the
         method's own standard errors of a finished fit, for ``fit(se=True)`` where
         the method does not minimise loss (3).
+    objective : callable, optional
+        ``objective(out) -> float`` of a finished :class:`~cbmm.result.SolverOutput`:
+        what the method minimises, for a method that does not minimise loss (3) (mml's
+        and mirt's: minus the marginal log-likelihood), so that :func:`cbmm.fit` can
+        compare its starts (``n_starts``) and say where one start alone reached the best
+        (``multimodal``).
     """
 
     name: str
@@ -262,6 +268,7 @@ class Method:
     minimises_loss: bool = False
     population_scale: bool = False
     standard_errors: Callable | None = None
+    objective: Callable | None = None
 
     def check_options(self, options: Mapping) -> dict:
         """Validate ``options`` against the declared ones and fill in defaults.
@@ -333,7 +340,8 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
                     preload: Callable[[Mapping[str, Any]], Sequence[str]] | None = None,
                     paper_options: Mapping[str, Any] | None = None,
                     minimises_loss: bool = False, population_scale: bool = False,
-                    standard_errors: Callable | None = None) -> Method:
+                    standard_errors: Callable | None = None,
+                    objective: Callable | None = None) -> Method:
     """Register ``solve`` under ``name`` (replacing an earlier registration).
 
     See :class:`Method` for the fields.  Returns the entry.
@@ -342,7 +350,8 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
         raise ValueError(f"method names are lower-case identifiers, got {name!r}")
     if not callable(solve):
         raise ValueError(f"method {name!r}: solve must be callable, got {solve!r}")
-    for role, value in (("preload", preload), ("standard_errors", standard_errors)):
+    for role, value in (("preload", preload), ("standard_errors", standard_errors),
+                        ("objective", objective)):
         if value is not None and not callable(value):
             raise ValueError(f"method {name!r}: {role} must be callable, got {value!r}")
     bad = [key for key, spec in (options or {}).items() if not isinstance(spec, Option)]
@@ -363,7 +372,8 @@ def register_method(name: str, solve: Callable, *, label: str | None = None,
                     reads_sparse=bool(reads_sparse), preload=preload or _no_modules,
                     paper_options=dict(paper_options or {}),
                     minimises_loss=bool(minimises_loss),
-                    population_scale=bool(population_scale), standard_errors=standard_errors)
+                    population_scale=bool(population_scale), standard_errors=standard_errors,
+                    objective=objective)
     _METHODS[name] = method
     return method
 

@@ -39,6 +39,7 @@ import time
 
 import numpy as np
 
+from ..marginal import negative_marginal_loglik
 from ..registry import MethodUnavailableError, register_method
 from ..result import SolverOutput
 from ._software import DROP_HINT, require_python_modules
@@ -253,7 +254,9 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
         return SolverOutput.failed(f"mirt: {message}", n, j, runtime_s=wall, info=info)
     info["marginal_loglik"] = float(result["loglik"][0])
     return SolverOutput(
-        theta=np.asarray(result["theta"], dtype=float),
+        # a copy: np.asarray views R's memory, which R reuses once the vector is collected
+        # (a second fit in the same process, as n_starts runs, scrambled the first's theta)
+        theta=np.array(result["theta"], dtype=float),
         a=sigma * np.asarray(result["a1"], dtype=float),
         b=sigma * np.asarray(result["d"], dtype=float),
         loss_history=[], n_iter=int(result["iterations"][0]),
@@ -263,4 +266,5 @@ def solve(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progres
 
 register_method("mirt", solve, label="mirt", availability=availability, color="#1f6fb4",
                 order=0, env="mirt", seconds_per_million_cells=600.0,
+                objective=negative_marginal_loglik,
                 description="R mirt: EM for the 2PL (L-BFGS-B M-step, a >= 0), EAP abilities")

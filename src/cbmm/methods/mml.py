@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..marginal import POPULATIONS, item_standard_errors, solve_marginal
+from ..marginal import (POPULATIONS, item_standard_errors, negative_marginal_loglik,
+                        solve_marginal)
 from ..posterior import posterior_moments, prior_on_grid
 from ..registry import Option, register_method
 
@@ -61,6 +62,7 @@ def standard_errors(responses, result, options):
 register_method("mml", solve, label="marginal ML", options=OPTIONS, color="#d98c00", order=5,
                 env="core", seconds_per_million_cells=30.0, reads_sparse=True,
                 population_scale=True, standard_errors=standard_errors,
+                objective=negative_marginal_loglik,
                 description="marginal maximum likelihood (Bock-Aitkin EM, a >= 0): abilities "
                             "integrated out over an estimated population, EAP abilities; "
                             "items' standard errors that hold with many models and few "

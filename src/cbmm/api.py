@@ -37,7 +37,7 @@ from ._warn import warn
 from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
-from .methods._prior import penalty_of
+from .methods._prior import penalty_of, takes_prior
 from .model import SIGMA_RANGE, check_sigma, fit_measures, loss
 from .prior import Penalty
 from .registry import Option, get_method
@@ -326,7 +326,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
             given = (given[0][kept[0]], given[1][kept[1]], given[2][kept[1]])
     if bad_items.size or bad_models.size:
         warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty,
-                                 spec.population_scale, "prior" in spec.options),
+                                 spec.population_scale, takes_prior(spec)),
              DegenerateDataWarning)
     if isolate and not FORK_AVAILABLE:
         warn("this platform cannot fork: the fit runs in this process, without "
@@ -615,8 +615,7 @@ def _warn_status(result, method) -> None:
     """One warning per status that is not an answer, saying what to do."""
     reason = result.info.get("status_reason", "")
     if result.status == "max_iter":
-        warn(f"{method} stopped at max_iter={result.max_iter} before its stopping "
-             f"rule was met (tol={result.tol:g}); raise max_iter or tol",
+        warn(f"{method}: {reason} (tol={result.tol:g}); raise max_iter or tol",
              ConvergenceWarning)
     elif result.status == "not_stationary":
         warn(f"{method}: {reason}: the estimates are not an optimum; use "
@@ -629,7 +628,7 @@ def _warn_status(result, method) -> None:
              "a and b are where EM stopped and have no standard errors; method='cbmm' "
              "(its prior) keeps them finite, or leave them out", DegenerateDataWarning)
     elif result.status == "unbounded":
-        remedy = ("prior='normal'" if "prior" in get_method(method).options
+        remedy = ("prior='normal'" if takes_prior(get_method(method))
                   else "method='cbmm' and its prior")
         warn(f"{method}: {reason}; fit with {remedy} (a finite optimum whatever "
              "the data) or degenerate='set_aside'", DegenerateDataWarning)

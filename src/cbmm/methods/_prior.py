@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..prior import PRIOR_SD, PRIORS, Penalty
 from ..registry import Option
 
-__all__ = ["PRIOR_OPTIONS", "penalty_of"]
+__all__ = ["PRIOR_OPTIONS", "penalty_of", "takes_prior"]
 
 #: The options of every method that minimises loss (3): ML (the paper) or MAP.
 PRIOR_OPTIONS = {
@@ -24,9 +24,14 @@ PRIOR_OPTIONS = {
 }
 
 
+def takes_prior(method) -> bool:
+    """Whether a registered method declares the shared :data:`PRIOR_OPTIONS`."""
+    return method.options.get("prior") is PRIOR_OPTIONS["prior"]
+
+
 def penalty_of(method, options) -> Penalty:
     """The :class:`cbmm.model.Penalty` a method fits with its checked ``options``: none
     unless it declares the shared :data:`PRIOR_OPTIONS`."""
-    if method.options.get("prior") is not PRIOR_OPTIONS["prior"]:
+    if not takes_prior(method):
         return Penalty()
     return Penalty.of(options["prior"], options["prior_sd"])

@@ -120,9 +120,10 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
             if result.failed:
                 scores = dict.fromkeys(("log_loss", "brier", "auc"), math.nan)
             else:
-                p = predicted_probabilities(result, rows[held], cols[held])
-                contradicted += int(np.count_nonzero(np.where(truth, p <= 0, p >= 1)))
-                scores = held_out_scores(truth, p)
+                probability = predicted_probabilities(result, rows[held], cols[held])
+                contradicted += int(np.count_nonzero(np.where(truth, probability <= 0,
+                                                              probability >= 1)))
+                scores = held_out_scores(truth, probability)
             row = {"fold": fold, "method": method, "status": result.status,
                    "n_cells": int(held.sum()), **scores}
             for name, p in _baseline_probabilities(train, rows[~held], cols[~held], values[~held],
@@ -170,7 +171,7 @@ def _warn_statuses(table) -> None:
          ConvergenceWarning)
 
 
-def _warn_baseline(table, method, per_item, per_model, contradicted=0) -> None:
+def _warn_baseline(table, method, per_item, per_model, contradicted) -> None:
     """A HeldOutWarning when the fit's mean held-out log loss is above a baseline's
     (``per_item``, ``per_model``: the answers per item and per model, on average;
     ``contradicted``: held-out answers against a prediction of 0 or 1)."""

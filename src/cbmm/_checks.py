@@ -6,13 +6,20 @@ from __future__ import annotations
 import math
 import numbers
 
-__all__ = ["check_integer", "check_level", "check_positive"]
+__all__ = ["check_integer", "check_level", "check_positive", "is_integer"]
+
+
+def is_integer(value, minimum: int) -> bool:
+    """Whether ``value`` is an integer (NumPy integers and Python ints of any size
+    included; not a bool) of at least ``minimum``."""
+    return not isinstance(value, bool) and isinstance(value, numbers.Integral) \
+        and value >= minimum
 
 
 def check_integer(name: str, value, *, minimum: int, maximum: int | None = None) -> int:
-    """``value`` as an int (NumPy integers and Python ints of any size included; not a
-    bool), or a ValueError naming ``name`` and the allowed range."""
-    ok = not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= minimum
+    """``value`` as an int (:func:`is_integer`), or a ValueError naming ``name`` and the
+    allowed range."""
+    ok = is_integer(value, minimum)
     if ok and maximum is not None:
         ok = value <= maximum
     if not ok:

@@ -57,6 +57,7 @@ import time
 
 import numpy as np
 
+from ._checks import is_integer
 from .diagnostics import STATIONARY_BELOW
 from .model import expit
 from .result import SolverOutput
@@ -430,10 +431,7 @@ def checked_population(population, where):
         elif not (np.isfinite(weights).all() and weights.min() >= 0
                   and math.isclose(weights.sum(), 1.0, rel_tol=1e-6)):
             problem = "its weights are not non-negative numbers summing to 1"
-        elif "n_models" in population and not (
-                isinstance(population["n_models"], (int, np.integer))
-                and not isinstance(population["n_models"], bool)
-                and population["n_models"] >= 1):
+        elif "n_models" in population and not is_integer(population["n_models"], 1):
             problem = f"n_models {population['n_models']!r} is not a whole number >= 1"
     if problem:
         raise ValueError(f"{where}: the calibration's population is not one a fit writes "

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._checks import check_level
+from ._checks import check_level, is_integer
 from .io import file_record, write_with_manifest
 from .stopping import PAPER_TOL
 
@@ -495,7 +495,7 @@ def _is_number(value) -> bool:
 
 
 def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_integer(value, 0)
 
 
 #: What each field of fit.json holds, as :meth:`FitResult.save` writes it (a float that

@@ -11,6 +11,7 @@ import pytest
 from scipy import integrate, special, stats
 
 import cbmm
+from cbmm import marginal
 from cbmm.posterior import GRID, prior_on_grid
 from cbmm.marginal import (MAX_QUADRATURE_POINTS, _Answers, _e_step, observed_information,
                            quadrature, solve_marginal)
@@ -50,6 +51,25 @@ def test_observed_information_is_the_negative_hessian_by_finite_differences():
                   - loglik(point - e_k + e_m) + loglik(point - e_k - e_m)) / (4 * h * h)
         assert information[k, m] == pytest.approx(-second, rel=1e-4, abs=1e-3)
     assert np.allclose(information, information.T)
+
+
+@pytest.mark.parametrize("storage", ["dense", "sparse"])
+def test_the_stopping_checks_information_is_the_observed_informations_diagonal(storage):
+    """The stopping rule's standard errors (``_observed_diagonal``, by blocks of models)
+    are the observed information's: the complete-data information's diagonal was up to
+    several times larger where models answer many items, and a gradient in its units
+    passed as stationary."""
+    responses, _, a, b = _draw(300, 9, seed=3, missing=0.2)
+    responses = responses.to_sparse() if storage == "sparse" else responses
+    nodes, log_w = quadrature(41)
+    alpha, beta = a * 0.9, b - 0.2
+    answers = _Answers(responses)
+    post, _ = _e_step(answers, alpha, beta, nodes, log_w)
+    expected = np.diag(observed_information(responses, alpha, beta, nodes, log_w))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(marginal, "_BLOCK_CELLS", 50)   # several blocks of models
+        d_aa, d_bb = marginal._observed_diagonal(answers, post, alpha, beta, nodes)
+    np.testing.assert_allclose(np.concatenate([d_aa, d_bb]), expected, rtol=1e-8)
 
 
 def test_posterior_mean_and_sd_match_numerical_integration():

@@ -24,7 +24,8 @@ backtracking line search.  Each EM cycle raises the marginal likelihood.
 **Stopping.**  The paper's rule on the marginal loss ``-sum_i l_i`` (relative change
 < tol), counted only once the marginal gradient (Fisher's identity: the expected
 complete-data score) is within :data:`cbmm.diagnostics.STATIONARY_BELOW` of its
-standard error in every item parameter; ``converged`` is then an optimum.
+one-at-a-time standard error (the observed information's diagonal) in every item
+parameter; ``converged`` is then an optimum.
 
 **Runaway items.**  Where an item's answers order the models by ability almost
 perfectly, its likelihood rises without bound as its slope grows.  Past
@@ -89,6 +90,7 @@ MAX_SE_ITEMS = 8192
 _NEWTON_STEPS = 8      # projected Newton steps per M-step, at most
 _NO_GAIN = 1e-13       # relative gain of an item's objective below which it has converged
 _NEGLIGIBLE = 1e-12    # posterior weight of a node below which it adds nothing to the SEs
+_BLOCK_CELLS = 1 << 22   # models x items per dense block of the stopping check
 _LOG_FLOOR = -700.0    # log weight of an empty node of the histogram (its exp is > 0)
 _NEW_NODE = math.log(1e-9)  # log weight of a node added at the grid's ends (EM can fill it)
 # a grid is refined to this share of MAX_NODE_STEP: its spacing moves with the histogram's
@@ -133,6 +135,12 @@ class _Answers:
     def expected(self, posterior):
         """``J x Q`` expected correct answers and expected answers at each node."""
         return self.correct.T @ posterior, self.answered.T @ posterior
+
+    def rows(self, block):
+        """``(correct, answered)`` of the models in ``block`` (a slice) as dense arrays."""
+        if isinstance(self.correct, np.ndarray):
+            return self.correct[block], self.answered[block]
+        return self.correct[block].toarray(), self.answered[block].toarray()
 
     def dense(self):
         """``(correct, answered)`` as dense ``N x J`` arrays."""
@@ -207,18 +215,54 @@ def _m_step(alpha, beta, correct, answered, nodes):
     return alpha, beta
 
 
-def _scaled_gradient(alpha, beta, correct, answered, nodes) -> float:
-    """The marginal gradient's largest component in units of its standard error (the
-    complete-data information's diagonal), projected onto ``alpha >= 0``; runaway items
-    (:data:`MAX_SLOPE`) left out."""
-    g_a, g_b, h_aa, _, h_bb = _score_information(alpha, beta, correct, answered, nodes)
+def _scaled_gradient(answers, post, alpha, beta, nodes, *, exact=True) -> float:
+    """The marginal gradient's largest component in units of its one-at-a-time standard
+    error (:func:`_observed_diagonal`), projected onto ``alpha >= 0``; runaway items
+    (:data:`MAX_SLOPE`) left out.  ``post``: the posterior at ``(alpha, beta)``.
+    ``exact=False`` returns the cheaper value in units of the complete-data information
+    (never larger than the observed's) where that already exceeds
+    :data:`~cbmm.diagnostics.STATIONARY_BELOW`: enough to go on."""
+    g_a, g_b, h_aa, _, h_bb = _score_information(alpha, beta, *answers.expected(post), nodes)
     g_a = np.where((alpha <= 0) & (g_a < 0), 0.0, g_a)
     runaway = alpha > MAX_SLOPE
     g_a, g_b = np.where(runaway, 0.0, g_a), np.where(runaway, 0.0, g_b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        scaled = np.concatenate([np.abs(g_a) / np.sqrt(h_aa), np.abs(g_b) / np.sqrt(h_bb)])
-    scaled = np.where(np.isnan(scaled), 0.0, scaled)  # no information and no gradient
-    return float(scaled.max(initial=0.0))
+
+    def largest(d_aa, d_bb):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scaled = np.concatenate([np.abs(g_a) / np.sqrt(d_aa), np.abs(g_b) / np.sqrt(d_bb)])
+        return float(np.where(np.isnan(scaled), 0.0, scaled).max(initial=0.0))  # 0/0: none
+
+    bound = largest(h_aa, h_bb)
+    if not exact and bound > STATIONARY_BELOW:
+        return bound
+    return largest(*_observed_diagonal(answers, post, alpha, beta, nodes))
+
+
+def _observed_diagonal(answers, post, alpha, beta, nodes):
+    """The diagonal of :func:`observed_information` (``alpha`` part, ``beta`` part) at
+    the cost of an E-step: where the marginal likelihood is flat along the items' common
+    shifts (models answering hundreds of items), the complete-data information overstates
+    it, and a gradient in its units looked smaller than it is.  A component that is not
+    positive (not a maximum along it) is 0, so that any gradient there is infinitely many
+    standard errors."""
+    p = expit(np.outer(alpha, nodes) + beta[:, None])   # J x Q
+    correct, answered = answers.expected(post)
+    weight = answered * p * (1.0 - p)
+    # sum_i E_post[s_ij^2]: with 0/1 answers (c - n p)^2 = c (1 - 2 p) + n p^2
+    second = correct * (1.0 - 2.0 * p) + answered * p * p
+    d_aa = (weight * nodes ** 2).sum(1) - (second * nodes ** 2).sum(1)
+    d_bb = weight.sum(1) - second.sum(1)
+    # + sum_i E_post[s_ij]^2, by blocks of models (N x J dense per block)
+    mean_t = post @ nodes
+    rows = max(1, _BLOCK_CELLS // max(1, alpha.size))
+    for start in range(0, post.shape[0], rows):
+        block = slice(start, start + rows)
+        c, n = answers.rows(block)
+        expected_p = post[block] @ p.T
+        expected_tp = post[block] @ (nodes[:, None] * p.T)
+        d_bb += ((c - n * expected_p) ** 2).sum(0)
+        d_aa += ((c * mean_t[block, None] - n * expected_tp) ** 2).sum(0)
+    return np.maximum(d_aa, 0.0), np.maximum(d_bb, 0.0)
 
 
 def solve_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
@@ -345,12 +389,12 @@ def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
             status = "failed: non-finite marginal likelihood"
             break
         if relative_change(history[-2], history[-1]) < tol:
-            scaled = _scaled_gradient(alpha, beta, *answers.expected(post), nodes)
+            scaled = _scaled_gradient(answers, post, alpha, beta, nodes, exact=False)
             if scaled <= STATIONARY_BELOW:
                 status = "converged"
                 break
-    if status == "max_iter" or not math.isfinite(scaled):
-        scaled = _scaled_gradient(alpha, beta, *answers.expected(post), nodes)
+    if status != "converged":   # the last check's may be the bound (exact=False)
+        scaled = _scaled_gradient(answers, post, alpha, beta, nodes)
     # an item answered all alike has no finite maximum (its beta runs off while alpha
     # falls toward 0, where EM leaves it at 1e-16 or so): alpha is 0, as a held item's
     alpha[responses.degenerate_items()] = 0.0

@@ -176,6 +176,9 @@ def _check_output_file(path: Path, flag: str, force: bool, *, csv: bool = False,
     ``csv``: a CSV table's, not named as another format's; ``suffix``: named with the one
     suffix of the format written (e.g. ``.parquet``)."""
     with _named_path_errors(flag, path):
+        if str(path) == "-":   # written as a file named "-" in the current folder
+            raise CliError(f"{flag} -: this command writes a file, not to standard output; "
+                           "name the file")
         if path.is_dir():
             raise CliError(f"{flag} {path}: is a folder; expected a file name")
         if csv and path.suffix.lower() in _NOT_CSV:

@@ -104,6 +104,7 @@ def _fit_command(args) -> int:
     options = _checked_method(args)
     _check_output_folder(args.out, cbmm.FitResult.OUTPUT_FILES, "--out", args.force,
                          foreign=_other_files(cbmm.FitResult.OUTPUT_FILES))
+    _not_overwritten(args, cbmm.FitResult.OUTPUT_FILES)
     result = cbmm.fit(_responses(args), method=args.method, **fit_settings(args),
                       timeout_s=args.timeout if args.isolate else None,
                       isolate=args.isolate, verbose=args.verbose, **options)
@@ -111,6 +112,12 @@ def _fit_command(args) -> int:
     print(f"{result.method}: {result.status} ({result.n_iter} iterations, "
           f"loss {result.loss:.6g}, {result.runtime_s:.3f} s) -> {args.out}")
     return EXIT_FAILED if result.failed else 0
+
+
+def _not_overwritten(args, names) -> None:
+    """``--responses`` is none of the files the result writes into ``--out`` (with
+    ``--force`` a data file named items.csv there was replaced by the fit's items)."""
+    _distinct(("--responses", args.responses), *(("--out", args.out / name) for name in names))
 
 
 def _other_files(names) -> list[str]:
@@ -129,6 +136,7 @@ def _bootstrap_command(args) -> int:
     options = _checked_method(args)
     _check_output_folder(args.out, BootstrapResult.OUTPUT_FILES, "--out", args.force,
                          foreign=_other_files(BootstrapResult.OUTPUT_FILES))
+    _not_overwritten(args, BootstrapResult.OUTPUT_FILES)
     settings = {k: v for k, v in fit_settings(args).items()
                 if k not in ("start", "n_starts", "se", "seed")}
     settings["verbose"] = args.verbose

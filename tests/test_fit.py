@@ -208,6 +208,27 @@ def test_degenerate_items_and_models_are_reported():
     assert b[7] > np.max(np.delete(b, [3, 7])) and b[3] < np.min(np.delete(b, [3, 7]))
 
 
+@pytest.mark.parametrize("values,coding,message", [
+    ([[1, 1, 1], [1, np.nan, 1]], None, "every observed answer is correct: the answers"),
+    # a 0/1 file read in the signed coding: its 0s are missing, every answer left is correct
+    ([[1, 1, 1], [1, 0, 1]], "signed", "every observed answer is correct \\(coding='signed' "
+     "reads a 0/1 file's every 0 as missing\\)"),
+    ([[0, 0], [0, np.nan], [0, 0]], None, "every observed answer is wrong"),
+    ([[1, 0], [1, 0], [np.nan, 0]], None, "every item was answered alike"),
+])
+def test_answers_that_cannot_tell_models_apart_are_refused(values, coding, message):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cbmm.CodingWarning)
+        with pytest.raises(cbmm.ResponseError, match=message):
+            cbmm.fit(np.array(values, dtype=float), coding=coding)
+
+
+def test_a_file_name_is_not_taken_for_a_matrix(tmp_path):
+    with pytest.raises(cbmm.ResponseError, match=r"got the file name '.*m.csv', not a matrix; "
+                                                  r"read the file first: cbmm.data.read_table"):
+        cbmm.fit(tmp_path / "m.csv")
+
+
 def test_failure_inside_a_method_becomes_failed_result():
     def exploding(responses, theta0, a0, b0, *, sigma, tol, max_iter, seed=None, progress=None):
         raise np.linalg.LinAlgError("singular\n matrix")

@@ -362,9 +362,9 @@ def test_one_minus_one_in_a_binary_matrix_is_refused_not_recoded():
     assert cbmm.as_responses(values, coding="signed").n_observed == 9  # stated, so 0 = missing
     with pytest.raises(ValueError, match="ambiguous coding"):
         cbmm.fit(values)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)
-        assert cbmm.fit(values, coding="signed", max_iter=5).theta.shape == (3,)
+    # read so, every item's answers are alike (its 0s missing), which no fit can use
+    with pytest.raises(ResponseError, match="every item was answered alike"):
+        cbmm.fit(values, coding="signed", max_iter=5)
 
 
 def test_bad_coding_storage_and_layout_arguments_are_named():

@@ -21,6 +21,7 @@ degenerate rows/columns without another pass over the data.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -437,6 +438,10 @@ def as_responses(data, *, coding: str | None = None, storage: str = "auto",
         raise ResponseError(f"storage must be 'auto', 'dense' or 'sparse', got {storage!r}")
     if layout not in ("auto", "wide", "long"):
         raise ResponseError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
+    if isinstance(data, (str, os.PathLike)):
+        raise ResponseError(f"{source}: got the file name {str(data)!r}, not a matrix; read the "
+                            f"file first: cbmm.data.read_table({str(data)!r}) (CSV or Parquet, "
+                            "wide or long, as the command line reads it)")
     if isinstance(data, Responses):
         responses = data
     elif _is_frame(data) and (layout == "long" or (

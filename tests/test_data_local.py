@@ -74,6 +74,36 @@ def test_duplicate_item_ids_are_refused(tmp_path):
         read_table(path)
 
 
+def test_labels_alike_but_for_spaces_around_them_are_refused(tmp_path):
+    # kept as written they were two items (or models): " 3" beside "3", without a word
+    path = _write(tmp_path / "r.csv", ",3,4, 3\nm1,1,0,1\nm2,0,1,0\n")
+    with pytest.raises(DataError, match=r"r.csv: item ids '3' and ' 3' differ only by spaces "
+                                        r"around them \(one item twice\?\)"):
+        read_table(path)
+    path = _write(tmp_path / "m.csv", ",a,b\nm1 ,1,0\nm2,0,1\nm1,1,1\n")
+    with pytest.raises(DataError, match=r"m.csv: model labels 'm1 ' and 'm1' differ only by "
+                                        r"spaces around them"):
+        read_table(path)
+    # spaces alone are kept, as written
+    path = _write(tmp_path / "ok.csv", ", a,b\n m1,1,0\nm2,0,1\n")
+    assert list(read_table(path).columns) == [" a", "b"]
+
+
+@pytest.mark.parametrize("first,message", [
+    ("sep=,", r"line 1 is 'sep=,', a spreadsheet's note of the separator, not the header; "
+              r"delete that line"),
+    ("# exported 2024-05-01, by hand", r"line 1 starts with '#': comment lines are not read"),
+    ("#", r"line 1 starts with '#'"),
+])
+def test_a_line_above_the_header_is_named(tmp_path, first, message):
+    path = _write(tmp_path / "r.csv", f"{first}\n,a,b\nm1,1,0\nm2,0,1\n")
+    with pytest.raises(DataError, match="r.csv: " + message):
+        read_table(path)
+    # a label column headed "#" is a header
+    path = _write(tmp_path / "ok.csv", "#,a,b\nm1,1,0\nm2,0,1\n")
+    assert list(read_table(path).columns) == ["a", "b"]
+
+
 def test_ragged_row_names_the_line(tmp_path):
     path = _write(tmp_path / "r.csv", ",a,b\nm1,1,0\nm2,0\n")
     with pytest.raises(DataError, match=r"r.csv, line 3: 2 fields, expected 3"):

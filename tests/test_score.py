@@ -149,6 +149,15 @@ def test_a_users_items_file_has_its_ids_in_item_or_the_first_column(tmp_path):
     (tmp_path / "ids.csv").write_text("a,b\n1.5,0.2\n0.5,-1\n2,1\n")
     with pytest.raises(ValueError, match="ids.csv: no column of item ids"):
         cbmm.score(responses, tmp_path / "ids.csv")
+    # a line short of the header's fields (it read as b = NaN, "a failed calibration?")
+    (tmp_path / "cut.csv").write_text("item,a,b\n01,1.5,0.2\nx,0.5,-1\nq,2")
+    with pytest.raises(ValueError, match=r"cut.csv: line 4 has 2 field\(s\) where the header "
+                                         r"has 3 \(the file ends in the middle of this line"):
+        cbmm.score(responses, tmp_path / "cut.csv")
+    (tmp_path / "long.csv").write_text("item,a,b\n01,1.5,0.2,7\nx,0.5,-1\nq,2,1\n")
+    with pytest.raises(ValueError, match=r"long.csv: line 2 has 4 field\(s\) where the header "
+                                         r"has 3$"):
+        cbmm.score(responses, tmp_path / "long.csv")
 
 
 @pytest.mark.parametrize("responses,items,message", [

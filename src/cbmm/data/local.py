@@ -41,13 +41,22 @@ def _header(path: Path) -> list[str]:
     """The header line's fields (a UTF-8 byte-order mark is not part of the first one)."""
     with open(path, newline="", encoding="utf-8-sig") as handle:
         try:
-            return next(csv.reader(handle))
+            header = next(csv.reader(handle))
         except StopIteration:
             raise DataError(f"{path}: empty file; expected a header of item ids") from None
         except UnicodeDecodeError as exc:
             raise _not_text(path, exc) from exc
         except csv.Error as exc:
             raise DataError(f"{path}: cannot parse the header line ({exc})") from exc
+    # lines a spreadsheet or a script writes above the header (read as one, they named
+    # no item or an item "sep=")
+    if header and header[0].lower().startswith("sep=") and not any(header[1:]):
+        raise DataError(f"{path}: line 1 is {','.join(header)!r}, a spreadsheet's note of the "
+                        "separator, not the header; delete that line")
+    if header and header[0].startswith("#") and (len(header) == 1 or header[0].startswith("# ")):
+        raise DataError(f"{path}: line 1 starts with '#': comment lines are not read; delete "
+                        "it (the first line must be the header of item ids)")
+    return header
 
 
 #: The first bytes of files users hand over as CSV, and what to do with them.
@@ -254,6 +263,10 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
     if duplicates:
         raise DataError(f"{path}: duplicate item ids in the header: {sorted(set(duplicates))[:5]}"
                         + (_separator_hint(path) or _headerless_hint(header)))
+    twins = _spaced_twins(items)
+    if twins:
+        raise DataError(f"{path}: item ids {twins[0]!r} and {twins[1]!r} differ only by "
+                        "spaces around them (one item twice?)")
     records, multiline = _check_field_counts(path, len(header), "wide")
     if records < 2:
         raise DataError(f"{path}: no model rows after the header" + _headerless_hint(header))
@@ -272,9 +285,24 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
         where = (f"in the {_ordinal(empty[0] + 1)} record after the header" if multiline
                  else f"line {empty[0] + 2}")  # blank lines only end a table
         raise DataError(f"{path}, {where}: empty model label")
+    twins = _spaced_twins(frame.index)
+    if twins:
+        raise DataError(f"{path}: model labels {twins[0]!r} and {twins[1]!r} differ only by "
+                        "spaces around them (one model twice?)")
     if not multiline:  # each record one line: the answers' errors name the file's lines
         frame.attrs[FIRST_LINE] = 2
     return frame
+
+
+def _spaced_twins(labels):
+    """Two labels that are the same but for spaces around them (kept as written, they are
+    two models or items), or None."""
+    first = {}
+    for label in labels:
+        twin = first.setdefault(label.strip(), label)
+        if twin != label:
+            return twin, label
+    return None
 
 
 def read_table(path, *, layout: str = "auto", label_column: str | None = None,

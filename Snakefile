@@ -5,6 +5,7 @@
 # See docs/workflow.md.
 
 import os
+import time
 
 from snakemake.utils import min_version
 
@@ -19,6 +20,8 @@ include: "workflow/rules/common.smk"
 
 # The configuration, checked completely, and what it asks for (cbmm_workflow.plan).
 PLAN = checked_plan(config)
+# Job logs written from here on are this run's: their warnings are shown at its end.
+STARTED = time.time()
 # The code of the user's method modules: their fits' keys, and the fit jobs' params.
 METHOD_CODE = code_digest(PLAN.method_modules)
 # Batch tables whose stored fits are missing or damaged are marked: their jobs refit them.
@@ -62,3 +65,11 @@ rule all:
         PLAN.all_tables(),
         PLAN.all_figures(),
         paths.FIDELITY,
+
+
+onsuccess:
+    show_logged_warnings(STARTED)
+
+
+onerror:
+    show_logged_warnings(STARTED)

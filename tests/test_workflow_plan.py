@@ -16,6 +16,9 @@ import logging
 import math
 import re
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -852,3 +855,43 @@ def test_a_datasets_efficiency_study_depends_on_its_own_settings_only():
     assert other_balance.content_balance("MATH_500") is None
     assert plan.content_balance("MATH_500") == "subject" and plan.content_balance("suite_a") is None
     assert test_plan({"real": {"efficiency": {"k": [5]}}}).efficiency_settings() != settings
+
+
+def test_the_end_of_a_run_names_the_job_logs_that_warn(tmp_path):
+    """A job's warnings (here the efficiency study's skipped k, in the words of
+    workflow/scripts/efficiency.py) reach the console at the end of the run: per rule the
+    logs written since it started that hold one, with their first warning."""
+    from cbmm_workflow.jobs import logged_warnings
+
+    scripts = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
+
+    def job(rule, name, *messages):
+        code = ("import sys, warnings\nsys.path.insert(0, sys.argv[1])\n"
+                "from cbmm_workflow.jobs import start_log\n"
+                f"log = start_log(sys.argv[2], job={rule!r})\nlog.info('working')\n"
+                + "".join(f"log.warning({m!r})\n" for m in messages if m)
+                + "warnings.warn('a Python warning', UserWarning)\n" * bool(messages))
+        path = tmp_path / "logs" / rule / f"{name}.log"
+        subprocess.run([sys.executable, "-c", code, str(scripts), str(path)], check=True)
+
+    job("efficiency", "old_suite", "from an earlier run")
+    time.sleep(0.05)
+    started = time.time()
+    job("efficiency", "my_suite", "real.efficiency.k, dataset 'my_suite': k = 1000 skipped, "
+        "not below its 30 items")
+    job("efficiency", "quiet_suite")
+    for name in ("a", "b", "c", "d"):
+        job("fit", f"batch_{name}", f"fit {name} did not converge")
+    job("render", "python", None)
+    lines = logged_warnings(started, folder=tmp_path / "logs", shown=3)
+    assert lines == [
+        f"{tmp_path / 'logs' / 'efficiency'}: 1 job log(s) with warnings, e.g.",
+        f"  {tmp_path / 'logs' / 'efficiency' / 'my_suite.log'}: real.efficiency.k, dataset "
+        "'my_suite': k = 1000 skipped, not below its 30 items",
+        f"{tmp_path / 'logs' / 'fit'}: 4 job log(s) with warnings, e.g.",
+        *(f"  {tmp_path / 'logs' / 'fit' / f'batch_{n}.log'}: fit {n} did not converge"
+          for n in "abc"),
+        # a Python warning, without the file and line it was raised at
+        f"{tmp_path / 'logs' / 'render'}: 1 job log(s) with warnings, e.g.",
+        f"  {tmp_path / 'logs' / 'render' / 'python.log'}: UserWarning: a Python warning"]
+    assert logged_warnings(time.time() + 60, folder=tmp_path / "logs") == []

@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow" / "scripts"))
 import cbmm_workflow.config as configuration
 from cbmm.registry import get_method
 from cbmm_workflow import paths, render
-from cbmm_workflow.jobs import code_digest
+from cbmm_workflow.jobs import code_digest, logged_warnings
 from cbmm_workflow.store import mark_stale_batches, refit_marker
 from cbmm_workflow.plan import CONVERGED, PAPER, Plan, registered_envs
 
@@ -29,6 +29,16 @@ def checked_plan(config):
         return Plan(configuration.load_config(config, conda_envs=uses_conda_envs()))
     except configuration.ConfigError as exc:
         raise WorkflowError(str(exc)) from None
+
+
+def show_logged_warnings(since):
+    """At the end of a run (well or not): which of its jobs' logs hold warnings."""
+    lines = logged_warnings(since)
+    if lines:
+        logger.warning(
+            "warnings in this run's job logs (read them before using the "
+            "results):\n" + "\n".join(lines)
+        )
 
 
 def check_software(config):

@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import time
 import warnings
@@ -40,6 +41,29 @@ def start_log(log_path, *, job: str) -> logging.Logger:
     stream.write(f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', 'none')}\n")
     log_start_up(logger)
     return logger
+
+
+def logged_warnings(since: float, folder: str = "logs", shown: int = 3) -> list[str]:
+    """What the job logs written since ``since`` (seconds since the epoch) warn of, for the
+    end of a run: per rule (a folder of ``folder``), how many of its logs hold a warning
+    and the first warning of up to ``shown`` of them.  A job's warnings (a dataset's k
+    skipped, calibrations that did not converge) went to its log alone, and a run that
+    ended well said nothing of them."""
+    lines = []
+    for rule in sorted(path for path in Path(folder).glob("*") if path.is_dir()):
+        warned = []
+        for log in sorted(rule.rglob("*.log")):
+            if log.stat().st_mtime < since:
+                continue
+            with open(log, encoding="utf-8", errors="replace") as stream:
+                first = next((line for line in stream if " WARNING " in line), None)
+            if first is not None:  # a Python warning's "file.py:line: " said nothing
+                message = re.sub(r"^\S+:\d+: ", "", first.split(" WARNING ", 1)[1])
+                warned.append(f"  {log}: {message.rstrip()}")
+        if warned:
+            lines.append(f"{rule}: {len(warned)} job log(s) with warnings, e.g.")
+            lines += warned[:shown]
+    return lines
 
 
 def log_start_up(log) -> None:

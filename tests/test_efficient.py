@@ -17,7 +17,7 @@ from cbmm.efficient import study
 from cbmm.efficient.audit import FALSE_DISCOVERY_RATE, NEGLIGIBLE_SLOPE
 from cbmm.efficient.bank import ItemBank, Posterior, aligned_answers
 from cbmm.efficient.prediction import (RESIDUAL_PRIOR_ITEMS, RIDGE_PENALTIES, SELECTION_FOLDS,
-                                       Reference)
+                                       Reference, predicted_accuracy)
 from cbmm.efficient.refit import QuietFit
 from cbmm.efficient.selection import PREDICTIVE_PENALTY, forward_selection
 from cbmm.efficient.tinybenchmarks import (_kmeans, _lloyd, anchor_points, tinybenchmarks_estimates,
@@ -212,13 +212,21 @@ def test_a_reference_corrects_by_the_ridge_regression_leave_one_out_chooses():
     alone = cbmm.predict_accuracy(new, items)
     expected = alone["accuracy"].iloc[:2] + correction
     np.testing.assert_allclose(predicted["accuracy"].iloc[:2], expected, rtol=0, atol=1e-12)
-    half = np.sort(np.abs(errors))[int(np.ceil(40 * 0.95)) - 1]  # the jackknife's quantile
+    # the jackknife's quantile of the errors over each reference model's 2PL sd from the five
+    # (Lei et al.'s locally weighted scores), times each predicted model's own sd
+    bank = ItemBank.of(items)
+
+    def sd_2pl(frame):
+        return predicted_accuracy(aligned_answers(frame, bank)[0], bank)["sd"]
+
+    scores = np.abs(errors) / sd_2pl(complete[shown])
+    half = np.sort(scores)[int(np.ceil(40 * 0.95)) - 1] * sd_2pl(new.iloc[:2])
     correct = new.iloc[:2].sum(axis=1)  # within what the answers allow: 3 to 10 of 12
     np.testing.assert_allclose(predicted["upper"].iloc[:2],
                                np.minimum(expected + half, (correct + 7) / 12), atol=1e-12)
     np.testing.assert_allclose(predicted["lower"].iloc[:2],
                                np.maximum(expected - half, correct / 12), atol=1e-12)
-    assert predicted["upper"].iloc[1] - predicted["lower"].iloc[1] == pytest.approx(2 * half)
+    assert predicted["upper"].iloc[1] - predicted["lower"].iloc[1] == pytest.approx(2 * half[1])
     # a model that answered every item is its accuracy, reference or not
     assert predicted.loc["all", "accuracy"] == predicted.loc["all", "upper"] == 7 / 12
     pd.testing.assert_series_equal(predicted["theta"], alone["theta"])
@@ -475,18 +483,20 @@ def check_cross_validated_width(predicted, answers, result, calibration, choose,
     by hand: the fixed random cut into SELECTION_FOLDS folds of the models in their
     labels' order, each fold's models predicted from the items ``choose(others)`` gives
     (a fit and 12 items) with the other folds as the reference; the quantile of their
-    errors, or the jackknife's where wider; the point prediction the jackknife's.
-    Returns that quantile and the jackknife's widths."""
+    errors over their 2PL sds, times each predicted model's sd, or the jackknife's where
+    wider; the point prediction the jackknife's.  Returns the cross-validated widths and
+    the jackknife's, of the intervals not clipped."""
     ordered = calibration.sort_index(kind="stable")
     n = len(ordered)
     fold = np.random.default_rng(0).permutation(n) % SELECTION_FOLDS
-    errors = []
+    scores = []
     for f in range(SELECTION_FOLDS):
         others, own = ordered[fold != f], ordered[fold == f]
         fitted, items = choose(others)
-        errors.append(cbmm.predict_accuracy(own[items], fitted, reference=others)["accuracy"]
-                      - own.mean(axis=1))
-    half = np.sort(np.abs(np.concatenate(errors)))[int(np.ceil((n + 1) * 0.95)) - 1]
+        errors = (cbmm.predict_accuracy(own[items], fitted, reference=others)["accuracy"]
+                  - own.mean(axis=1))
+        scores.append(np.abs(errors) / sd_2pl(own[items], fitted))
+    quantile = np.sort(np.concatenate(scores))[int(np.ceil((n + 1) * 0.95)) - 1]
     # the intervals not clipped to the accuracies the 12 answers allow
     low = answers.sum(axis=1) / 200
     inside = (predicted["lower"] > low) & (predicted["upper"] < low + 188 / 200)
@@ -494,10 +504,17 @@ def check_cross_validated_width(predicted, answers, result, calibration, choose,
     jackknife = cbmm.predict_accuracy(answers, result, reference=calibration)
     # the point prediction is the reference's, as without selection
     np.testing.assert_allclose(predicted["accuracy"], jackknife["accuracy"], rtol=1e-12)
-    jackknife = (jackknife["upper"] - jackknife["lower"])[inside]
+    jackknife = (jackknife["upper"] - jackknife["lower"])[inside].to_numpy()
+    crossed = 2 * quantile * sd_2pl(answers, result)[inside.to_numpy()]
     np.testing.assert_allclose((predicted["upper"] - predicted["lower"])[inside],
-                               np.maximum(2 * half, jackknife), rtol=rtol)
-    return half, jackknife
+                               np.maximum(crossed, jackknife), rtol=rtol)
+    return crossed, jackknife
+
+
+def sd_2pl(frame, fit):
+    """The sd of the 2PL's prediction of each row's accuracy (``predicted_accuracy``)."""
+    bank = ItemBank.of(fit)
+    return predicted_accuracy(aligned_answers(frame, bank)[0], bank)["sd"]
 
 
 class RecordedStarts(QuietFit):
@@ -568,10 +585,10 @@ def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
     predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
                                       selection="predictive")
     # by hand: each fold predicted from 12 items chosen on the others' answers
-    half, jackknife = check_cross_validated_width(
+    crossed, jackknife = check_cross_validated_width(
         predicted, held[chosen], result, calibration,
         lambda others: (result, cbmm.select_items(result, 12, "predictive", responses=others)))
-    assert 2 * half > jackknife.max()  # the predictive items' in-sample errors are small
+    assert (crossed > jackknife).all()  # the predictive items' in-sample errors are small
     # the reference's rows in another order: the same folds, the same intervals
     pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
         held[chosen], result, reference=calibration.iloc[::-1], selection="predictive"))
@@ -608,16 +625,21 @@ def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simul
     folds = Reference(np.where(values > 0, 1, -1).astype(np.int8), ItemBank.of(result),
                       refit=quiet_fit, labels=calibration.index)
     rank = int(np.ceil(401 * 0.95)) - 1
-    assert 2 * np.sort(np.abs(folds.selection_errors(12, "stratified")))[rank] < \
-        (alone["upper"] - alone["lower"]).max()
+    low = held[stratified].sum(axis=1) / 200
+    inside = ((alone["lower"] > low) & (alone["upper"] < low + 188 / 200)).to_numpy()
+    crossed = 2 * np.sort(folds.selection_scores(12, "stratified"))[rank] * \
+        sd_2pl(held[stratified], result)
+    assert inside.sum() >= 5
+    assert (crossed[inside] < (alone["upper"] - alone["lower"]).to_numpy()[inside]).all()
     pd.testing.assert_frame_equal(alone, cbmm.predict_accuracy(
         held[stratified], result, reference=calibration, selection="stratified",
         refit=quiet_fit))
     # refit=True: the settings the fit records, here the defaults quiet_fit used; the
-    # reference's rows in another order give the same intervals
+    # reference's rows in another order give the same intervals (up to the refits'
+    # tolerance, which the sds that scale the errors carry)
     pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
         held[chosen], result, reference=calibration.iloc[::-1], selection="information",
-        refit=True))
+        refit=True), rtol=1e-4)
     with pytest.raises(ValueError, match="refit=True refits as the calibration was fitted"):
         cbmm.predict_accuracy(held[chosen], result.items_frame().set_index("item"),
                               reference=calibration, selection="information", refit=True)

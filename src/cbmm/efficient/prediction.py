@@ -34,8 +34,11 @@ them, as metabench and tinyBenchmarks learn from their calibration models
 (:class:`Reference`): for each set of answered items, a ridge regression of
 what the 2PL prediction from those items misses (against the prediction from all of a
 reference model's answers) on the answers to those items, its penalty chosen by
-leave-one-out error; the interval is the jackknife's, plus and minus the quantile of the
-reference models' leave-one-out errors.  On five splits of real Open LLM Leaderboard
+leave-one-out error; the interval is the jackknife's: plus and minus the quantile of the
+reference models' leave-one-out errors, each over the sd of the 2PL's prediction of that
+model from the same items, times the predicted model's own sd (the locally weighted
+scores of Lei et al. 2018; one width for all, until 2026-12-07, covered 0.86-0.90 of the
+leaderboard's models at accuracy 0.2-0.5).  On five splits of real Open LLM Leaderboard
 matrices (4,278-5,476 models; docs/efficiency.md) this cuts the error by 5-20 % at 25-100
 items (GSM8K's 249 items at 100: 0.0175 to 0.0165) and brings the intervals' coverage from
 0.97-0.98 to 0.95; on MATH-500's 112 calibration models it changes it by less than its
@@ -427,9 +430,15 @@ def reconstruct(answers: np.ndarray, bank: ItemBank, level: float = 0.95,
     ``bank`` (one column per item); ``scale`` multiplies the interval's half-width
     before it is clipped to the accuracies the answers allow (an adaptive test's
     ``interval_scale``)."""
+    return _with_interval(predicted_accuracy(answers, bank), level, scale)
+
+
+def _with_interval(out: dict, level: float, scale: float = 1.0) -> dict:
+    """:func:`predicted_accuracy`'s ``out`` with its normal interval in place of ``sd``,
+    ``low`` and ``high``: :func:`reconstruct`'s columns."""
     from scipy.special import ndtri
 
-    out = predicted_accuracy(answers, bank)
+    out = dict(out)
     half = scale * ndtri(0.5 + level / 2) * out.pop("sd")
     low, high = out.pop("low"), out.pop("high")
     accuracy = out["accuracy"]
@@ -536,11 +545,14 @@ class Reference:
             ``A``; a ridge regression of that error on the answers to ``A`` (intercept
             unpenalised, penalty of least leave-one-out error among
             :data:`RIDGE_PENALTIES`) corrects the prediction, and the interval is the
-            correction plus and minus the ``ceil((n + 1) level)``-th smallest absolute
-            leave-one-out error of the ``n`` reference models (the jackknife), clipped
-            to the accuracies possible.  With ``selection`` (the strategy that chose the
-            items on the reference models, or on their fit) the half-width is the wider
-            of that quantile and the same of :meth:`selection_errors`: the jackknife's
+            correction plus and minus the model's 2PL sd from ``A`` (:func:`predicted_accuracy`)
+            times the ``ceil((n + 1) level)``-th smallest score of the ``n`` reference
+            models, a score being a model's absolute leave-one-out error over its own 2PL
+            sd from ``A`` (the jackknife, with Lei et al. 2018's locally weighted
+            scores), clipped to the accuracies possible.  With ``selection`` (the
+            strategy that chose the items on the reference models, or on their fit) the
+            quantile is the larger of that and the same of :meth:`selection_scores`:
+            the jackknife's
             errors are in-sample for items chosen on these models, and the
             cross-validation's are those of other items, chosen on each fold, which
             differ most from these where they are nearly the whole bank (MMLU's
@@ -549,20 +561,21 @@ class Reference:
         """
         reference = self.answers
         self.check_enough(level)
-        out = reconstruct(answers, self.bank, level)
+        predicted = predicted_accuracy(answers, self.bank)
+        out = _with_interval(predicted, level)
         rank = int(np.ceil((len(reference) + 1) * level - 1e-9)) - 1
         partly = out["n_items"][out["n_items"] < len(self.bank)]
         if selection == "predictive" and partly.size:  # every set's items in one selection
             self.choose_fold_items(int(partly.max()))
-        chosen = {}  # the cross-validated half-width per number of items, once each
-        for rows, accuracy, errors, low, high in self._corrected(answers, out["accuracy"]):
-            half = np.partition(np.abs(errors), rank)[rank]
+        chosen = {}  # the cross-validated quantile per number of items, once each
+        for rows, accuracy, scores, low, high in self._corrected(answers, out["accuracy"]):
+            quantile = np.partition(scores, rank)[rank]
             if selection is not None:  # the wider: see the docstring
                 k = int(out["n_items"][rows[0]])
                 if k not in chosen:
-                    chosen[k] = np.partition(np.abs(self.selection_errors(k, selection)),
-                                             rank)[rank]
-                half = max(half, chosen[k])
+                    chosen[k] = np.partition(self.selection_scores(k, selection), rank)[rank]
+                quantile = max(quantile, chosen[k])
+            half = quantile * predicted["sd"][rows]
             out["accuracy"][rows] = accuracy
             out["lower"][rows] = np.maximum(accuracy - half, low)
             out["upper"][rows] = np.minimum(accuracy + half, high)
@@ -594,13 +607,14 @@ class Reference:
             pattern = answers[rows[0]] != 0
             if pattern.all():  # nothing left to predict
                 continue
-            shown = np.where(pattern, reference, 0).astype(np.int8)
-            missed = self.accuracy - reconstruct(shown, bank)["accuracy"]
-            correction, errors = _ridge(reference[:, pattern].astype(float), missed,
+            shown = predicted_accuracy(np.where(pattern, reference, 0).astype(np.int8), bank)
+            correction, errors = _ridge(reference[:, pattern].astype(float),
+                                        self.accuracy - shown["accuracy"],
                                         answers[np.ix_(rows, pattern)].astype(float))
             # the bounds as whole counts over J, so that an accuracy at a bound equals it
             low, high = correct[rows] / n_items, (correct[rows] + unanswered[rows]) / n_items
-            yield rows, np.clip(predicted[rows] + correction, low, high), errors, low, high
+            yield (rows, np.clip(predicted[rows] + correction, low, high),
+                   _normalised(errors, shown["sd"]), low, high)
 
     def selection_errors(self, k: int, strategy: str = "predictive",
                          seed: int = 0) -> np.ndarray:
@@ -613,10 +627,10 @@ class Reference:
         per reference model.  Computed once per ``k``, strategy and seed; the intervals'
         width is seed 0's."""
         if (k, strategy, seed) in self._selection_errors:
-            return self._selection_errors[k, strategy, seed].copy()
+            return self._selection_errors[k, strategy, seed][0].copy()
         if strategy == "predictive":
             self.choose_fold_items(k)
-        errors = np.empty(len(self.answers))
+        errors, sds = np.empty(len(self.answers)), np.empty(len(self.answers))
         for rows, reference, chosen in self.folds():
             if strategy == "predictive" or k == 0:  # a model that answered none: none chosen
                 items = np.asarray(chosen[:k], dtype=int)
@@ -625,12 +639,20 @@ class Reference:
                     select_items(reference.bank, k, strategy, seed=seed))
             shown = np.zeros((rows.size, len(self.bank)), dtype=np.int8)
             shown[:, items] = self.answers[np.ix_(rows, items)]
-            predicted = reconstruct(shown, reference.bank)["accuracy"]
+            out = predicted_accuracy(shown, reference.bank)
+            predicted = out["accuracy"]
             for within, accuracy, *_ in reference._corrected(shown, predicted):
                 predicted[within] = accuracy
-            errors[rows] = predicted - self.accuracy[rows]
-        self._selection_errors[k, strategy, seed] = errors
+            errors[rows], sds[rows] = predicted - self.accuracy[rows], out["sd"]
+        self._selection_errors[k, strategy, seed] = errors, sds
         return errors.copy()
+
+    def selection_scores(self, k: int, strategy: str = "predictive") -> np.ndarray:
+        """:meth:`selection_errors` (seed 0's) over the sd of the 2PL's prediction of each
+        reference model from its fold's items: the scores whose quantile, times a
+        predicted model's own sd, is the cross-validated half-width."""
+        errors = self.selection_errors(k, strategy)
+        return _normalised(errors, self._selection_errors[k, strategy, 0][1])
 
     def cross_validated_errors(self, k: int, strategy: str,
                                draws: int = SELECTION_DRAWS) -> np.ndarray:
@@ -672,6 +694,15 @@ class Reference:
                     self.refit, np.where(others == 0, np.nan, others > 0), self.bank)
                 self._folds.append((np.flatnonzero(fold == f), Reference(others, bank), []))
         return self._folds
+
+
+def _normalised(errors: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """The conformal scores ``|error| / sd`` (Lei et al. 2018's locally weighted
+    residuals): an error where the 2PL's sd is 0 (nothing left to predict, or certain) is
+    infinitely many, none is none."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scores = np.abs(errors) / sd
+    return np.where(np.abs(errors) == 0, 0.0, np.where(sd > 0, scores, np.inf))
 
 
 def _same_items(answers: np.ndarray) -> list:

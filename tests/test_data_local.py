@@ -122,6 +122,19 @@ def test_bad_value_names_file_line_and_column(tmp_path):
         load_local(path)
 
 
+def test_a_table_that_cannot_tell_the_models_apart_is_refused_by_name(tmp_path):
+    # the workflow's local datasets are built by load_local: refused there, not at the fit
+    path = _write(tmp_path / "ones.csv", ",a,b\nm1,1,1\nm2,1,\nm3,1,1\n")
+    with pytest.raises(DataError, match=r"ones.csv: every observed answer is correct: the "
+                                        r"answers cannot tell the models apart"):
+        load_local(path)
+    path = _write(tmp_path / "signed.csv", ",a,b\nm1,1,0\nm2,0,1\n")
+    with pytest.raises(DataError, match=r"signed.csv: every observed answer is correct "
+                                        r"\(coding='signed' reads a 0/1 file's every 0"):
+        load_local(path, coding="signed")
+    assert load_local(path).shape == (2, 2)   # read as 0/1, it tells them apart
+
+
 def test_duplicate_model_labels_name_their_lines(tmp_path):
     """Named by 0-based rows (2 and 156 where the file's lines were 4 and 158)."""
     path = _write(tmp_path / "r.csv", ",a,b\nm1,1,0\nm2,0,1\nm1,1,1\n")

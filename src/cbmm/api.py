@@ -41,7 +41,7 @@ from .methods._prior import penalty_of, takes_prior
 from .model import SIGMA_RANGE, check_sigma, fit_measures, loss
 from .prior import Penalty
 from .registry import Option, get_method
-from .responses import ResponseError, as_responses
+from .responses import ResponseError, as_responses, no_information
 from .result import FitResult, SolverOutput, canonicalize
 from .stopping import PAPER_TOL
 
@@ -300,6 +300,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
                          f"likelihood); {method!r} reports no objective")
     penalty = penalty_of(spec, options)
     data = as_responses(responses, coding=coding, storage="auto")
+    reason = no_information(data, coding)
+    if reason:
+        raise ResponseError(f"responses: {reason}")
     if data.storage == "sparse" and not spec.reads_sparse:
         data = data.to_dense()
     given = None if isinstance(start, str) else _given_start(start, data.shape)
@@ -309,8 +312,6 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
 
     n, j = data.shape
     bad_items = data.degenerate_items()
-    if bad_items.size == j:
-        raise ResponseError(_no_information(data, coding))
     # a marginal fit's abilities are posterior means, finite for any answers; its models
     # who answered every item alike belong to the population it estimates, and setting
     # them aside would cut its tails off (a's 95 % intervals then covered none)
@@ -600,20 +601,6 @@ def _judged_status(result, data, penalty, n_starts) -> str:
             f"stationary point (converged means at most {STATIONARY_BELOW:g})")
         return "not_stationary"
     return _multimodal(info, n_starts) or status
-
-
-def _no_information(data, coding) -> str:
-    """Why responses in which every item was answered alike cannot be fitted."""
-    correct = data.accuracy(axis=0)
-    if (correct == 1).all():
-        what = "every observed answer is correct" + (
-            " (coding='signed' reads a 0/1 file's every 0 as missing)" if coding == "signed"
-            else "")
-    elif (correct == 0).all():
-        what = "every observed answer is wrong"
-    else:
-        what = "every item was answered alike (all correct or all wrong) by the models answering it"
-    return f"responses: {what}: the answers cannot tell the models apart; nothing to fit"
 
 
 def _multimodal(info, n_starts) -> str | None:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load 
     import pandas as pd
 
 __all__ = ["CODINGS", "FIRST_LINE", "LONG_COLUMNS", "SPARSE_BELOW", "CodingWarning", "ResponseError",
-           "Responses", "as_responses"]
+           "Responses", "as_responses", "no_information"]
 
 CODINGS = ("binary", "signed")
 #: Column names of a long-format table: model id, item id, response.
@@ -462,6 +462,23 @@ def as_responses(data, *, coding: str | None = None, storage: str = "auto",
     if storage == "sparse" or (storage == "auto" and responses.n_observed < SPARSE_BELOW * n * j):
         return responses.to_sparse()
     return responses.to_dense()
+
+
+def no_information(responses: Responses, coding: str | None = None) -> str | None:
+    """Why ``responses`` cannot tell the models apart, or None: every item was answered
+    alike by the models that answered it (all correct, all wrong, or each one way).  Such
+    a matrix was fitted, as ``converged``; it is the wrong file or the wrong ``coding`` (a
+    0/1 file read as signed has every 0 missing)."""
+    correct = responses.accuracy(axis=0)
+    if not ((correct == 0) | (correct == 1)).all():
+        return None
+    if (correct == 1).all():
+        return "every observed answer is correct" + (
+            " (coding='signed' reads a 0/1 file's every 0 as missing)" if coding == "signed"
+            else "") + ": the answers cannot tell the models apart; nothing to fit"
+    what = ("every observed answer is wrong" if (correct == 0).all() else
+            "every item was answered alike (all correct or all wrong) by the models answering it")
+    return f"{what}: the answers cannot tell the models apart; nothing to fit"
 
 
 # The input types of pandas and SciPy are recognised without importing them: an object of

@@ -23,7 +23,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..responses import (FIRST_LINE, LONG_COLUMNS, ResponseError, Responses, as_responses,
-                         headerless_column)
+                         headerless_column, no_information)
 from .matrix import LABEL_COLUMN, DataError, read_matrix
 
 __all__ = ["load_local", "read_csv_matrix", "read_responses", "read_table"]
@@ -511,11 +511,15 @@ def load_local(path, *, coding: str | None = None, layout: str = "auto",
     Read and checked by :func:`read_responses` (same arguments): ``coding`` None infers it where
     that is unambiguous, so a table holding both -1 and 0 is refused until the coding is stated.
     Rows or columns with no observed entry, duplicate labels or duplicate (model, item) records
-    are refused.
+    are refused, and so are answers that cannot tell the models apart
+    (:func:`cbmm.responses.no_information`), which no fit takes.
     """
     responses = read_responses(path, coding=coding, storage="dense", layout=layout,
                                label_column=label_column, model_column=model_column,
                                item_column=item_column, correct_column=correct_column)
+    reason = no_information(responses, coding)
+    if reason:
+        raise DataError(f"{path}: {reason}")
     out = responses.to_frame()
     out.index.name = LABEL_COLUMN
     return out

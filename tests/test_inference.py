@@ -370,6 +370,31 @@ def test_folds_left_empty_by_the_training_rule_are_refused():
         cbmm.cross_validate(diagonal, folds=2)
 
 
+def test_a_fold_or_draw_whose_answers_are_all_alike_is_a_failure_not_an_error():
+    """fit refuses answers that cannot tell the models apart; a fold's training answers or
+    a simulated draw can be such on tiny data, which is no fault of the user's answers."""
+    answers = np.array([[1, 1], [1, 1], [1, 0], [1, 1]], dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = cbmm.cross_validate(answers, folds=2, seed=0)
+    # the fold whose training cells are all correct: the one holding the only wrong answer
+    held_wrong = int(np.flatnonzero(table["status"].str.startswith("failed"))[0])
+    assert table["status"][held_wrong] == ("failed: its training answers: every observed "
+                                           "answer is correct: the answers cannot tell the "
+                                           "models apart; nothing to fit")
+    assert np.isnan(table["log_loss"][held_wrong])
+    assert np.isfinite(table["item_mean_log_loss"]).all()   # the baselines still scored
+    assert table["status"][1 - held_wrong] == "converged"
+    # two wrong answers among ten: a draw from the fit can be all correct (seed 0: one of
+    # 20), counted as a failed draw; the call raised "every observed answer is correct"
+    answers = np.ones((5, 2))
+    answers[0, 0] = answers[1, 1] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        checked = cbmm.coverage_check(answers, n_rep=20, seed=0)
+    assert (checked["failed"] >= 1).all() and (checked["n_rep"] == 20).all()
+
+
 def test_folds_whose_fit_is_not_an_answer_are_counted_by_status():
     draw = simulate(60, 30, seed=1)
     with warnings.catch_warnings(record=True) as caught:

@@ -859,6 +859,25 @@ def test_a_method_registered_by_the_user_runs_through_the_workflow(tmp_path):
         assert "Toy IRT" in legend, (name, legend)
 
 
+def test_simulated_answers_no_fit_takes_are_failed_rows_not_a_failed_job(tmp_path):
+    """A 2 x 2 design draws answers all alike, or (30 % missing) a model without any:
+    fit refuses them, and the job died with a traceback; they are failed rows."""
+    tiny = overlay(tmp_path, "tiny", {"simulation": {
+        "replicates": 6, "defaults": {"n_models": 2, "n_items": 2},
+        "studies": {"size_fixN": {"levels": [2, 3]}}}})
+    workdir = tmp_path / "run"
+    done = snakemake(workdir, "--cores", "2", "results/tables/sim_size_fixN.csv",
+                     "results/tables/sim_mcar.csv", configfiles=(TEST_CONFIG, tiny))
+    assert done.returncode == 0, done.stderr[-5000:]
+    statuses = pd.concat([pd.read_csv(workdir / f"results/tables/sim_{study}.csv")
+                          for study in ("size_fixN", "mcar")])["status"]
+    failed = statuses[statuses.str.startswith("failed")]
+    assert failed.str.startswith("failed: the simulated answers: ").all()
+    assert failed.str.contains("the answers cannot tell the models apart").any()
+    assert failed.str.contains("with no observed entry").any()
+    assert len(failed) < len(statuses)   # the other draws fitted
+
+
 def test_crashing_and_hanging_methods_become_failed_results(tmp_path):
     """A method that kills its process (SIGSEGV) or never returns is recorded as failed
     ('NA'); the run completes and the figures mark it NA."""

@@ -79,7 +79,7 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     from ._checks import check_integer, check_level
     from .api import NOT_AN_OPTIMUM, ConvergenceWarning, FitFailedError, _progress_lines, fit
     from .registry import get_method
-    from .responses import Responses, as_responses
+    from .responses import Responses, as_responses, no_information
     from .result import canonicalize
     from .validation import _observed_cells, cells_in_label_order, predicted_probabilities
 
@@ -133,6 +133,10 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
             values = np.where(uniform < probability, 1, -1).astype(np.int8)
             drawn = Responses(y=None, indptr=layout.indptr, indices=layout.indices, values=values,
                               n_items=data.shape[1])
+            if no_information(drawn):  # a draw all alike (tiny data): no fit, a failed draw
+                report("coverage_check: draw %d of %d all alike: not fitted", rep + 1, n_rep)
+                failed += 1
+                continue
             with warnings.catch_warnings():  # counted below, not once per draw
                 warnings.simplefilter("ignore")
                 estimate = fit(drawn if data.storage == "sparse" else drawn.to_dense(), method,

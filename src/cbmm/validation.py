@@ -87,8 +87,8 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     import pandas as pd
 
     from ._checks import check_integer
-    from .api import _progress_lines, fit
-    from .responses import as_responses
+    from .api import _progress_lines
+    from .responses import as_responses, no_information
 
     folds = check_integer("folds", folds, minimum=2)
     seed = check_integer("seed", seed, minimum=0)
@@ -112,19 +112,21 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     with _progress_lines(fit_kwargs.get("verbose", 0)) as report:  # checked by fit
         for fold, held in enumerate(helds):
             train = data.without(rows[held], cols[held])
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                result = fit(train, method, seed=seed, **fit_kwargs)
-            report("cross_validate: fold %d of %d fitted (%s)", fold + 1, folds, result.status)
+            # a fold whose training answers are all alike (tiny data) has no fit: a failed
+            # fold, not an error about the user's answers
+            reason = no_information(train)
+            result = None if reason else _quiet_fit(train, method, seed, fit_kwargs)
+            status = f"failed: its training answers: {reason}" if reason else result.status
+            report("cross_validate: fold %d of %d fitted (%s)", fold + 1, folds, status)
             truth = values[held] > 0
-            if result.failed:
+            if status.startswith("failed"):
                 scores = dict.fromkeys(("log_loss", "brier", "auc"), math.nan)
             else:
                 probability = predicted_probabilities(result, rows[held], cols[held])
                 contradicted += int(np.count_nonzero(np.where(truth, probability <= 0,
                                                               probability >= 1)))
                 scores = held_out_scores(truth, probability)
-            row = {"fold": fold, "method": method, "status": result.status,
+            row = {"fold": fold, "method": method, "status": status,
                    "n_cells": int(held.sum()), **scores}
             for name, p in _baseline_probabilities(train, rows[~held], cols[~held], values[~held],
                                                    rows[held], cols[held]).items():
@@ -214,6 +216,15 @@ def predicted_probabilities(result, rows, cols) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         x = np.where(np.isnan(a) | (a == 0), b, theta * a + b)
     return expit(x / result.sigma)
+
+
+def _quiet_fit(train, method, seed, fit_kwargs):
+    """A fold's fit, its warnings left to the table's statuses (:func:`_warn_statuses`)."""
+    from .api import fit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fit(train, method, seed=seed, **fit_kwargs)
 
 
 def held_out_scores(truth, probability) -> dict:

@@ -18,6 +18,7 @@ import json
 import cbmm
 import pandas as pd
 from cbmm.metrics import fit_metrics
+from cbmm.responses import no_information
 from cbmm.io import write_csv
 from cbmm.simulate import simulate
 from cbmm_workflow.jobs import (import_method_modules, load_method_software, log_start_up,
@@ -52,8 +53,20 @@ def fit_unit(unit):
     truth = draw(json.dumps(unit["design"], sort_keys=True), unit["seed"])
     # the paper's procedure (random start, its rule), then this unit's settings and options
     settings = {**cbmm.paper_settings(unit["method"]), **settings_of(unit), **unit["options"]}
-    result = cbmm.fit(truth.responses, unit["method"], sigma=truth.sigma,
-                      timeout_s=unit["timeout_s"], verbose=p.progress_every, **settings)
+    # a tiny design can draw answers that no fit takes (all alike, a model or an item
+    # without an answer): a failed unit, not a failed job
+    try:
+        responses = cbmm.as_responses(truth.responses, coding="binary")  # 0 is wrong, even alone
+        reason = no_information(responses)
+    except cbmm.ResponseError as exc:
+        responses, reason = truth.responses.shape, str(exc).removeprefix("responses: ")
+    if reason:
+        result = cbmm.FitResult.failure(
+            f"the simulated answers: {reason}", responses=responses, method=unit["method"],
+            sigma=truth.sigma, **{k: settings[k] for k in ("tol", "max_iter", "seed", "init_scale")})
+    else:
+        result = cbmm.fit(responses, unit["method"], sigma=truth.sigma,
+                          timeout_s=unit["timeout_s"], verbose=p.progress_every, **settings)
     row = {"study": unit["study"], "level": float(unit["level"]), "method": unit["method"],
            "replicate": unit["replicate"], "status": result.status,
            "runtime_s": result.runtime_s, "n_iter": result.n_iter, "loss": result.loss,

@@ -55,7 +55,7 @@ def test_observed_information_is_the_negative_hessian_by_finite_differences():
 
 @pytest.mark.parametrize("storage", ["dense", "sparse"])
 def test_the_stopping_checks_information_is_the_observed_informations_diagonal(storage):
-    """The stopping rule's standard errors (``_observed_diagonal``, by blocks of models)
+    """The stopping rule's standard errors (``_observed_diagonal``, by blocks of cells)
     are the observed information's: the complete-data information's diagonal was up to
     several times larger where models answer many items, and a gradient in its units
     passed as stationary."""
@@ -66,10 +66,38 @@ def test_the_stopping_checks_information_is_the_observed_informations_diagonal(s
     answers = _Answers(responses)
     post, _ = _e_step(answers, alpha, beta, nodes, log_w)
     expected = np.diag(observed_information(responses, alpha, beta, nodes, log_w))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(marginal, "_BLOCK_CELLS", 50)   # several blocks of models
-        d_aa, d_bb = marginal._observed_diagonal(answers, post, alpha, beta, nodes)
+    # by blocks (of models, or of answered cells): the blocks' sums are the whole's
+    d_aa, d_bb = marginal._observed_diagonal(answers, post, alpha, beta, nodes,
+                                             gathered=7 * nodes.size)
     np.testing.assert_allclose(np.concatenate([d_aa, d_bb]), expected, rtol=1e-8)
+
+
+def test_the_reported_stationarity_is_in_the_observed_informations_units():
+    """``scaled_gradient_marginal`` is each item's gradient over its observed standard error
+    at the returned point (finite differences of the marginal likelihood over the observed
+    information's diagonal), not over the complete-data information's, which is larger and
+    made the same gradient look smaller where models answer many items."""
+    responses, *_ = _draw(150, 60, seed=5)
+    out = solve_marginal(responses, np.ones(60), np.zeros(60), population="normal",
+                         n_quad=61, max_iter=3)   # stopped early: a gradient to measure
+    nodes = np.asarray(out.info["population"]["nodes"])
+    log_w = np.log(out.info["population"]["weights"])
+    alpha, beta = np.asarray(out.a), np.asarray(out.b)
+    observed = np.diag(observed_information(responses, alpha, beta, nodes, log_w))
+    point, h = np.concatenate([alpha, beta]), 1e-5
+    slopes = np.array([(_loglik(responses, *np.split(point + h * e, 2), nodes, log_w)
+                        - _loglik(responses, *np.split(point - h * e, 2), nodes, log_w)) / (2 * h)
+                       for e in np.eye(120)])
+    slopes[:60] = np.where((alpha <= 0) & (slopes[:60] < 0), 0.0, slopes[:60])
+    expected = np.max(np.abs(slopes) / np.sqrt(observed))
+    assert out.info["scaled_gradient_marginal"] == pytest.approx(expected, rel=1e-4)
+    # the complete-data units give less: the cheap bound the loop checks first
+    answers = _Answers(responses)
+    post, _ = _e_step(answers, alpha, beta, nodes, log_w)
+    bound = marginal._scaled_gradient(answers, post, alpha, beta, nodes, exact=False)
+    assert bound < expected and bound == pytest.approx(
+        np.max(np.abs(slopes) / np.sqrt(np.concatenate(marginal._score_information(
+            alpha, beta, *answers.expected(post), nodes)[2::2]))), rel=1e-4)
 
 
 def test_posterior_mean_and_sd_match_numerical_integration():

@@ -202,6 +202,8 @@ BAD_ARGUMENTS = [
     (["bootstrap", "--responses", "boot/prob_better.csv", "--out", "boot", "--force"],
      "--responses and --out name the same file boot/prob_better.csv"),
     (SIM + ["--out", "-"], "--out -: this command writes a file, not to standard output"),
+    (FIT + ["--out", "-"], "--out -: this command writes a folder of files, not to standard "
+                           "output; name it"),
     (["methods", "extra"], "unrecognized arguments: extra"),
     ([], "required: COMMAND"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),

@@ -92,8 +92,9 @@ def test_labels_alike_but_for_spaces_around_them_are_refused(tmp_path):
 @pytest.mark.parametrize("first,message", [
     ("sep=,", r"line 1 is 'sep=,', a spreadsheet's note of the separator, not the header; "
               r"delete that line"),
-    ("# exported 2024-05-01, by hand", r"line 1 starts with '#': comment lines are not read"),
-    ("#", r"line 1 starts with '#'"),
+    ("# exported 2024-05-01, by hand", r"line 1 is a comment \(it starts with '#'\), which is "
+                                       r"not read; delete it, or if it is the header"),
+    ("#", r"line 1 is a comment"),
 ])
 def test_a_line_above_the_header_is_named(tmp_path, first, message):
     path = _write(tmp_path / "r.csv", f"{first}\n,a,b\nm1,1,0\nm2,0,1\n")
@@ -106,7 +107,13 @@ def test_a_line_above_the_header_is_named(tmp_path, first, message):
 
 def test_ragged_row_names_the_line(tmp_path):
     path = _write(tmp_path / "r.csv", ",a,b\nm1,1,0\nm2,0\n")
-    with pytest.raises(DataError, match=r"r.csv, line 3: 2 fields, expected 3"):
+    with pytest.raises(DataError, match=r"r.csv, line 3: 2 fields, expected 3 \(one label "
+                                        r"plus 2 items, as in the header\)$"):
+        read_table(path)
+    path = _write(tmp_path / "cut.csv", ",a,b\nm1,1,0\nm2,0")   # the file cut mid-line
+    with pytest.raises(DataError, match=r"cut.csv, line 3: 2 fields, expected 3 \(one label "
+                                        r"plus 2 items, as in the header; the file ends in "
+                                        r"the middle of this line: cut short\?\)"):
         read_table(path)
 
 

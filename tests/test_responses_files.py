@@ -133,9 +133,10 @@ def test_wide_files_duplicate_labels_and_other_errors(tmp_path):
 
 
 def test_a_table_with_a_label_column_is_read_as_wide(tmp_path):
-    path = _write(tmp_path / "w.csv", "name,model,item,correct\nx,1,0,1\ny,0,1,1\n")
+    path = _write(tmp_path / "w.csv", "name,model,item,correct\nx,1,0,1\ny,0,0,0\nz,0,1,1\n")
     wide = load_local(path, label_column="name")
-    assert list(wide.index) == ["x", "y"] and list(wide.columns) == ["model", "item", "correct"]
+    assert list(wide.index) == ["x", "y", "z"]
+    assert list(wide.columns) == ["model", "item", "correct"]
     long = load_local(path)  # no label column: the header names a long table
     assert list(long.index) == ["1", "0"] and list(long.columns) == ["0", "1"]
 

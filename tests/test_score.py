@@ -151,12 +151,13 @@ def test_a_users_items_file_has_its_ids_in_item_or_the_first_column(tmp_path):
         cbmm.score(responses, tmp_path / "ids.csv")
     # a line short of the header's fields (it read as b = NaN, "a failed calibration?")
     (tmp_path / "cut.csv").write_text("item,a,b\n01,1.5,0.2\nx,0.5,-1\nq,2")
-    with pytest.raises(ValueError, match=r"cut.csv: line 4 has 2 field\(s\) where the header "
-                                         r"has 3 \(the file ends in the middle of this line"):
+    with pytest.raises(ValueError, match=r"cut.csv, line 4: 2 fields, expected 3 \(as in the "
+                                         r"header; the file ends in the middle of this line: "
+                                         r"cut short\?\)"):
         cbmm.score(responses, tmp_path / "cut.csv")
     (tmp_path / "long.csv").write_text("item,a,b\n01,1.5,0.2,7\nx,0.5,-1\nq,2,1\n")
-    with pytest.raises(ValueError, match=r"long.csv: line 2 has 4 field\(s\) where the header "
-                                         r"has 3$"):
+    with pytest.raises(ValueError, match=r"long.csv, line 2: 4 fields, expected 3 \(as in the "
+                                         r"header\)$"):
         cbmm.score(responses, tmp_path / "long.csv")
 
 

@@ -176,9 +176,7 @@ def _check_output_file(path: Path, flag: str, force: bool, *, csv: bool = False,
     ``csv``: a CSV table's, not named as another format's; ``suffix``: named with the one
     suffix of the format written (e.g. ``.parquet``)."""
     with _named_path_errors(flag, path):
-        if str(path) == "-":   # written as a file named "-" in the current folder
-            raise CliError(f"{flag} -: this command writes a file, not to standard output; "
-                           "name the file")
+        _not_standard_output(flag, path, "a file")
         if path.is_dir():
             raise CliError(f"{flag} {path}: is a folder; expected a file name")
         if csv and path.suffix.lower() in _NOT_CSV:
@@ -197,6 +195,7 @@ def _check_output_folder(path: Path, names, flag: str, force: bool, foreign=()) 
     ``force``, and without any of ``foreign`` (another result's files, which would stay
     beside these and mix the two: a fit written over a bootstrap's folder)."""
     with _named_path_errors(flag, path):
+        _not_standard_output(flag, path, "a folder of files")
         if path.exists() and not path.is_dir():
             raise CliError(f"{flag} {path}: exists and is not a folder")
         other = [name for name in foreign if (path / name).exists()]
@@ -212,6 +211,14 @@ def _check_output_folder(path: Path, names, flag: str, force: bool, foreign=()) 
             raise CliError(f"{flag} {path}: already holds {', '.join(existing)}; "
                            "pass --force to replace them")
         _check_folder_writable(path, flag)
+
+
+def _not_standard_output(flag: str, path: Path, written: str) -> None:
+    """``-`` (standard output, to many tools) names no output here: it was written as a
+    file or folder named "-" in the current folder."""
+    if str(path) == "-":
+        raise CliError(f"{flag} -: this command writes {written}, not to standard output; "
+                       "name it")
 
 
 def _check_input_file(path: Path, flag: str) -> None:

@@ -248,6 +248,11 @@ def read_items(items):
             if not path.is_file():
                 raise ValueError(f"{where}: no such file (expected the items.csv written by "
                                  "FitResult.save, or its folder)")
+            # every line as wide as the header (a short one read as b = NaN, "a failed
+            # calibration?"), checked as a response table's lines are
+            from .data.local import _check_field_counts, _header
+
+            _check_field_counts(path, len(_header(path)), "items")
             frame = _user_items(path.read_bytes(), where)
     missing = [c for c in ("a", "b") if c not in frame.columns]
     if missing:
@@ -313,7 +318,6 @@ def _fitted_population(method, info, where):
 def _user_items(data: bytes, where: str):
     """An items table of the user's (no fit.json beside it): item ids, in a column ``item``
     or the first column, as text."""
-    _check_field_counts(data, where)
     try:
         return read_labelled_csv(data, "item", where)
     except ResultFolderError:  # no item column: the ids are the first column
@@ -332,22 +336,6 @@ def _user_items(data: bytes, where: str):
         return read_labelled_csv(renamed.getvalue().encode() + rest, "item", where)
     except ResultFolderError as exc:
         raise ValueError(str(exc)) from None
-
-
-def _check_field_counts(data: bytes, where: str) -> None:
-    """Every line of a user's items table has the header's number of fields (a short line
-    read as a NaN parameter, and was reported as a failed calibration's)."""
-    try:
-        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
-    except (UnicodeDecodeError, csv.Error):
-        return   # reported by the reader with its own message
-    width = len(rows[0]) if rows else 0
-    for number, row in enumerate(rows[1:], start=2):
-        if row and len(row) != width:
-            cut = (" (the file ends in the middle of this line: cut short?)"
-                   if number == len(rows) and not data.endswith(b"\n") else "")
-            raise ValueError(f"{where}: line {number} has {len(row)} field(s) where the header "
-                             f"has {width}{cut}")
 
 
 def _calibrated_sigma(value, where) -> float:

@@ -54,8 +54,9 @@ def _header(path: Path) -> list[str]:
         raise DataError(f"{path}: line 1 is {','.join(header)!r}, a spreadsheet's note of the "
                         "separator, not the header; delete that line")
     if header and header[0].startswith("#") and (len(header) == 1 or header[0].startswith("# ")):
-        raise DataError(f"{path}: line 1 starts with '#': comment lines are not read; delete "
-                        "it (the first line must be the header of item ids)")
+        raise DataError(f"{path}: line 1 is a comment (it starts with '#'), which is not read; "
+                        "delete it, or if it is the header (as numpy.savetxt writes one), remove the "
+                        "'# ' (the first line must be the header of item ids)")
     return header
 
 
@@ -133,6 +134,7 @@ def _check_field_counts(path: Path, expected: int, layout: str) -> tuple[int, bo
             tail = data[cut:]
             state.block(data[:cut])
         if tail:
+            state.unterminated = state.lines + 1
             state.block(tail + b"\n")
     return state.records, state.multiline
 
@@ -147,12 +149,15 @@ class _Lines:
         self.records = 0  # lines that are not blank
         self.blank = None  # the first blank line after the last record, if any
         self.multiline = False  # whether a record spans lines
+        self.unterminated = None  # the last line, where the file ends inside it
 
     def _bad_fields(self, number, fields):
         hint = (f"one label plus {self.expected - 1} items, as in the header"
                 if self.layout == "wide" else "as in the header")
+        cut = ("; the file ends in the middle of this line: cut short?"
+               if number == self.unterminated else "")
         raise DataError(f"{self.path}, line {number}: {fields} fields, expected "
-                        f"{self.expected} ({hint})")
+                        f"{self.expected} ({hint}{cut})")
 
     def _inner_blank(self, number):
         raise DataError(f"{self.path}, line {number}: empty line inside the table")

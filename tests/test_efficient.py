@@ -634,12 +634,15 @@ def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simul
     pd.testing.assert_frame_equal(alone, cbmm.predict_accuracy(
         held[stratified], result, reference=calibration, selection="stratified",
         refit=quiet_fit))
-    # refit=True: the settings the fit records, here the defaults quiet_fit used; the
-    # reference's rows in another order give the same intervals (up to the refits'
-    # tolerance, which the sds that scale the errors carry)
+    # the reference's rows in another order: the same folds and refits, the same intervals
     pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
         held[chosen], result, reference=calibration.iloc[::-1], selection="information",
-        refit=True), rtol=1e-4)
+        refit=quiet_fit))
+    # refit=True: the settings the fit records, here the defaults quiet_fit used, warm-started
+    # at the calibration: the same up to the refits' tolerance, which the sds carry
+    pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
+        held[chosen], result, reference=calibration, selection="information", refit=True),
+        rtol=1e-4)
     with pytest.raises(ValueError, match="refit=True refits as the calibration was fitted"):
         cbmm.predict_accuracy(held[chosen], result.items_frame().set_index("item"),
                               reference=calibration, selection="information", refit=True)

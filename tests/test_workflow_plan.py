@@ -883,6 +883,7 @@ def test_the_end_of_a_run_names_the_job_logs_that_warn(tmp_path):
     for name in ("a", "b", "c", "d"):
         job("fit", f"batch_{name}", f"fit {name} did not converge")
     job("render", "python", None)
+    (tmp_path / "logs" / "render" / "gone.log").symlink_to(tmp_path / "nowhere")  # unreadable
     lines = logged_warnings(started, folder=tmp_path / "logs", shown=3)
     assert lines == [
         f"{tmp_path / 'logs' / 'efficiency'}: 1 job log(s) with warnings, e.g.",

@@ -61,7 +61,8 @@ import numpy as np
 
 from .._checks import check_integer, check_level, check_positive
 from .bank import GRID, ItemBank, grid_moments
-from .prediction import Reference, predicted_accuracy, reconstruct, reference_answers
+from .prediction import (Reference, _normalised, predicted_accuracy, reconstruct,
+                         reference_answers)
 from .refit import refit_like
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -439,9 +440,9 @@ def reference_scale(models: Reference, level: float, seed: int,
                                  **options)
             given = fold.bank.given_labels.get_indexer(test.items)
             out = predicted_accuracy(_coded(n_items, given, test.answers), fold.bank)
-            error = abs(out["accuracy"][0] - models.accuracy[row])
-            # a test of every item predicts exactly, with sd 0: covered at any scale
-            scores[row] = error / out["sd"][0] if out["sd"][0] > 0 else 0.0
+            # a test of every item predicts exactly, with sd 0: a score of 0
+            scores[row] = _normalised(out["accuracy"][:1] - models.accuracy[row],
+                                      out["sd"][:1])[0]
     scores = scores[tested]
     rank = int(np.ceil((len(scores) + 1) * level - 1e-9)) - 1
     return float(np.partition(scores, rank)[rank] / ndtri(0.5 + level / 2))

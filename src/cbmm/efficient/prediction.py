@@ -37,8 +37,8 @@ reference model's answers) on the answers to those items, its penalty chosen by
 leave-one-out error; the interval is the jackknife's: plus and minus the quantile of the
 reference models' leave-one-out errors, each over the sd of the 2PL's prediction of that
 model from the same items, times the predicted model's own sd (the locally weighted
-scores of Lei et al. 2018; one width for all, until 2026-12-07, covered 0.86-0.90 of the
-leaderboard's models at accuracy 0.2-0.5).  On five splits of real Open LLM Leaderboard
+scores of Lei et al. 2018; one width for all, until 2026-12-07, covered 0.864-0.931 of the
+models at accuracy 0.2-0.5 on six real matrices).  On five splits of real Open LLM Leaderboard
 matrices (4,278-5,476 models; docs/efficiency.md) this cuts the error by 5-20 % at 25-100
 items (GSM8K's 249 items at 100: 0.0175 to 0.0165) and brings the intervals' coverage from
 0.97-0.98 to 0.95; on MATH-500's 112 calibration models it changes it by less than its
@@ -529,7 +529,8 @@ class Reference:
         if partial.size:
             self.accuracy[partial] = reconstruct(self.answers[partial], bank)["accuracy"]
         self._folds = None  # per fold: its models, the others' Reference, the items chosen
-        self._selection_errors = {}  # per (k, strategy, seed): the interval's and the study's
+        # per (k, strategy, seed): (errors, their 2PL sds), the interval's and the study's
+        self._selection_errors = {}
 
     def reconstruct(self, answers: np.ndarray, level: float = 0.95,
                     selection: str | None = None) -> dict:
@@ -575,7 +576,8 @@ class Reference:
                 if k not in chosen:
                     chosen[k] = np.partition(self.selection_scores(k, selection), rank)[rank]
                 quantile = max(quantile, chosen[k])
-            half = quantile * predicted["sd"][rows]
+            with np.errstate(invalid="ignore"):   # no score bounds it and the 2PL is sure
+                half = np.nan_to_num(quantile * predicted["sd"][rows], nan=np.inf)
             out["accuracy"][rows] = accuracy
             out["lower"][rows] = np.maximum(accuracy - half, low)
             out["upper"][rows] = np.minimum(accuracy + half, high)
@@ -597,8 +599,8 @@ class Reference:
     def _corrected(self, answers, predicted):
         """Per distinct set of answered items that leaves some unanswered: the rows of
         ``answers`` with that set, their ``predicted`` accuracy (of :func:`reconstruct`)
-        corrected, the reference models' leave-one-out errors, and the bounds the answers
-        allow."""
+        corrected, the reference models' scores (leave-one-out errors over their 2PL sds,
+        :func:`_normalised`), and the bounds the answers allow."""
         bank, reference = self.bank, self.answers
         n_items = len(bank)
         correct = np.count_nonzero(answers > 0, axis=1)

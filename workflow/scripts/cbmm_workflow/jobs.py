@@ -18,6 +18,8 @@ from pathlib import Path
 from cbmm import io as cbmm_io
 from cbmm.registry import MethodUnavailableError, get_method
 
+from .paths import LOGS
+
 
 def start_log(log_path, *, job: str) -> logging.Logger:
     """Send this job's messages, warnings and uncaught errors to its log file.
@@ -43,27 +45,35 @@ def start_log(log_path, *, job: str) -> logging.Logger:
     return logger
 
 
-def logged_warnings(since: float, folder: str = "logs", shown: int = 3) -> list[str]:
+def logged_warnings(since: float, folder=LOGS, shown: int = 3, width: int = 300) -> list[str]:
     """What the job logs written since ``since`` (seconds since the epoch) warn of, for the
     end of a run: per rule (a folder of ``folder``), how many of its logs hold a warning
-    and the first warning of up to ``shown`` of them.  A job's warnings (a dataset's k
-    skipped, calibrations that did not converge) went to its log alone, and a run that
-    ended well said nothing of them."""
+    and the first warning of up to ``shown`` of them, cut at ``width`` characters.  A
+    job's warnings (a dataset's k skipped, calibrations that did not converge) went to its
+    log alone, and a run that ended well said nothing of them.  A log that cannot be read
+    is passed over: this runs as the run ends, and must not end it otherwise."""
     lines = []
     for rule in sorted(path for path in Path(folder).glob("*") if path.is_dir()):
         warned = []
         for log in sorted(rule.rglob("*.log")):
-            if log.stat().st_mtime < since:
+            try:
+                if log.stat().st_mtime < since:
+                    continue
+                with open(log, encoding="utf-8", errors="replace") as stream:
+                    first = next((line for line in stream if " WARNING " in line), None)
+            except OSError:
                 continue
-            with open(log, encoding="utf-8", errors="replace") as stream:
-                first = next((line for line in stream if " WARNING " in line), None)
-            if first is not None:  # a Python warning's "file.py:line: " said nothing
-                message = re.sub(r"^\S+:\d+: ", "", first.split(" WARNING ", 1)[1])
-                warned.append(f"  {log}: {message.rstrip()}")
+            if first is not None:  # a Python warning's "file.py:line: " says nothing here
+                message = _WARNED_AT.sub("", first.split(" WARNING ", 1)[1]).rstrip()
+                warned.append(f"  {log}: {message[:width]}")
         if warned:
             lines.append(f"{rule}: {len(warned)} job log(s) with warnings, e.g.")
             lines += warned[:shown]
     return lines
+
+
+#: Where a Python warning was raised, before its category (``/a b/x.py:12: UserWarning:``).
+_WARNED_AT = re.compile(r"^.*?:\d+: (?=[A-Za-z_][\w.]*: )")
 
 
 def log_start_up(log) -> None:

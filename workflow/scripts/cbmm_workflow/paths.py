@@ -82,9 +82,13 @@ def figure_files(name: str) -> list[str]:
     return [f"{stem}.pdf", f"{stem}.png"]
 
 
+#: The jobs' logs, a folder per rule.
+LOGS = "logs"
+
+
 def log_file(rule: str, name: str) -> str:
     """Log of one job of ``rule``."""
-    return f"logs/{rule}/{name}.log"
+    return f"{LOGS}/{rule}/{name}.log"
 
 
 def benchmark_file(rule: str, name: str) -> str:

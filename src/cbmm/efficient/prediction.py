@@ -38,11 +38,11 @@ leave-one-out error; the interval is the jackknife's: plus and minus the quantil
 reference models' leave-one-out errors, each over the sd of the 2PL's prediction of that
 model from the same items, times the predicted model's own sd (the locally weighted
 scores of Lei et al. 2018; one width for all, until 2026-12-07, covered 0.864-0.953 of the
-models at accuracy 0.2-0.5 on ten real matrices, now 0.928-0.972).  On five splits of real Open LLM Leaderboard
-matrices (4,278-5,476 models; docs/efficiency.md) this cuts the error by 5-20 % at 25-100
-items (GSM8K's 249 items at 100: 0.0175 to 0.0165) and brings the intervals' coverage from
-0.97-0.98 to 0.95; on MATH-500's 112 calibration models it changes it by less than its
-split-to-split sd.
+models at accuracy 0.2-0.5 on ten real matrices, now 0.928-0.972).  On five splits of real
+Open LLM Leaderboard matrices (4,278-5,476 models; docs/efficiency.md) this cuts the error
+by 5-20 % at 25-100 items (GSM8K's 249 items at 100: 0.0175 to 0.0165) and brings the
+intervals' coverage from 0.97-0.98 to 0.95; on MATH-500's 112 calibration models it
+changes it by less than its split-to-split sd.
 """
 
 from __future__ import annotations

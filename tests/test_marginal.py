@@ -67,8 +67,8 @@ def test_the_stopping_checks_information_is_the_observed_informations_diagonal(s
     post, _ = _e_step(answers, alpha, beta, nodes, log_w)
     expected = np.diag(observed_information(responses, alpha, beta, nodes, log_w))
     # by blocks (of models, or of answered cells): the blocks' sums are the whole's
-    d_aa, d_bb = marginal._observed_diagonal(answers, post, alpha, beta, nodes,
-                                             gathered=7 * nodes.size)
+    d_aa, d_bb = marginal._observed_diagonal(answers, post, answers.expected(post), alpha,
+                                             beta, nodes, gathered=7 * nodes.size)
     np.testing.assert_allclose(np.concatenate([d_aa, d_bb]), expected, rtol=1e-8)
 
 

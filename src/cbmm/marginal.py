@@ -216,7 +216,8 @@ def _scaled_gradient(answers, post, alpha, beta, nodes, *, exact=True) -> float:
     ``exact=False`` returns the cheaper value in units of the complete-data information
     (never larger than the observed's) where that already exceeds
     :data:`~cbmm.diagnostics.STATIONARY_BELOW`: enough to go on."""
-    g_a, g_b, h_aa, _, h_bb = _score_information(alpha, beta, *answers.expected(post), nodes)
+    counts = answers.expected(post)
+    g_a, g_b, h_aa, _, h_bb = _score_information(alpha, beta, *counts, nodes)
     g_a = np.where((alpha <= 0) & (g_a < 0), 0.0, g_a)
     runaway = alpha > MAX_SLOPE
     g_a, g_b = np.where(runaway, 0.0, g_a), np.where(runaway, 0.0, g_b)
@@ -229,18 +230,19 @@ def _scaled_gradient(answers, post, alpha, beta, nodes, *, exact=True) -> float:
     bound = largest(h_aa, h_bb)
     if not exact and bound > STATIONARY_BELOW:
         return bound
-    return largest(*_observed_diagonal(answers, post, alpha, beta, nodes))
+    return largest(*_observed_diagonal(answers, post, counts, alpha, beta, nodes))
 
 
-def _observed_diagonal(answers, post, alpha, beta, nodes, gathered=_GATHERED):
+def _observed_diagonal(answers, post, counts, alpha, beta, nodes, gathered=_GATHERED):
     """The diagonal of :func:`observed_information` (``alpha`` part, ``beta`` part) at
-    the cost of a few E-steps (dense or sparse): where the marginal likelihood is flat along the items' common
-    shifts (models answering hundreds of items), the complete-data information overstates
-    it, and a gradient in its units looked smaller than it is.  A component that is not
+    the cost of a few E-steps (dense or sparse): where the marginal likelihood is flat
+    along the items' common shifts (models answering hundreds of items), the complete-data
+    information overstates it, and a gradient in its units looked smaller than it is.
+    ``counts``: ``answers.expected(post)``, which the caller has.  A component that is not
     positive (not a maximum along it) is 0, so that any gradient there is infinitely many
     standard errors."""
     p = expit(np.outer(alpha, nodes) + beta[:, None])   # J x Q
-    correct, answered = answers.expected(post)
+    correct, answered = counts
     weight = answered * p * (1.0 - p)
     # sum_i E_post[s_ij^2]: with 0/1 answers (c - n p)^2 = c (1 - 2 p) + n p^2
     second = correct * (1.0 - 2.0 * p) + answered * p * p

@@ -469,9 +469,9 @@ def no_information(responses: Responses, coding: str | None = None) -> str | Non
     alike by the models that answered it (all correct, all wrong, or each one way).  Such
     a matrix was fitted, as ``converged``; it is the wrong file or the wrong ``coding`` (a
     0/1 file read as signed has every 0 missing)."""
-    correct = responses.accuracy(axis=0)
-    if not ((correct == 0) | (correct == 1)).all():
+    if responses.degenerate_items().size < responses.shape[1]:
         return None
+    correct = responses.accuracy(axis=0)
     if (correct == 1).all():
         return "every observed answer is correct" + (
             " (coding='signed' reads a 0/1 file's every 0 as missing)" if coding == "signed"

@@ -296,3 +296,42 @@ def test_solver_reports_the_start_reference_of_the_stationarity_measure(accelera
                      accelerate=accelerate)
     expected = projected_gradient_norm(*canonicalize(*start), y, sigma)  # float64
     assert out.info["stationarity_reference"] == pytest.approx(expected, rel=1e-6)
+
+
+def _loss_data():
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random((12, 7)) < 0.5, 1, -1).astype(np.int8)
+    return y, rng.normal(size=12), rng.uniform(0.5, 2, 7), rng.normal(size=7)
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+def test_nan_parameter_gives_nan(which):
+    y, *point = _loss_data()
+    point[which] = point[which].copy()
+    point[which][0] = np.nan
+    assert np.isnan(loss(*point, y))
+    value, *grads = loss_and_gradient(*point, y)
+    assert np.isnan(value) and all(np.isnan(g).all() for g in grads)
+
+
+def test_finite_parameters_unchanged():
+    y, theta, a, b = _loss_data()
+    x = np.outer(theta, a) + b
+    expected = np.logaddexp(0, -y * x).sum()
+    assert loss(theta, a, b, y) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("sigma", [0, -1.0, True, float("nan")])
+def test_bad_sigma_is_a_value_error(sigma):
+    y, theta, a, b = _loss_data()
+    with pytest.raises(ValueError, match="sigma"):
+        loss(theta, a, b, y, sigma=sigma)
+    with pytest.raises(ValueError, match="sigma"):
+        loss_and_gradient(theta, a, b, y, sigma=sigma)
+
+
+def test_an_int8_array_outside_the_pm1_coding_is_refused():
+    y, theta, a, b = _loss_data()
+    y[3, 2] = 5   # a count, or 0/1 answers read as +-1/0 would be silently wrong elsewhere
+    with pytest.raises(ValueError, match=r"value 5 at row 3, column 2; .*cbmm.as_responses"):
+        loss(theta, a, b, y)

@@ -87,6 +87,11 @@ def fused_matrix(responses):
         raise TypeError("responses must be a cbmm.Responses or a 2-D int8 array in the +-1/0 "
                         f"coding, got {type(y).__name__}"
                         + (f" of dtype {y.dtype}" if isinstance(y, np.ndarray) else ""))
+    if y is responses and ((y < -1) | (y > 1)).any():  # a Responses was checked when made
+        row, column = np.argwhere((y < -1) | (y > 1))[0]
+        raise ValueError(f"responses: value {y[row, column]} at row {row}, column {column}; an "
+                         "int8 array is read in the +-1/0 coding (1 correct, -1 wrong, 0 "
+                         "missing): cbmm.as_responses reads 0/1 answers")
     return _fused.Matrix(np.ascontiguousarray(y))
 
 

@@ -93,11 +93,15 @@ def loss(theta, a, b, responses, sigma: float = 1.0) -> float:
     theta : ndarray (N,)
     a, b : ndarray (J,)
     responses : Responses or ndarray of int8 (N, J)
-        Responses in the +-1/0 coding (0 = missing), dense or sparse.
+        Responses in the +-1/0 coding (1 correct, -1 wrong, 0 missing), dense or sparse;
+        :func:`cbmm.as_responses` reads other codings (0/1 answers, NaN missing).
     sigma : float
-        Temperature.
+        Temperature, in :data:`SIGMA_RANGE`.
+
+    A NaN parameter gives NaN (the fused pass alone would drop its terms).
     """
-    return Objective(responses, sigma).value(theta, a, b)
+    objective = Objective(responses, check_sigma(sigma))
+    return float("nan") if _has_nan(theta, a, b) else objective.value(theta, a, b)
 
 
 def loss_and_gradient(theta, a, b, responses, sigma: float = 1.0):
@@ -111,8 +115,19 @@ def loss_and_gradient(theta, a, b, responses, sigma: float = 1.0):
     value : float
     grad_theta : ndarray (N,)
     grad_a, grad_b : ndarray (J,)
+
+    A NaN parameter gives NaN for the value and every gradient entry.
     """
-    return Objective(responses, sigma).loss_and_gradient(theta, a, b)
+    objective = Objective(responses, check_sigma(sigma))
+    if _has_nan(theta, a, b):
+        n, j = objective.shape
+        return float("nan"), np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan)
+    return objective.loss_and_gradient(theta, a, b)
+
+
+def _has_nan(*values) -> bool:
+    """Whether a parameter is NaN: the fused pass clips a logit to its range, NaN included."""
+    return any(np.isnan(np.asarray(v, dtype=float)).any() for v in values)
 
 
 def projected_norm(a, g_theta, g_a, g_b) -> float:

@@ -278,3 +278,20 @@ def test_a_bootstrap_folder_is_guarded_by_its_manifest_too(tmp_path):
                              for name in boot.OUTPUT_FILES[:3]}
     with pytest.raises(FileExistsError):
         boot.save(tmp_path / "boot", replace=False)
+
+
+def test_degenerate_labels_match_loaded_index(tmp_path):
+    rng = np.random.default_rng(0)
+    y = (rng.random((30, 12)) < 0.5).astype(float)
+    y[:, 0] = 1  # an all-correct item
+    y[5] = 1  # an all-correct model
+    frame = pd.DataFrame(y, index=range(100, 130), columns=[10 * j for j in range(12)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cbmm.fit(frame)
+    fit.save(tmp_path)
+    loaded = cbmm.FitResult.load(tmp_path)
+    # the lists name the loaded tables' (text) labels, as the fit's named its own
+    assert fit.degenerate_items == [0] and fit.degenerate_models == [105]
+    assert loaded.degenerate_items == ["0"] and loaded.degenerate_models == ["105"]
+    assert "0" in loaded.a.index and "105" in loaded.theta.index

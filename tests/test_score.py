@@ -384,9 +384,12 @@ def test_a_fit_json_with_a_sigma_the_model_does_not_take_is_refused(tmp_path, si
     meta = json.loads((tmp_path / "fit" / "fit.json").read_text())
     meta["sigma"] = sigma
     (tmp_path / "fit" / "fit.json").write_text(json.dumps(meta))
-    with pytest.raises(ValueError, match=r"fit.json: sigma .* is not a temperature the model "
-                                         r"takes \(a number in \[1e-300, 1e\+300\]\)"):
+    message = (r"fit.json: not a complete fit.json \(field 'sigma' is .*, expected a "
+               r"temperature: a number in \[1e-300, 1e\+300\]\)")
+    with pytest.raises(ValueError, match=message):
         cbmm.score(frame, tmp_path / "fit")
+    with pytest.raises(ValueError, match=message):   # and loaded, not left to repr's error
+        cbmm.FitResult.load(tmp_path / "fit")
 
 
 def test_sparse_responses_score_like_the_dense_matrix():

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._checks import check_level, is_integer
 from .io import file_record, write_with_manifest
+from .model import SIGMA_RANGE
 from .stopping import PAPER_TOL
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -394,8 +395,10 @@ class FitResult:
             n_iter=meta["n_iter"], status=meta["status"], runtime_s=meta["runtime_s"],
             method=meta["method"], sigma=meta["sigma"], tol=meta["tol"],
             max_iter=meta["max_iter"], seed=meta["seed"], init_scale=meta["init_scale"],
-            degenerate_items=meta["degenerate_items"],
-            degenerate_models=meta["degenerate_models"], info=meta["info"], **errors,
+            # labels are read back as text (the tables'), and so are these lists of them
+            degenerate_items=[str(v) for v in meta["degenerate_items"]],
+            degenerate_models=[str(v) for v in meta["degenerate_models"]],
+            info=meta["info"], **errors,
         )
 
     def __repr__(self) -> str:
@@ -510,6 +513,8 @@ _META_FIELDS = {
     "n_iter": ("a whole number >= 0", _is_count),
     "max_iter": ("a whole number >= 0", _is_count),
     "runtime_s": ("a number or null", lambda v: v is None or _is_number(v)),
+    "sigma": (f"a temperature: a number in [{SIGMA_RANGE[0]:g}, {SIGMA_RANGE[1]:g}]",
+              lambda v: _is_number(v) and SIGMA_RANGE[0] <= v <= SIGMA_RANGE[1]),
     "tol": ("a number", _is_number),
     "seed": ("a whole number or null",
              lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool))),
@@ -528,8 +533,6 @@ def _checked_meta(meta):
     traceback or a silent default further on)."""
     if not isinstance(meta, dict):
         raise ValueError(f"expected an object, got {type(meta).__name__}")
-    if "sigma" not in meta:  # its value is checked where it is used, against the model's range
-        raise ValueError("no field 'sigma'")
     for key, (expected, holds) in _META_FIELDS.items():
         if key not in meta:
             raise ValueError(f"no field {key!r}")

@@ -1646,6 +1646,18 @@ def test_the_study_compares_strategies_and_the_baseline_on_held_out_models(simul
         assert by_strategy.loc[strategy, "mae"] == pytest.approx(per_draw[strategy].mean())
         assert by_strategy.loc[strategy, "mae_sd"] == pytest.approx(
             per_draw[strategy].groupby(level="split").mean().std())
+    # rmse and coverage the same way: each split's over its draws' rows, then the mean over
+    # the splits (a coverage that ignored the upper bound, and an rmse without its square
+    # root, passed the checks above)
+    error = rows["predicted"] - rows["accuracy"]
+    inside = (rows["lower"] <= rows["accuracy"]) & (rows["accuracy"] <= rows["upper"])
+    assert (rows["accuracy"] > rows["upper"]).any() and (rows["accuracy"] < rows["lower"]).any()
+    for strategy in ("stratified", "random"):
+        splits = [(rows["strategy"] == strategy) & (rows["split"] == split) for split in (0, 1)]
+        assert by_strategy.loc[strategy, "rmse"] == pytest.approx(
+            np.mean([np.sqrt(np.mean(error[split] ** 2)) for split in splits]))
+        assert by_strategy.loc[strategy, "coverage"] == pytest.approx(
+            np.mean([inside[split].mean() for split in splits]))
     assert (summary["n_models"] == 60).all()
     # each row says whether its split's calibration fit is an answer, the summary all
     statuses = [split.result.status for split in calibrated]

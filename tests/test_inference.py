@@ -170,17 +170,29 @@ def test_bootstrap_intervals_ranks_and_pairwise_probabilities():
     truth = cbmm.canonicalize(draw.theta, draw.a, draw.b)[0]
     inside = (result.theta["lower"] <= truth) & (truth <= result.theta["upper"])
     assert inside.mean() >= 0.85  # item resampling: the abilities' uncertainty
+    # percentile intervals: the replicates' 2.5 % and 97.5 % quantiles, by NumPy here
+    # (coverage alone held with every replicate's range as the interval)
+    draws = result.draws["theta"]
+    np.testing.assert_allclose(result.theta["lower"], np.quantile(draws, 0.025, axis=0))
+    np.testing.assert_allclose(result.theta["upper"], np.quantile(draws, 0.975, axis=0))
     np.testing.assert_array_equal(result.theta["estimate"], result.fit.theta)
     # ranks: 1 for the ablest, the estimate's rank inside its (whole-rank) interval
     assert result.rank["estimate"].min() == 1 and result.rank["estimate"].max() == 80
     assert ((result.rank["lower"] <= result.rank["estimate"])
             & (result.rank["estimate"] <= result.rank["upper"])).mean() >= 0.95
+    # each replicate's ranks by SciPy (1 the ablest), their quantiles widened to whole ranks
+    from scipy.stats import rankdata
+
+    ranks = np.array([rankdata(-row) for row in draws])
+    np.testing.assert_array_equal(result.rank["lower"],
+                                  np.floor(np.quantile(ranks, 0.025, axis=0)))
+    np.testing.assert_array_equal(result.rank["upper"],
+                                  np.ceil(np.quantile(ranks, 0.975, axis=0)))
     assert (result.rank[["lower", "upper"]] % 1 == 0).all().all()
     # pairwise: complementary where no replicate ties, and the share it says
     p = result.prob_better.to_numpy()
     off = ~np.eye(80, dtype=bool)
     np.testing.assert_allclose(p[off] + p.T[off], 1.0)
-    draws = result.draws["theta"]
     assert p[3, 7] == pytest.approx(np.mean(draws[:, 3] > draws[:, 7]))
     assert list(result.prob_better.index) == list(frame.index)
     # the item parameters' spread over item resamples is not their uncertainty
@@ -217,11 +229,15 @@ def test_identical_answers_give_identical_parameters_and_ties():
 
 def test_model_resampling_intervals_cover_the_item_parameters():
     draw = simulate(300, 30, seed=8)
-    result = quiet(cbmm.bootstrap, draw.responses, n_boot=60, resample="models", seed=2)
+    result = quiet(cbmm.bootstrap, draw.responses, n_boot=60, resample="models", seed=2,
+                   level=0.9)
     _, a, b = cbmm.canonicalize(draw.theta, draw.a, draw.b)
-    for table, truth in ((result.a, a), (result.b, b)):
+    for name, table, truth in (("a", result.a, a), ("b", result.b, b)):
         inside = (table["lower"] <= truth) & (truth <= table["upper"])
         assert inside.mean() >= 0.8, inside.mean()
+        # the level asked for: the replicates' 5 % and 95 % quantiles, by NumPy here
+        np.testing.assert_allclose(table["lower"], np.quantile(result.draws[name], 0.05, axis=0))
+        np.testing.assert_allclose(table["upper"], np.quantile(result.draws[name], 0.95, axis=0))
 
 
 def test_bootstrap_replicates_are_reproducible_and_resample_models(tmp_path):
@@ -464,12 +480,22 @@ def test_coverage_check_holds_where_the_2pl_is_estimable_and_fails_with_few_stee
     theory); with 3,000 models answering 10 steep items the joint estimate of the items
     is biased by more than its standard error (the incidental-parameter problem: the
     standard errors shrink with more models, the bias does not) and the check says so."""
+    estimable = simulate(400, 150, seed=3).responses
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # intervals that hold: no warning
-        well = cbmm.coverage_check(simulate(400, 150, seed=3).responses, n_rep=8)
+        well = cbmm.coverage_check(estimable, n_rep=8)
+        eighty = cbmm.coverage_check(estimable, n_rep=8, level=0.8)
     assert list(well.index) == ["theta", "a", "b"]
     assert (well["n_rep"] == 8).all() and (well["failed"] == 0).all()
-    assert well["coverage"].between(0.9, 0.99).all(), well
+    # asymptotic theory: each level's intervals hold the truth at that level, within three
+    # binomial sd of the 8 x 400 abilities' and 8 x 150 items' intervals (a band of
+    # [0.9, 0.99] passed intervals judged at 98 % while reported as 95 %)
+    intervals = pd.Series({"theta": 8 * 400, "a": 8 * 150, "b": 8 * 150})
+    for level, table in ((0.95, well), (0.8, eighty)):
+        band = 3 * np.sqrt(level * (1 - level) / intervals)
+        assert ((table["coverage"] - level).abs() <= band).all(), (level, table)
+    # the same draws at either level: their z-ratios do not depend on it
+    pd.testing.assert_frame_equal(eighty[["bias_se", "sd_z"]], well[["bias_se", "sd_z"]])
     assert (well["bias_se"].abs() < 0.3).all() and well["sd_z"].between(0.85, 1.15).all()
     assert (well["worst"] <= well["coverage"]).all()
     rng = np.random.default_rng(0)

@@ -220,6 +220,37 @@ def test_a_warm_start_from_a_fit_returns_to_the_same_optimum_at_once():
         cbmm.fit(sim.responses, start=(np.zeros(3), first.a, first.b))
 
 
+def test_a_warm_start_matches_the_fits_models_and_items_by_label():
+    sim = simulate(120, 40, seed=6)
+    frame = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(120)],
+                         columns=[f"q{j}" for j in range(40)])
+    first = quiet_fit(frame, prior="none")   # its loss_history: loss (3), no penalty
+    theta, a, b = (np.asarray(v) for v in first.raw_parameters())
+
+    def start_loss(part):   # the loss (3) at the fit's values of part's models and items
+        rows, columns = frame.index.get_indexer(part.index), frame.columns.get_indexer(part.columns)
+        y = cbmm.as_responses(part.to_numpy()).y
+        return cbmm.loss(theta[rows], a[columns], b[columns], y)
+
+    # another order of the same answers, and a subset: each starts where the fit was
+    for part in (frame.iloc[::-1, ::-1], frame.iloc[10:90:2, 5:35]):
+        again = quiet_fit(part, start=first, n_starts=1, max_iter=1, prior="none",
+                          accelerate="none")   # auto's entry 0: after Newton steps in theta
+        assert again.loss_history[0] == pytest.approx(start_loss(part), rel=1e-6)
+    with pytest.raises(ValueError, match=r"1 of the responses' items are not among the "
+                                         r"FitResult's \(e.g. \['new'\]\)"):
+        cbmm.fit(frame.rename(columns={"q3": "new"}), start=first)
+    # a set-aside fit's own set-aside model and item are left out of its warm start
+    frame.iloc[:, 0], frame.iloc[0] = 1, 1
+    aside = quiet_fit(frame, degenerate="set_aside")
+    again = quiet_fit(frame, start=aside, degenerate="set_aside", n_starts=1)
+    assert again.info["objective"] == pytest.approx(aside.info["objective"], abs=1e-3)
+    assert again.n_iter < aside.info["starts"][0]["n_iter"]
+    with pytest.raises(ValueError, match=r"theta0 has 1 non-finite value\(s\) \(first at "
+                                         r"'m0'\); .* fit with degenerate='set_aside'"):
+        cbmm.fit(frame, start=aside)
+
+
 # ----------------------------------------------------------------------- the prior
 
 def test_map_fits_agree_across_methods_and_engines():

@@ -194,7 +194,10 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         The first start: ``"spectral"`` (default), deterministic and data-driven
         (:func:`cbmm.initialization.spectral_start`); ``"random"``, the paper's
         (:func:`cbmm.initial_values`); or explicit values ``(theta0, a0, b0)`` /
-        a FitResult's raw parameters (a warm start).
+        a FitResult's raw parameters (a warm start: its models and items matched to the
+        responses' by label where both have labels, so another order or a subset of its
+        answers starts from its values; under ``degenerate="set_aside"`` its own set-aside
+        models and items are left out too).
     n_starts : int, optional
         Starts in all, >= 1: the first as ``start`` says, the others random.
         The fit with the lowest objective is returned; ``info["starts"]`` lists
@@ -305,7 +308,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         raise ResponseError(f"responses: {reason}")
     if data.storage == "sparse" and not spec.reads_sparse:
         data = data.to_dense()
-    given = None if isinstance(start, str) else _given_start(start, data.shape)
+    given = None if isinstance(start, str) else _given_start(start, data)
     # here, not in the forked worker, where an import would die with it and be paid again
     # by every fit (Method.preload)
     spec.load_software(options)
@@ -327,6 +330,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         core = data.take(*kept)
         if given is not None:
             given = (given[0][kept[0]], given[1][kept[1]], given[2][kept[1]])
+    if given is not None:
+        _check_finite_start(given, core, degenerate)
     if bad_items.size or bad_models.size:
         warn(_degenerate_message(bad_items.size, bad_models.size, degenerate, penalty,
                                  spec.population_scale, takes_prior(spec)),
@@ -404,12 +409,13 @@ def share_identical(theta, a, b, models, items):
             value[...] = (np.bincount(groups, weights=value) / sizes)[groups]
 
 
-def _given_start(start, shape):
-    """Explicit starting values: a FitResult's raw parameters or ``(theta0, a0, b0)``."""
+def _given_start(start, data):
+    """Explicit starting values: a FitResult's raw parameters, its models and items matched
+    to the responses' by label where both have labels, or ``(theta0, a0, b0)`` by position."""
     if isinstance(start, FitResult):
         if start.failed:
             raise ValueError(f"start: the FitResult failed ({start.status}); it has no values")
-        values = start.raw_parameters()
+        values = _by_label(start, start.raw_parameters(), data)
     else:
         try:
             values = tuple(start)
@@ -418,19 +424,58 @@ def _given_start(start, shape):
         if len(values) != 3:
             raise ValueError("start must be 'spectral', 'random', (theta0, a0, b0) or a "
                              f"FitResult, got {type(start).__name__}")
-    n, j = shape
+    n, j = data.shape
     out = []
     for name, value, size in zip(("theta0", "a0", "b0"), values, (n, j, j)):
         array = np.asarray(value, dtype=float)
         if array.shape != (size,):
             raise ValueError(f"start: {name} has shape {array.shape}, expected ({size},)")
-        if not np.isfinite(array).all():
-            raise ValueError(f"start: {name} has non-finite values (a set-aside model or item "
-                             "of the FitResult? refit with degenerate='set_aside')")
         out.append(array)
     if (out[1] < 0).any():
         raise ValueError("start: a0 must be >= 0")
     return tuple(out)
+
+
+def _by_label(result, values, data):
+    """A FitResult's ``(theta, a, b)`` for the responses' models and items, matched by label
+    where both are labelled (the same answers in another order, read back from a file with
+    its labels as text, or a subset of the fit's); by position otherwise."""
+    import pandas as pd
+
+    out = list(values)
+    for axis, (what, labels, fitted) in enumerate((
+            ("models", data.row_labels, getattr(result.theta, "index", None)),
+            ("items", data.col_labels, getattr(result.a, "index", None)))):
+        if labels is None or fitted is None:
+            continue
+        ours, theirs = pd.Index(labels).astype(str), pd.Index(fitted).astype(str)
+        if ours.equals(theirs):
+            continue
+        missing = ours.difference(theirs, sort=False)
+        if missing.size:
+            raise ValueError(f"start: {missing.size} of the responses' {what} are not among "
+                             f"the FitResult's (e.g. {list(missing[:3])}): it has no start "
+                             "for them")
+        order = theirs.get_indexer(ours)   # the responses' own, of the fit's, in their order
+        if axis == 0:
+            out[0] = np.asarray(out[0], dtype=float)[order]
+        else:
+            out[1], out[2] = (np.asarray(v, dtype=float)[order] for v in out[1:])
+    return tuple(out)
+
+
+def _check_finite_start(given, data, degenerate):
+    """The start of every model and item the fit works on is finite (a set-aside fit's own
+    set-aside models and items are NaN or +-inf: degenerate='set_aside' leaves them out)."""
+    for name, array, axis in zip(("theta0", "a0", "b0"), given, (0, 1, 1)):
+        bad = np.flatnonzero(~np.isfinite(array))
+        if bad.size:
+            label = data.label_rows(bad[:1]) if axis == 0 else data.label_cols(bad[:1])
+            advice = ("" if degenerate == "set_aside" else
+                      "; a set-aside model or item of the FitResult? fit with "
+                      "degenerate='set_aside', which leaves them out")
+            raise ValueError(f"start: {name} has {bad.size} non-finite value(s) (first at "
+                             f"{label[0]!r}){advice}")
 
 
 def _starts(start, given, n_starts, data, seed, init_scale, sigma, penalty):

@@ -82,7 +82,9 @@ def solve_cbmm(responses, theta0, a0, b0, *, sigma=1.0, tol=PAPER_TOL, max_iter=
     Returns
     -------
     SolverOutput
-        ``loss_history[k]`` is the loss after k iterations (entry 0: start).
+        ``loss_history[k]`` is the loss after k iterations (entry 0: the start; under
+        ``accelerate="auto"`` with ``stop_se``, the start with its abilities moved to their
+        optimum given its items, :func:`cbmm.hybrid._mm_phase`).
         ``info["stationarity_reference"]``: the projected-gradient norm at
         the start in the canonical parametrisation (sigma = 1 scale), from the
         first pass, for :func:`cbmm.model.loss_and_stationarity`.

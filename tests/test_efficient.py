@@ -1107,7 +1107,7 @@ def test_a_maximum_beyond_the_bank_gives_at_most_every_item():
     # the default 50 on a bank of 12: each item once, then no item left
     items = true_bank(n_items=12)
     test = cbmm.adaptive_test(lambda item: 1, items, se_target=1e-3)
-    assert sorted(test.items) == sorted(items.index) and test.stop == "max_items"
+    assert sorted(test.items) == sorted(items.index) and test.stop == "no item left"
 
 
 def test_content_balancing_moves_on_when_an_area_runs_out():

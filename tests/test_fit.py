@@ -166,7 +166,7 @@ def test_verbose_logs_every_n_iterations_with_the_fits_own_losses(caplog):
     result = cbmm.fit(responses, verbose=3, precision="float64",
                       **{**cbmm.paper_settings("cbmm"), "tol": 1e-6})
     lines = [r.getMessage() for r in caplog.records if r.name == "cbmm"]
-    progress = [re.match(r"cbmm: iteration (\d+), loss (\S+), relative change (\S+), "
+    progress = [re.match(r"cbmm: iteration (\d+), objective (\S+), relative change (\S+), "
                          r"(\S+) s$", m) for m in lines[:-1]]
     assert all(progress) and len(progress) == result.n_iter // 3
     history = result.loss_history
@@ -187,9 +187,12 @@ def test_verbose_without_logging_configured_writes_to_stderr():
             "cbmm.fit(simulate(30, 10, seed=1).responses, verbose=1)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0
-    assert re.search(r"^cbmm: cbmm: iteration 1, loss \S+, relative change nan, \S+ s$",
+    assert re.search(r"^cbmm: iteration 1, objective \S+, relative change nan, \S+ s$",
                      done.stderr, re.M)
-    assert "converged (" in done.stderr
+    # under the default prior the progress lines' objective is loss (3) plus the penalty:
+    # the last line gives both
+    assert re.search(r"^cbmm: converged \(\d+ iterations, loss \S+, objective \S+, \S+ s\)$",
+                     done.stderr, re.M)
 
 
 def test_degenerate_items_and_models_are_reported():

@@ -384,8 +384,11 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         if kept is not None:
             result = _with_set_aside(result, data, core, kept)
         if verbose:
-            logger.info("%s: %s (%d iterations, loss %.10g, %.3f s)", method,
-                        result.status, result.n_iter, result.loss, result.runtime_s)
+            objective = result.info.get("objective")
+            minimised = ("" if objective is None or objective == result.loss
+                         else f", objective {objective:.10g}")   # the progress lines'
+            logger.info("%s: %s (%d iterations, loss %.10g%s, %.3f s)", method,
+                        result.status, result.n_iter, result.loss, minimised, result.runtime_s)
     _warn_status(result, method)
     return result
 
@@ -821,7 +824,7 @@ class _ProgressLog:
         if iteration >= self.next_due:
             # iteration counts may jump (SQUAREM counts 3-4 MM maps per step)
             self.next_due = (iteration // self.every + 1) * self.every
-            logger.info("%s: iteration %d, loss %.10g, relative change %.3g, %.2f s",
+            logger.info("%s: iteration %d, objective %.10g, relative change %.3g, %.2f s",
                         self.method, iteration, loss, change, time.perf_counter() - self.start)
 
 
@@ -837,7 +840,7 @@ def _progress_logging(verbose):
         logger.setLevel(logging.INFO)
     if not logger.hasHandlers():
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter("%(message)s"))   # each names its method
         logger.addHandler(handler)
     try:
         yield

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .model import check_sigma
+
 __all__ = ["initial_values", "spectral_start", "MAX_START_LOGIT", "START_SCALES"]
 
 #: Largest |x_ij / sigma| allowed at the start (logit units).
@@ -52,6 +54,7 @@ def initial_values(n_models: int, n_items: int, *, seed=0, init_scale: float = 1
     """
     if init_scale <= 0:
         raise ValueError(f"init_scale must be > 0, got {init_scale}")
+    sigma = check_sigma(sigma)
     rng = np.random.default_rng(seed)
     theta0 = rng.standard_normal(n_models)
     sd = np.sqrt(init_scale)

@@ -92,13 +92,17 @@ class FitResult:
     a : ndarray or pandas.Series (J,)
         Item discriminations (>= 0).
     b : ndarray or pandas.Series (J,)
-        Item easiness (difficulty is ``-b``).
+        Item easiness (the paper's difficulty is ``-b``; the ability at which an item is
+        answered correctly with probability 1/2, the item audit's ``difficulty``, is
+        ``-b / a``).
     loss : float
         Loss (3) at the returned parameters (float64, recomputed by
         :func:`cbmm.fit` for every method alike; NaN if failed).
     loss_history : list of float
-        Loss after each iteration as tracked by the method (first entry: the
-        start where the method reports it).
+        What the method minimises after each iteration, as it tracks it (first entry:
+        the start where the method reports it): loss (3) plus the prior's penalty under
+        a prior (``info["objective"]`` at the end; ``loss`` is loss (3) alone), the
+        negative marginal log-likelihood of a marginal method.
     n_iter : int
         Iterations / epochs / EM cycles used.
     status : str

@@ -219,7 +219,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     se_target : float
         Stop once the ability's posterior sd is at most this (> 0).
     max_items : int
-        Items at most (>= 1; a bank or ``pool`` of fewer gives at most all of them).
+        Items at most (>= 1; a bank or ``pool`` of fewer gives at most all of them, and
+        then stops with ``"no item left"``).
     min_items : int
         Items at least before the ``se_target`` stop (>= 1; from ``max_items`` up, every
         test gives ``max_items``).
@@ -271,7 +272,6 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     bank = ItemBank.of(result)
     max_items = check_integer("max_items", max_items, minimum=1)
     min_items = check_integer("min_items", min_items, minimum=1)
-    max_items = min(max_items, len(bank))
     candidates = check_integer("candidates", candidates, minimum=1)
     progressive = check_integer("progressive", progressive, minimum=0)
     rng = seed if isinstance(seed, np.random.Generator) \

@@ -41,6 +41,31 @@ def test_fit_writes_results(tmp_path, table, suffix):
     assert meta["status"] == "converged" and meta["tol"] == 1e-6
     assert meta["info"]["accelerate"] == "squarem"
     assert abilities["theta"].std(ddof=0) == pytest.approx(1.0)
+    # the library's fit of the same table and settings, written as read
+    import cbmm
+
+    fit = cbmm.fit(table, tol=1e-6, accelerate="squarem")
+    np.testing.assert_allclose(abilities["theta"], fit.theta, rtol=1e-12)
+    np.testing.assert_allclose(items["a"], fit.a, rtol=1e-12)
+    np.testing.assert_allclose(items["b"], fit.b, rtol=1e-12)
+
+
+def test_bootstrap_writes_the_librarys_intervals_at_the_level_and_resampling_asked(tmp_path,
+                                                                                   table):
+    import cbmm
+
+    table.to_csv(tmp_path / "good.csv")
+    done = run("bootstrap", "--responses", tmp_path / "good.csv", "--out", tmp_path / "boot",
+               "--n-boot", 12, "--level", 0.8, "--resample", "models", "--seed", 3)
+    assert done.returncode == 0, done.stderr
+    assert "12 replicates resampling models (0 failed)" in done.stdout
+    meta = json.loads((tmp_path / "boot" / "bootstrap.json").read_text())
+    assert (meta["n_boot"], meta["resample"], meta["level"]) == (12, "models", 0.8)
+    expected = cbmm.bootstrap(table, n_boot=12, level=0.8, resample="models", seed=3)
+    items = pd.read_csv(tmp_path / "boot" / "items.csv", index_col="item")
+    for name, frame in (("a", expected.a), ("b", expected.b)):
+        np.testing.assert_allclose(items[f"{name}_lower"], frame["lower"], rtol=1e-12)
+        np.testing.assert_allclose(items[f"{name}_upper"], frame["upper"], rtol=1e-12)
 
 
 def test_bad_value_is_one_line_error_and_no_output(tmp_path, table):

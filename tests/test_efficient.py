@@ -1103,6 +1103,25 @@ def test_content_balancing_keeps_every_area_within_one_item_of_its_share():
         assert (content[plain.items] == "small").mean() > 0.5
 
 
+def test_the_next_item_is_drawn_among_the_candidates_of_highest_information():
+    # the first item, at the N(0, 1) prior: the information a^2 p (1 - p) averaged over the
+    # prior, by SciPy's quadrature here
+    from scipy.integrate import quad
+    from scipy.stats import norm
+
+    items = true_bank(n_items=40)
+    information = np.array([quad(lambda t: a * a * expit(a * t + b) * (1 - expit(a * t + b))
+                                 * norm.pdf(t), -12, 12)[0]
+                            for a, b in zip(items["a"], items["b"])])
+    ranked = list(items.index[np.argsort(-information)])
+    bank = ItemBank.of(items)
+    first = {k: [cbmm.adaptive_test(lambda item: 1, bank, max_items=1, min_items=1,
+                                    progressive=0, candidates=k, seed=seed).items[0]
+                 for seed in range(40)] for k in (1, 3)}
+    assert set(first[1]) == {ranked[0]}
+    assert set(first[3]) == set(ranked[:3])   # each of the three drawn, no other
+
+
 def test_a_maximum_beyond_the_bank_gives_at_most_every_item():
     # the default 50 on a bank of 12: each item once, then no item left
     items = true_bank(n_items=12)

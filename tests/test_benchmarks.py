@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy.special import expit
 
 import cbmm
@@ -82,6 +83,7 @@ def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path
     assert re.search(r"met on \d+ of \d+", out)
 
 
+@pytest.mark.slow   # two minutes on 2 cores: the bench's curves, then the same by hand
 def test_bench_efficiency_howmany_prints_selection_errors_curve_and_choice(tmp_path):
     table, run = bench_efficiency_on_a_small_matrix(
         tmp_path, "--splits", "1", "--held", "0", "--parts", "howmany")

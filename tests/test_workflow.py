@@ -362,7 +362,7 @@ def test_fit_logs_show_the_progress_of_each_fit(test_run):
     workdir = test_run["workdir"]
     for rule in ("fit_simulation", "fit_real"):
         logs = "".join(p.read_text() for p in workdir.glob(f"logs/{rule}/**/*.log"))
-        assert re.search(r"(cbmm|lbfgsb): iteration \d+, loss [0-9.e+-]+, relative change",
+        assert re.search(r"(cbmm|lbfgsb): iteration \d+, objective [0-9.e+-]+, relative change",
                          logs), rule
 
 

@@ -419,9 +419,13 @@ def test_verbose_progress_and_warnings_are_one_line_each(tmp_path):
                "accelerate=none")
     assert done.returncode == 0, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert [line for line in lines if "iteration" in line and "loss" in line][:2] == [
-        line for line in lines if line.startswith("cbmm: cbmm: iteration ")][:2]
-    assert sum(line.startswith("cbmm: cbmm: iteration ") for line in lines) == 2
+    progress = [line for line in lines if line.startswith("cbmm: ")]
+    assert [line.split(",")[0] for line in progress] == [
+        "cbmm: iteration 2", "cbmm: iteration 4", "cbmm: max_iter (4 iterations"]
+    # the progress tracks the objective (loss plus the default prior's penalty); the last line
+    # gives both, and the progress's last value is the objective's
+    last = float(progress[1].split("objective ")[1].split(",")[0])
+    assert f"objective {last:.10g}, " in progress[2]
     warnings_ = [line for line in lines if line.startswith("warning: ")]
     assert len(warnings_) == 2
     assert "1 item(s) answered all-correct" in warnings_[0]

@@ -566,7 +566,7 @@ def test_a_verbose_bootstrap_logs_its_replicates_progress(caplog):
         run = subprocess.run([sys.executable, "-c", script.format(verbose)], capture_output=True,
                              text=True, timeout=120)
         assert run.returncode == 0, run.stderr
-        assert ("cbmm: bootstrap: 20 of 20 replicates (0 failed)" in run.stderr) == expected
+        assert ("\nbootstrap: 20 of 20 replicates (0 failed)" in run.stderr) == expected
 
 
 def test_verbose_cross_validation_and_coverage_check_log_each_fit(caplog):

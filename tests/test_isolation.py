@@ -210,7 +210,7 @@ def test_worker_warnings_and_logs_reach_the_caller(data, toy, caplog, isolate):
     pid = int(toy_lines[0].getMessage().rsplit(" ", 1)[1])
     assert (pid != os.getpid()) is isolate
     progress = [r.getMessage() for r in caplog.records
-                if re.search(r"iteration \d+, loss", r.getMessage())]
+                if re.search(r"iteration \d+, objective", r.getMessage())]
     assert all(r.name == "cbmm" for r in caplog.records if "iteration" in r.getMessage())
     assert [int(re.search(r"iteration (\d+)", m).group(1)) for m in progress] == [1, 2, 3]
     changes = [float(re.search(r"relative change (\S+),", m).group(1)) for m in progress]

@@ -371,8 +371,8 @@ def test_validate_verbose_logs_each_fold_to_stderr(workdir):
     assert done.returncode == 0, done.stderr
     statuses = pd.read_csv(workdir / "v.csv")["status"]
     assert [line.split(", ")[0] for line in done.stderr.splitlines()
-            if line.startswith("cbmm: cross_validate:")] == [
-        f"cbmm: cross_validate: fold {k} of 2 fitted ({s})" for k, s in enumerate(statuses, 1)]
+            if line.startswith("cross_validate:")] == [
+        f"cross_validate: fold {k} of 2 fitted ({s})" for k, s in enumerate(statuses, 1)]
 
 
 def test_validate_warns_when_the_fit_loses_to_a_baseline(tmp_path, main_in):
@@ -610,6 +610,55 @@ def test_data_import_and_compare_onto_their_input_through_the_command(datadir):
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
         assert "and --out name the same file small.csv" in done.stderr
     assert contents_under(datadir) == before
+
+
+def test_data_math500_items_checks_its_output_like_the_other_commands(tmp_path, main_in):
+    """A user's trial: `math500-items --source test.jsonl --out test.jsonl` replaced its
+    input with the CSV, and any --out was replaced without --force."""
+    source = tmp_path / "test.jsonl"
+    source.write_text("".join(json.dumps({"subject": "Algebra", "level": 1 + k % 5,
+                                          "unique_id": f"test/algebra/{k}.json"}) + "\n"
+                              for k in range(500)))
+    (tmp_path / "items.csv").write_text("old")
+    before = contents_under(tmp_path)
+    for args, message in (
+            (["--out", "test.jsonl"], "--source and --out name the same file test.jsonl"),
+            (["--out", "items.csv"], "--out items.csv: exists; pass --force to replace it"),
+            (["--out", "items.parquet"], "this command writes a CSV table; name the file .csv"),
+            (["--out", "new.csv", "--sha256", "xyz"], "'xyz' is not a hex SHA-256")):
+        status, out, err = main_in(["data", "math500-items", "--source", "test.jsonl", *args],
+                                   tmp_path)
+        assert status == 2 and len(err.strip().splitlines()) == 1 and message in err, err
+    assert contents_under(tmp_path) == before
+    status, _, err = main_in(["data", "math500-items", "--source", "test.jsonl", "--out",
+                              "items.csv", "--force"], tmp_path)
+    assert status == 0, err
+    items = pd.read_csv(tmp_path / "items.csv")
+    assert items.shape == (500, 4) and items["level"].tolist()[:6] == [1, 2, 3, 4, 5, 1]
+    status, _, err = main_in(["data", "math500-models", "--table", "items.csv", "--out",
+                              "items.csv"], tmp_path)
+    assert status == 2 and "--table and --out name the same file items.csv" in err
+
+
+def test_data_import_takes_the_reading_options_of_fit(tmp_path, main_in):
+    """Its error advised --coding and --model-column, which it did not take."""
+    from cbmm.data import read_matrix
+
+    (tmp_path / "signed.csv").write_text("model,q1,q2\nm1,1,-1\nm2,0,1\nm3,-1,1\n")
+    status, _, err = main_in(["data", "import", "signed.csv", "--out", "s.parquet"], tmp_path)
+    assert status == 2 and "ambiguous coding" in err
+    status, _, err = main_in(["data", "import", "signed.csv", "--out", "s.parquet", "--coding",
+                              "signed"], tmp_path)
+    assert status == 0, err
+    matrix = read_matrix(tmp_path / "s.parquet")
+    assert matrix.loc["m1"].tolist() == [1, 0] and pd.isna(matrix.loc["m2", "q1"])
+    (tmp_path / "log.csv").write_text("name,question,ok\nm1,q1,1\nm2,q1,0\nm1,q2,0\n"
+                                      "m2,q2,1\n")
+    status, _, err = main_in(["data", "import", "log.csv", "--out", "l.parquet",
+                              "--model-column", "name", "--item-column", "question",
+                              "--correct-column", "ok"], tmp_path)
+    assert status == 0, err
+    assert read_matrix(tmp_path / "l.parquet").to_numpy().tolist() == [[1, 0], [0, 1]]
 
 
 def test_data_force_replaces_the_outputs_and_their_summary(datadir, main_in, table):

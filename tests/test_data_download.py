@@ -401,3 +401,29 @@ def test_destination_outside_its_root_is_refused(server, tmp_path):
             **_fast(),
         )
     assert server.requests == [] and list(tmp_path.iterdir()) == []
+
+
+def test_a_verified_file_is_used_where_no_lock_can_be_made(server, tmp_path):
+    """A pre-filled cache copied read-only: the verified file serves without the lock file
+    (it failed with a raw 'Read-only file system' on '<file>.lock'); a file missing there
+    is a one-line DownloadError naming the folder.  A folder in the lock's place stands in
+    for the read-only file system, for root as for any user."""
+    dest = tmp_path / "f.bin"
+    dest.write_bytes(BODY)
+    (tmp_path / "f.bin.lock").mkdir()
+    assert download(server.url + "/f.bin", dest, sha256=SHA, **_fast()) == dest
+    assert server.requests == [] and dest.read_bytes() == BODY
+    (tmp_path / "g.bin.lock").mkdir()
+    with pytest.raises(DownloadError) as info:
+        download(server.url + "/f.bin", tmp_path / "g.bin", sha256=SHA, **_fast())
+    assert f"cannot write into the cache folder {tmp_path}" in _one_line(info)
+    assert not (tmp_path / "g.bin").exists()
+
+
+def test_a_folder_at_the_destination_is_refused(server, tmp_path):
+    """Without a sha256 a folder there was returned as the downloaded file."""
+    (tmp_path / "sub").mkdir()
+    for pin in ({}, {"sha256": SHA}):
+        with pytest.raises(DataError, match=r"sub: is a folder; expected a file name"):
+            download(server.url + "/f.bin", tmp_path / "sub", **_fast(**pin))
+    assert server.requests == [] and list((tmp_path / "sub").iterdir()) == []

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from cbmm.data import DataError, build_dataset, load_local, read_matrix, read_table
+from cbmm.data import DataError, build_dataset, load_local, read_matrix, read_responses, read_table
 from cbmm.data.matrix import summary_path
 
 
@@ -217,3 +217,49 @@ def test_local_source_options_reach_the_reader(tmp_path):
     matrix = read_matrix(out)
     assert matrix.loc["m1"].tolist() == [1, 0] and matrix.loc["m2"].tolist() == [0, 1]
     assert pd.isna(matrix.loc["m3", "i1"]) and matrix.loc["m3", "i2"] == 1  # signed: 0 = missing
+
+
+def test_labels_from_parquet_and_long_tables_obey_the_csv_readers_rules(tmp_path):
+    """A user's trial: blank labels came in from Parquet and DataFrames (the CSV reader
+    refused them), and a long table's 'm1 ' beside 'm1' became two models, shown alike."""
+    wide = pd.DataFrame({"q1": [1, 0, 1], "q2": [0, 0, 1]}, index=["m1", "  ", "m3"])
+    wide.to_parquet(tmp_path / "w.parquet")
+    with pytest.raises(DataError, match=r"w.parquet: row 1 has a blank model label \('  '; 1 "
+                                        r"in all\); each needs a name"):
+        read_responses(tmp_path / "w.parquet")
+    long = pd.DataFrame({"model": ["m1", "m2", ""], "item": ["q1", "q1", "q1"],
+                         "correct": [1, 0, 1]})
+    long.to_parquet(tmp_path / "l.parquet")
+    with pytest.raises(DataError, match=r"l.parquet: row 2 has a blank model id"):
+        read_responses(tmp_path / "l.parquet")
+    path = _write(tmp_path / "l.csv", "model,item,correct\nm1,q1,1\nm1 ,q2,0\nm2,q1,0\n")
+    with pytest.raises(DataError, match=r"l.csv: model ids 'm1' and 'm1 ' differ only by "
+                                        r"spaces around them \(one model twice\?\)"):
+        read_responses(path)
+
+
+def test_a_long_csv_reads_the_wide_readers_missing_markers(tmp_path):
+    """'None' (an f-string's None) and '<NA>' (pandas') were wrong answers in a long CSV and
+    missing in a wide one."""
+    records = "model,item,correct\nm1,q1,1\nm1,q2,{}\nm2,q1,0\nm2,q2,1\nm3,q1,1\nm3,q2,{}\n"
+    path = _write(tmp_path / "l.csv", records.format("None", "<NA>"))
+    frame = load_local(path)
+    expected = load_local(_write(tmp_path / "e.csv", records.format("", "")))
+    pd.testing.assert_frame_equal(frame, expected)
+    assert frame.isna().sum().sum() == 2
+
+
+def test_naming_a_long_tables_columns_reads_it_as_long(tmp_path):
+    path = _write(tmp_path / "l.csv", "model,item,correct\nm1,q1,1\nm2,q1,0\n")
+    # a column named that the file lacks: said so, not read as a wide table
+    with pytest.raises(DataError, match=r"l.csv: a long table needs the columns \['name', "
+                                        r"'item', 'correct'\]; the header lacks \['name'\]"):
+        read_responses(path, model_column="name")
+    with pytest.raises(DataError, match=r"item_column='model'.*three different names"):
+        read_responses(path, item_column="model")
+    renamed = _write(tmp_path / "r.csv", "name,question,ok\nm1,q1,1\nm2,q1,0\n")
+    responses = read_responses(renamed, model_column="name", item_column="question",
+                               correct_column="ok")
+    assert responses.to_frame().loc[["m1", "m2"], "q1"].tolist() == [1, 0]
+    with pytest.raises(TypeError, match="path must be a file path"):
+        read_responses(None)

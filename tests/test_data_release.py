@@ -182,3 +182,26 @@ def test_offline_names_the_dataset_and_a_pre_filled_cache_works(lfs, tmp_path, c
         read_matrix(out).to_numpy(),
         pd.read_csv(io.BytesIO(data), index_col=0).to_numpy(dtype=float),
     )
+
+
+def test_a_release_file_with_a_word_for_an_answer_names_the_cell(lfs, tmp_path, capsys):
+    """A user's trial: 'yes' in a pinned release file was pandas' bare "could not convert
+    string to float" (a 2 or 0.5 was named); now both name the file, row and column."""
+    lines = _standin_ifeval().split(b"\n")
+    assert lines[4].startswith(b"org3__model-3,")
+    for answer, shown in ((b"yes", "non-numeric value 'yes'"), (b"2", "value 2.0")):
+        fields = lines[4].split(b",")
+        data = b"\n".join(lines[:4] + [b",".join([fields[0], answer, *fields[2:]])] + lines[5:])
+        entry = {"source": "release",
+                 "options": {"file": "data/IFEval.csv", "sha256": hashlib.sha256(data).hexdigest(),
+                             "retries": 0, "progress": False}}
+        (tmp_path / "reg.yaml").write_text(json.dumps(
+            {"release": _release(lfs, {"release": {"repo": "JackQuu/cBMM", "commit": COMMIT}}),
+             "datasets": {"IFEval": entry}}))
+        lfs.files[f"/media/JackQuu/cBMM/{COMMIT}/data/IFEval.csv"] = data
+        out = tmp_path / f"out-{answer.decode()}" / "IFEval.parquet"
+        assert _cli_build_ifeval(tmp_path, out) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"IFEval.csv: {shown} at row 'org3__model-3', column 'ifeval_0'" in err, err
+        assert not out.parent.exists() or list(out.parent.iterdir()) == []

@@ -106,6 +106,25 @@ def _file_path(text):
     return path
 
 
+def add_reading_options(command) -> None:
+    """The options that say how to read a response table (:func:`cbmm.data.read_table`,
+    :func:`cbmm.as_responses`): its coding, layout and column names."""
+    command.add_argument("--coding", choices=["binary", "signed"],
+                         help="binary: 1/0/empty; signed: +1/-1/0 (default: inferred "
+                              "where unambiguous)")
+    command.add_argument("--layout", choices=["auto", "wide", "long"], default="auto",
+                         help="wide: models x items; long: model, item, correct rows "
+                              "(default: auto)")
+    command.add_argument("--label-column", metavar="NAME",
+                         help="wide tables: the column of model labels (default: the "
+                              "first; Parquet: the stored index or a column 'model')")
+    for role in ("model", "item", "correct"):
+        command.add_argument(f"--{role}-column", default=role, metavar="NAME",
+                             help=f"long tables: the column of the {role}"
+                                  f"{' ids' if role != 'correct' else ' answers'} "
+                                  f"(default {role})")
+
+
 def _declared(name, option):
     """An argparse type for one of fit's declared settings (:data:`cbmm.api.FIT_OPTIONS`,
     :data:`cbmm.api.TIMEOUT`): the number as written, checked by the declaration."""

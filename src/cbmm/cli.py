@@ -26,6 +26,7 @@ from ._cli_common import (
     CliError,
     _check_input_file,
     _check_output_file,
+    add_reading_options,
     _check_output_folder,
     _check_some_answered,
     _declared,
@@ -303,20 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--responses", required=required, type=_path,
                              help="CSV (first column = model labels, other columns = items; "
                                   "1 correct, 0 incorrect, empty missing) or Parquet file")
-        command.add_argument("--coding", choices=["binary", "signed"],
-                             help="binary: 1/0/empty; signed: +1/-1/0 (default: inferred "
-                                  "where unambiguous)")
-        command.add_argument("--layout", choices=["auto", "wide", "long"], default="auto",
-                             help="wide: models x items; long: model, item, correct rows "
-                                  "(default: auto)")
-        command.add_argument("--label-column", metavar="NAME",
-                             help="wide tables: the column of model labels (default: the "
-                                  "first; Parquet: the stored index or a column 'model')")
-        for role in ("model", "item", "correct"):
-            command.add_argument(f"--{role}-column", default=role, metavar="NAME",
-                                 help=f"long tables: the column of the {role}"
-                                      f"{' ids' if role != 'correct' else ' answers'} "
-                                      f"(default {role})")
+        add_reading_options(command)
 
     fit = sub.add_parser("fit", help="fit a response matrix",
                          description="Fit X = theta a^T + 1 b^T (a >= 0) to a models x items "

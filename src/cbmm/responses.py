@@ -701,6 +701,35 @@ def headerless_column(position: int, n_columns: int) -> str:
     return f"item column {position + 1} has no header{trailing}; each column needs an item id"
 
 
+def spaced_twins(labels):
+    """Two labels that are the same but for spaces around them (kept as written, they are
+    two models or items, printed alike), or None."""
+    import pandas as pd
+
+    text = pd.Index(labels).map(str)
+    stripped = text.str.strip()
+    twins = stripped.duplicated(keep=False) & ~text.duplicated(keep=False)
+    if not twins.any():
+        return None
+    first = stripped[twins][0]
+    return tuple(text[stripped == first][:2])
+
+
+def _check_label_text(labels, what, source, name):
+    """No label blank, none another's twin but for spaces around it; ``name(k)`` names the
+    row, column or record of label ``k``."""
+    text = labels.map(str)
+    blank = np.flatnonzero(text.str.strip() == "")
+    if blank.size:
+        raise ResponseError(f"{source}: {name(blank[0])} has a blank {what[:-1]} "
+                            f"({_show(text[blank[0]])}; {blank.size} in all); each needs a name")
+    twins = spaced_twins(text)
+    if twins:
+        thing = "model" if what.startswith("model") else "item"
+        raise ResponseError(f"{source}: {what} {twins[0]!r} and {twins[1]!r} differ only by "
+                            f"spaces around them (one {thing} twice?)")
+
+
 def _check_labels(labels, what, axis, source, first_line=None):
     """Labels name one model or item each, as the text they are saved and compared as: none
     missing, none repeated, no two with the same text (``1`` and ``'1'``); rows are named
@@ -715,6 +744,9 @@ def _check_labels(labels, what, axis, source, first_line=None):
     if missing.size:
         raise ResponseError(f"{source}: {missing.size} {axis}(s) without a label, first at "
                             f"{axis} {missing[0]}; each {axis} needs one")
+    if labels.dtype == object or labels.inferred_type == "string":
+        _check_label_text(labels, what, source, lambda k: (
+            f"line {k + first_line}" if first_line else f"{axis} {k}"))
     if labels.is_unique and (labels.dtype != object or labels.inferred_type == "string"):
         return  # distinct values of one type: distinct text
     text = labels.map(str)
@@ -815,6 +847,8 @@ def _ids(series, what, record, source):
         article = "an" if what == "item" else "a"
         raise ResponseError(f"{source}: {len(bad)} record(s) without {article} {what} id, first "
                             f"at {', '.join(record(k) for k in bad[:3])}")
+    _check_label_text(labels, f"{what} ids", source,
+                      lambda k: record(np.flatnonzero(codes == k)[0]))
     if labels.dtype == object and labels.inferred_type != "string":
         text = labels.map(str)
         if not text.is_unique:

@@ -3,7 +3,7 @@
 ``register(subparsers)`` adds them to the main ``cbmm`` parser; each sets
 ``func`` to a handler ``func(args) -> int`` (exit status).  Data errors are
 printed as one line on stderr with exit status 2.  Like the other commands,
-``build``, ``import`` and ``compare`` check their outputs before any work: never
+every command that writes checks its outputs before any work: never
 an input file, named with the suffix of the format written, and new unless
 ``--force``.
 """
@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
-from .._cli_common import CliError, _check_output_file, _distinct, _file_path, _Parser
+from .._cli_common import (CliError, _check_output_file, _distinct, _file_path, _Parser,
+                           add_reading_options)
+from .checks import SHA256_PATTERN
 from .matrix import DataError
 
 __all__ = ["main", "register"]
@@ -24,6 +27,12 @@ __all__ = ["main", "register"]
 #: folder, meant to be the repository root (a user elsewhere is told so, see _default_file).
 DEFAULT_REGISTRY = Path("config/datasets.yaml")
 DEFAULT_MODEL_TABLE = Path("config/math500_models.csv")
+
+
+def _sha256(text: str) -> str:
+    if not re.fullmatch(SHA256_PATTERN, text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a hex SHA-256 (64 characters)")
+    return text
 
 
 def _guard(handler):
@@ -93,8 +102,10 @@ def _import(args) -> int:
     from .datasets import build_dataset
 
     entry = {"source": "local", "options": {"path": str(args.file)}}
-    if args.label_column:
-        entry["options"]["label_column"] = args.label_column
+    for key in ("coding", "layout", "label_column", "model_column", "item_column",
+                "correct_column"):
+        if getattr(args, key) is not None:
+            entry["options"][key] = getattr(args, key)
     _check_dataset_outputs(args, entry, ("the input file", args.file))
     print(build_dataset(args.name or Path(args.file).stem, entry, args.out, cache_dir=None))
     return 0
@@ -154,6 +165,9 @@ def _compare(args) -> int:
 def _math500_items(args) -> int:
     from .math500 import fetch_items
 
+    if args.source != "hub":
+        _distinct(("--source", args.source), ("--out", args.out))
+    _check_output_file(args.out, "--out", args.force, csv=True)
     print(
         fetch_items(
             args.out,
@@ -170,9 +184,10 @@ def _math500_items(args) -> int:
 def _math500_models(args) -> int:
     from .math500 import refresh_model_table
 
-    table = refresh_model_table(
-        _default_file(args.table, "--table", DEFAULT_MODEL_TABLE), args.out
-    )
+    source = _default_file(args.table, "--table", DEFAULT_MODEL_TABLE)
+    _distinct(("--table", source), ("--out", args.out))
+    _check_output_file(args.out, "--out", args.force, csv=True)
+    table = refresh_model_table(source, args.out)
     for repo, reason in table.attrs["unresolved"].items():
         print(f"unresolved: {repo}: {reason}", file=sys.stderr)
     print(args.out)
@@ -211,7 +226,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         "import", help="validate a local CSV/Parquet table and store it canonically"
     )
     imp.add_argument(
-        "file", type=Path, help="CSV or Parquet: label column + item columns, 0/1/empty"
+        "file", type=Path, help="CSV or Parquet: wide (label column + item columns, 0/1/empty) "
+        "or long (model, item, correct records)"
     )
     imp.add_argument(
         "--out", required=True, type=_file_path,
@@ -219,7 +235,7 @@ def register(subparsers) -> argparse.ArgumentParser:
     )
     imp.add_argument("--force", action="store_true", help="replace an existing --out (and "
                      "its summary)")
-    imp.add_argument("--label-column", help="column holding the model labels (default: the first)")
+    add_reading_options(imp)
     imp.add_argument("--name", help="dataset name recorded in the summary (default: file stem)")
     imp.set_defaults(func=_import)
 
@@ -246,11 +262,12 @@ def register(subparsers) -> argparse.ArgumentParser:
     items = commands.add_parser(
         "math500-items", help="write the MATH-500 item table (subject, level)"
     )
-    items.add_argument("--out", required=True, type=Path, help="output CSV")
+    items.add_argument("--out", required=True, type=_file_path, help="output CSV")
+    items.add_argument("--force", action="store_true", help="replace an existing --out")
     items.add_argument(
         "--source", default="hub", help="'hub' (HuggingFaceH4/MATH-500) or a path to test.jsonl"
     )
-    items.add_argument("--sha256", help="expected SHA-256 of test.jsonl")
+    items.add_argument("--sha256", type=_sha256, help="expected SHA-256 of test.jsonl")
     items.add_argument("--revision", help="dataset revision on the Hub (default: main)")
     items.add_argument("--cache-dir", type=Path, help="Hub cache directory")
     items.set_defaults(func=_math500_items)
@@ -264,7 +281,8 @@ def register(subparsers) -> argparse.ArgumentParser:
         help=f"the model table to refresh (default: {DEFAULT_MODEL_TABLE} in the current "
         "folder, i.e. run from the repository root)",
     )
-    models.add_argument("--out", required=True, type=Path)
+    models.add_argument("--out", required=True, type=_file_path, help="output CSV")
+    models.add_argument("--force", action="store_true", help="replace an existing --out")
     models.set_defaults(func=_math500_models)
     return data
 

@@ -301,7 +301,11 @@ def _locked(path: Path, deadline_at: float, what: str):
     """Hold an exclusive ``flock`` on ``path`` (created, and removed when done)."""
     waited = False
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        except OSError as exc:  # e.g. a read-only cache that lacks the verified file
+            raise DownloadError(f"{what}: cannot write into the cache folder {path.parent} "
+                                f"({exc.strerror or exc})") from None
         try:
             while True:
                 try:
@@ -458,6 +462,10 @@ def download(
         raise DataError(f"download destination {dest} is not inside {root}") from None
     for suffix in ("", ".part", ".lock"):
         inside(root, relative + suffix, "download destination")
+    if dest.is_dir():
+        raise DataError(f"download destination {dest}: is a folder; expected a file name")
+    if sha256 is not None and dest.is_file() and sha256_file(dest) == sha256.lower():
+        return dest  # verified: used without a lock, so that a read-only pre-filled cache serves
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

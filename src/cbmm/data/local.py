@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..responses import (FIRST_LINE, LONG_COLUMNS, ResponseError, Responses, as_responses,
-                         headerless_column, no_information)
+                         headerless_column, no_information, spaced_twins)
 from .matrix import LABEL_COLUMN, DataError, read_matrix
 
 __all__ = ["load_local", "read_csv_matrix", "read_responses", "read_table"]
@@ -268,7 +269,7 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
     if duplicates:
         raise DataError(f"{path}: duplicate item ids in the header: {sorted(set(duplicates))[:5]}"
                         + (_separator_hint(path) or _headerless_hint(header)))
-    twins = _spaced_twins(items)
+    twins = spaced_twins(items)
     if twins:
         raise DataError(f"{path}: item ids {twins[0]!r} and {twins[1]!r} differ only by "
                         "spaces around them (one item twice?)")
@@ -290,24 +291,13 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
         where = (f"in the {_ordinal(empty[0] + 1)} record after the header" if multiline
                  else f"line {empty[0] + 2}")  # blank lines only end a table
         raise DataError(f"{path}, {where}: empty model label")
-    twins = _spaced_twins(frame.index)
+    twins = spaced_twins(frame.index)
     if twins:
         raise DataError(f"{path}: model labels {twins[0]!r} and {twins[1]!r} differ only by "
                         "spaces around them (one model twice?)")
     if not multiline:  # each record one line: the answers' errors name the file's lines
         frame.attrs[FIRST_LINE] = 2
     return frame
-
-
-def _spaced_twins(labels):
-    """Two labels that are the same but for spaces around them (kept as written, they are
-    two models or items), or None."""
-    first = {}
-    for label in labels:
-        twin = first.setdefault(label.strip(), label)
-        if twin != label:
-            return twin, label
-    return None
 
 
 def read_table(path, *, layout: str = "auto", label_column: str | None = None,
@@ -321,8 +311,9 @@ def read_table(path, *, layout: str = "auto", label_column: str | None = None,
         ``.csv``/``.txt`` or ``.parquet``/``.pq``.
     layout : {"auto", "wide", "long"}
         ``"auto"``: a table whose header has the columns ``model_column``, ``item_column`` and
-        ``correct_column`` (default ``model``, ``item``, ``correct``) is long, unless
-        ``label_column`` is given; any other table is wide.
+        ``correct_column`` (default ``model``, ``item``, ``correct``) is long, and so is any
+        table when one of them is named otherwise, unless ``label_column`` is given; any other
+        table is wide.
     label_column : str, optional
         Wide tables: the column holding the model labels.  Default for CSV: the first column.
         Default for Parquet: the stored index of a table written from a labelled DataFrame, else
@@ -347,6 +338,14 @@ def _read(path, layout, label_column, model_column, item_column, correct_column)
     """(frame, layout) of a table; see read_table."""
     if layout not in ("auto", "wide", "long"):
         raise DataError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got "
+                        f"{type(path).__name__}")
+    named = {"model_column": model_column, "item_column": item_column,
+             "correct_column": correct_column}
+    if len(set(named.values())) < 3:
+        raise DataError(f"{', '.join(f'{k}={v!r}' for k, v in named.items())}: a long table's "
+                        "three columns need three different names")
     path = Path(path)
     if path.is_dir():
         raise DataError(f"{path}: a directory; expected a CSV or Parquet file")
@@ -364,7 +363,10 @@ def _read(path, layout, label_column, model_column, item_column, correct_column)
                   correct_column: LONG_COLUMNS[2]}
     if layout == "auto":
         header = _header(path) if csv_file else _parquet_columns(path)
-        layout = "long" if label_column is None and set(long_names) <= set(header) else "wide"
+        # a long table's columns named other than the defaults say the table is long
+        renamed = (model_column, item_column, correct_column) != LONG_COLUMNS
+        layout = ("long" if label_column is None and (renamed or set(long_names) <= set(header))
+                  else "wide")
     if layout == "long":
         reader = _read_long_csv if csv_file else _read_long_parquet
         return reader(path, long_names), layout
@@ -448,6 +450,7 @@ def _read_long_csv(path: Path, names: dict) -> pd.DataFrame:
     # ids are text as written ("NA", "null" and "007" name models and items); "NA" or an
     # empty field in the correct column is a missing answer
     options = pacsv.ConvertOptions(include_columns=list(names), strings_can_be_null=False,
+                                   null_values=_MISSING,  # the wide reader's, "None" included
                                    column_types={name: ids for name in list(names)[:2]})
     try:  # Arrow's reader: several times faster than pandas' on a log of millions of lines
         table = pacsv.read_csv(path, convert_options=options,

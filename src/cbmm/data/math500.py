@@ -233,7 +233,8 @@ def fetch_items(
         jsonl = Path(source)
         if not jsonl.is_file():
             raise DataError(
-                f"{jsonl}: no such file (source must be 'hub' or a path to MATH-500 test.jsonl)"
+                f"{jsonl}: {'a folder' if jsonl.is_dir() else 'no such file'} (source must be "
+                "'hub' or a path to MATH-500 test.jsonl)"
             )
     items = read_items_jsonl(jsonl, sha256=sha256)
     out_csv = Path(out_csv)

@@ -18,7 +18,7 @@ import pandas as pd
 from .checks import COMMIT_PATTERN, REPO_PATTERN, http_url, mapping, matches, relative_path
 from .download import download
 from .local import read_csv_matrix
-from .matrix import DataError
+from .matrix import DataError, check_binary
 
 __all__ = [
     "DEFAULT_RELEASE",
@@ -106,5 +106,8 @@ def fetch_release_file(
 
 
 def read_release(path) -> pd.DataFrame:
-    """Read a release CSV (header ``,<item ids>``; first column the model name)."""
-    return read_csv_matrix(path)
+    """Read a release CSV (header ``,<item ids>``; first column the model name), every
+    answer checked to be 0, 1 or empty (an error names the file, row and column)."""
+    frame = read_csv_matrix(path)
+    check_binary(frame, str(path))
+    return frame

@@ -398,6 +398,18 @@ def test_duplicate_labels_are_refused_with_their_positions():
         cbmm.as_responses(pd.DataFrame(np.eye(3), index=["a", "m", "m"]))
 
 
+def test_duplicated_long_records_are_named_by_position_where_the_index_repeats():
+    """Two logs joined by pd.concat repeat their row index: a repeated pair was named
+    'at row 0, row 0'."""
+    log = pd.DataFrame({"model": ["m1", "m2"], "item": ["q", "q"], "correct": [1, 0]})
+    with pytest.raises(ResponseError, match=r"first: row 0 \('m1'\), column 0 \('q'\) at row 0, "
+                                            r"row 2; row 1 \('m2'\), column 0 \('q'\) at row 1, "
+                                            r"row 3; each"):
+        cbmm.as_responses(pd.concat([log, log]))
+    with pytest.raises(ResponseError, match=r"at row 8, row 9"):  # a unique index: its labels
+        cbmm.as_responses(pd.concat([log, log.iloc[:1]]).set_axis([8, 7, 9]))
+
+
 @pytest.mark.parametrize("data,message", [
     (np.ones(3), "expected a 2-D models x items matrix, got 1-D"),
     (np.ones((2, 2, 2)), "got 3-D"),

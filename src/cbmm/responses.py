@@ -801,9 +801,10 @@ def _from_long(frame, coding, source):
     if len(frame) == 0:
         raise ResponseError(f"{source}: the long table has no records")
     where = frame.index.name or "row"
+    unique = frame.index.is_unique  # else (a pd.concat's) by position
 
     def record(k):
-        return f"{where} {_show(frame.index[k])}"
+        return f"{where} {_show(frame.index[k]) if unique else k}"
 
     rows, row_labels = _ids(frame[LONG_COLUMNS[0]], "model", record, source)
     cols, col_labels = _ids(frame[LONG_COLUMNS[1]], "item", record, source)

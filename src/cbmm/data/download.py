@@ -503,8 +503,12 @@ def download(
             _raise_if_stale(exc, dest, sha256)
             raise
         except ValueError as exc:  # pooch's hash check; it has deleted the data
+            found = re.search(r"got ([0-9a-f]{64})", str(exc))
+            digests = (f"expected {sha256.lower()}, found {found.group(1)}" if found
+                       else one_line(exc))
             raise ChecksumError(
-                f"{url}: SHA-256 mismatch ({one_line(exc)}); the downloaded data was deleted"
+                f"{url}: SHA-256 mismatch ({digests}); the downloaded data was deleted (a "
+                "corrupted transfer, or another file than the pinned one)"
             ) from None
         except OSError as exc:
             raise DownloadError(one_line(f"{dest}: {exc}")) from None

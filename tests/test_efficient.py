@@ -1885,6 +1885,28 @@ def test_a_fit_that_set_items_aside_serves_scoring_prediction_and_the_audit():
     audit = cbmm.item_audit(result, table.iloc[:150])
     assert audit.loc[["easy", "hard"], "not_identified"].all()
     assert audit["not_identified"].sum() == 2
+    # as the fit gives them (they read a = 0, b = +-40, the bank's stand-ins), and why; on
+    # answers that differ (a held-out model that got "hard" right) still set aside
+    assert audit.loc[["easy", "hard"], "a"].isna().all()
+    assert audit.loc[["easy", "hard"], "b"].tolist() == [np.inf, -np.inf]
+    assert audit.loc["hard", "reason"] == ("the calibration fit set it aside: every model it "
+                                           "kept answered it wrongly (no estimate of a or b)")
+    other = cbmm.item_audit(result, table.iloc[150:].assign(hard=[1.0] + [0.0] * 49))
+    assert other.loc["hard", "not_identified"] and not other.loc["hard", "no_information"]
+    assert other.loc["easy", "reason"].startswith("the calibration fit set it aside: every "
+                                                  "model it kept answered it correctly")
+    # the information map draws them at a = 0, marked, as many as its legend counts
+    import matplotlib.pyplot as plt
+
+    from cbmm.figures.item_audit import plot_item_audit
+
+    figure = plot_item_audit(audit.reset_index())
+    marked = [c for c in figure.axes[0].collections
+              if c.get_label().startswith("answered alike by every model")]
+    plt.close(figure)
+    assert [c.get_label() for c in marked] == ["answered alike by every model (2)"]
+    np.testing.assert_array_equal(marked[0].get_offsets(),
+                                  audit.loc[["easy", "hard"], ["share_correct"]].assign(a=0.0))
     assert set(cbmm.select_items(result, 20, "information")) == set(informative.index)
 
 

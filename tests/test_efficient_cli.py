@@ -457,6 +457,7 @@ def test_bad_input_is_one_line_naming_the_argument(calibrated, capsys, monkeypat
 
 @pytest.mark.parametrize("name,message", [
     ("accuracy.parquet", "this command writes a CSV table; name the file .csv (not .parquet)"),
+    ("audit.png", "this command writes a CSV table; name the file .csv (not .png)"),
     ("a" * 300 + ".csv", "File name too long"),
 ])
 def test_an_output_that_cannot_be_written_as_named_is_refused_first(calibrated, capsys,
@@ -553,3 +554,30 @@ def test_predict_cross_validates_items_chosen_on_the_fit_by_refitting_it(calibra
     jackknife = cbmm.predict_accuracy(blank, folder / "fit", reference=table.iloc[:300]).iloc[0]
     assert widest["n_items"] == 0 and widest["accuracy"] == jackknife["accuracy"]
     assert widest["lower"] <= jackknife["lower"] and widest["upper"] >= jackknife["upper"]
+
+
+def test_a_bare_items_csv_is_read_at_the_temperature_sigma_says(calibrated, capsys, tmp_path):
+    """A user's trial: an items.csv of a sigma=2 fit, copied out of its folder, was read at
+    temperature 1 without a word (accuracies off by up to 0.037); --sigma reads it at its
+    fit's, and contradicting a fit folder's own is refused."""
+    folder, table = calibrated
+    assert main(["fit", "--responses", str(folder / "calibration.csv"), "--sigma", "2",
+                 "--out", str(tmp_path / "fit2")]) == 0
+    (tmp_path / "bare.csv").write_bytes((tmp_path / "fit2" / "items.csv").read_bytes())
+    subset = table.iloc[300:, :20]
+    subset.to_csv(tmp_path / "subset.csv")
+    fitted = cbmm.FitResult.load(tmp_path / "fit2")
+    expected = cbmm.predict_accuracy(subset, fitted.items_frame())  # attrs: sigma 2
+    for items, sigma, out in ((tmp_path / "bare.csv", ["--sigma", "2"], "bare2.csv"),
+                              (tmp_path / "bare.csv", [], "bare1.csv")):
+        status, _, err = call(capsys, "predict", "--responses", tmp_path / "subset.csv",
+                              "--items", items, *sigma, "--out", tmp_path / out)
+        assert status == 0, err
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "bare2.csv", index_col="model"),
+                                  expected, check_names=False, rtol=1e-12)
+    at_one = pd.read_csv(tmp_path / "bare1.csv", index_col="model")
+    assert (at_one["accuracy"] - expected["accuracy"]).abs().max() > 1e-3  # another scale
+    status, _, err = call(capsys, "audit", "--responses", tmp_path / "subset.csv", "--items",
+                          tmp_path / "fit2", "--sigma", "1", "--out", tmp_path / "a.csv")
+    assert status == 2 and "--sigma 1 contradicts the calibration's sigma=2" in err
+    assert not (tmp_path / "a.csv").exists()

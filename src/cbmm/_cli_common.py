@@ -186,7 +186,8 @@ def _named_path_errors(flag: str, path: Path):
 #: Suffixes of the table formats a CSV output must not be named with (the reader of the
 #: file would take it for one).
 _NOT_CSV = {".parquet", ".pq", ".feather", ".arrow", ".json", ".xlsx", ".xls", ".tsv", ".npz",
-            ".npy", ".pkl", ".pickle", ".h5", ".hdf5", ".yaml", ".yml"}
+            ".npy", ".pkl", ".pickle", ".h5", ".hdf5", ".yaml", ".yml", ".png", ".pdf", ".svg",
+            ".jpg", ".jpeg", ".html", ".gz", ".zip", ".bz2", ".xz"}
 
 
 def _check_output_file(path: Path, flag: str, force: bool, *, csv: bool = False,

@@ -9,7 +9,8 @@ an ``mml`` fit's population):
     abilities: what one answer to it tells about a model of this population.
 ``not_identified``
     Every model that answered it answered alike (all correct or all wrong), or none did:
-    the responses cannot place it.
+    the responses cannot place it; or the calibration fit set it aside
+    (``degenerate="set_aside"``), its ``a`` NaN and ``b`` +-inf in the table as in the fit.
 ``negative_discrimination``
     ``a`` is held at 0 by the constraint ``a >= 0`` (``a / sigma`` below
     :data:`NEGLIGIBLE_SLOPE`) while the weaker models answer it correctly more often
@@ -283,7 +284,9 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     probability = bank.probabilities(abilities)
     information = bank.information(abilities).mean(axis=0)
 
-    not_identified = (n_correct == 0) | (n_correct == n_models)
+    set_aside = np.zeros(len(bank), dtype=bool)
+    set_aside[list(bank.set_aside)] = True  # the fit has no a or b: its stand-ins inform nothing
+    not_identified = (n_correct == 0) | (n_correct == n_models) | set_aside
     negligible = bank.slope < NEGLIGIBLE_SLOPE
     slope_z = np.full(len(bank), np.nan)
     slope_z[~not_identified] = _slope_scores(answers[:, ~not_identified],
@@ -302,7 +305,9 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
     flags = {"not_identified": not_identified,
              "no_information": negligible & ~negative & ~not_identified,
              "negative_discrimination": negative, "out_of_range": out_of_range}
-    table = pd.DataFrame({"a": bank.a, "b": bank.b, "difficulty": difficulty,
+    table = pd.DataFrame({"a": np.where(set_aside, np.nan, bank.a),  # as the fit gives them
+                          "b": np.where(set_aside, np.sign(bank.b) * np.inf, bank.b),
+                          "difficulty": difficulty,
                           "n_models": n_models, "share_correct": share,
                           "information": information, "slope_z": slope_z, **flags,
                           "key_checked": key_checked},
@@ -573,7 +578,10 @@ def _discovery_threshold(p_values) -> float:
 def _reason(row, abilities, agreement: AbilityAgreement, dependence: WrongWayDependence,
             n_sharing: int, bound: float, n_tested: int) -> str:
     reasons = []
-    if row.not_identified:
+    if np.isnan(row.a):
+        reasons.append("the calibration fit set it aside: every model it kept answered it "
+                       + ("correctly" if row.b > 0 else "wrongly") + " (no estimate of a or b)")
+    elif row.not_identified:
         reasons.append("no model answered it" if row.n_models == 0 else
                        f"every model that answered it ({row.n_models}) answered it "
                        + ("correctly" if row.share_correct == 1 else "wrongly"))

@@ -74,7 +74,9 @@ class ItemBank:
     models' abilities where known (a FitResult), else None; ``models`` their labels, in the
     same order, where the fit has them (its models' labels, for telling them from others),
     else None; ``fitted_population`` the calibration's estimated population (an ``mml`` fit's
-    ``info["population"]``), else None: the prior of :attr:`log_prior`.  :attr:`slope` and
+    ``info["population"]``), else None: the prior of :attr:`log_prior`; ``set_aside`` the
+    positions of the items the fit set aside (their ``a`` 0 and ``b`` +-40 sigma here: see
+    :func:`cbmm.score.read_items`).  :attr:`slope` and
     :attr:`intercept` are ``a / sigma`` and ``b / sigma``: the probability of a correct
     answer at ability ``t`` is ``expit(t * slope + intercept)``.
     """
@@ -87,6 +89,7 @@ class ItemBank:
     given: pd.Index | None = None
     models: pd.Index | None = None
     fitted_population: dict | None = None
+    set_aside: tuple = ()
 
     @classmethod
     def of(cls, result) -> ItemBank:
@@ -124,7 +127,7 @@ class ItemBank:
             given = None
         bank = cls(table.index, table["a"].to_numpy(float), table["b"].to_numpy(float),
                    1.0 if sigma is None else float(sigma), abilities, given, models,
-                   table.attrs.get("population"))
+                   table.attrs.get("population"), table.attrs.get("set_aside", ()))
         if isinstance(result, FitResult):
             _last_bank[0] = (weakref.ref(result, _forget), _arrays_of(result), bank)
         return bank

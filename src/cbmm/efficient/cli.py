@@ -16,6 +16,7 @@ from .._cli_common import (
     _check_input_file,
     _check_output_file,
     _check_some_answered,
+    _declared,
     _distinct,
     _file_path,
     _files_named,
@@ -41,21 +42,29 @@ def _integers(text: str) -> list:
     return values
 
 
-def _calibration(path: Path):
+def _calibration(path: Path, sigma: float | None):
     """The calibration of ``--items``: a ``cbmm fit`` output folder (its FitResult, with the
-    calibration models' abilities), or an ``items.csv``; returns the bank the commands
+    calibration models' abilities), or an ``items.csv``, at temperature ``sigma`` (a fit's
+    own; a bare items.csv has none: ``--sigma``, default 1); returns the bank the commands
     read and the FitResult (None for an ``items.csv``), read once, which the refits of
     ``--selection`` and ``--reference`` copy (:func:`~cbmm.efficient.refit.refit_like`)."""
+    import dataclasses
+    import math
+
     from ..result import FitResult, is_saved_fit
     from ..score import read_items
     from .bank import ItemBank
 
     if is_saved_fit(path):
-        read_items(path)  # bad item parameters are named before anything else is read
+        _, fitted, where = read_items(path)  # bad item parameters are named before the rest
+        if sigma is not None and not math.isclose(sigma, fitted):
+            raise CliError(f"--sigma {sigma:g} contradicts the calibration's sigma={fitted:g} "
+                           f"({where}); leave it out: a fit's folder carries its own")
         result = FitResult.load(path)
         return ItemBank.of(result), result  # as ItemBank.of(path), read once
     _check_input_file(path / "items.csv" if path.is_dir() else path, "--items")
-    return ItemBank.of(path), None
+    bank = ItemBank.of(path)
+    return (bank if sigma is None else dataclasses.replace(bank, sigma=sigma)), None
 
 
 #: The numbers of items ``cbmm select --target-mae`` tries, those below the bank's size.
@@ -93,7 +102,7 @@ def _select_command(args) -> int:
                        f", not --strategy {args.strategy}")
     _distinct(("--items", args.items), ("--out", args.out), ("--responses", args.responses))
     _outside("--items", args.items, ("--out", args.out))
-    calibration, fitted = _calibration(args.items)
+    calibration, fitted = _calibration(args.items, args.sigma)
     if args.k is not None and args.k > len(calibration):
         raise CliError(f"--k {args.k}: the calibration has {len(calibration)} items")
     if target and args.strategy != "predictive" and fitted is None:
@@ -172,7 +181,7 @@ def _predict_command(args) -> int:
     if args.selection is not None and args.reference is None:
         raise CliError("--selection says how the items were chosen on --reference's "
                        "answers: give --reference")
-    calibration, fitted = _calibration(args.items)
+    calibration, fitted = _calibration(args.items, args.sigma)
     refit = None
     if args.selection not in (None, "predictive"):  # chosen on the fit: refitted per fold
         if fitted is None:
@@ -247,7 +256,7 @@ def _adaptive_command(args) -> int:
     _outside("--items", args.items, ("--out", args.out))
     if args.content_column is not None and args.content is None:
         raise CliError("--content-column names a column of --content: give --content")
-    bank, fitted = _calibration(args.items)  # its grid computed once for all the tests
+    bank, fitted = _calibration(args.items, args.sigma)  # its grid computed once for all the tests
     if args.reference is not None and fitted is None:
         raise CliError("--reference refits the calibration without each fifth of its models, "
                        f"as it was fitted: --items must be the `cbmm fit` folder, not "
@@ -330,7 +339,7 @@ def _audit_command(args) -> int:
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
               ("--figure", args.figure))
     _outside("--items", args.items, ("--out", args.out), ("--figure", args.figure))
-    calibration, _ = _calibration(args.items)
+    calibration, _ = _calibration(args.items, args.sigma)
     responses = _read_responses(args)
     with _files_named(args, "--responses"):
         table = item_audit(calibration, responses, coding=args.coding, layout=args.layout)
@@ -354,6 +363,7 @@ def _audit_command(args) -> int:
 def register(sub, add_input) -> None:
     """Add ``select``, ``predict``, ``adaptive`` and ``audit`` to the subparsers ``sub``;
     ``add_input`` adds ``--responses``, ``--coding`` and ``--layout``."""
+    from ..api import FIT_OPTIONS
     from .adaptive import ADAPTIVE_DEFAULTS as DEFAULT
     from .prediction import SELECTION_DRAWS
     from .selection import SEEDED_STRATEGIES, STRATEGIES
@@ -363,6 +373,10 @@ def register(sub, add_input) -> None:
                              help="the calibration: the output folder of `cbmm fit` (with the "
                                   "calibration models' abilities) or an items.csv (without "
                                   "them: N(0, 1) stands for the models' abilities)")
+        command.add_argument("--sigma", type=_declared("sigma", FIT_OPTIONS["sigma"]),
+                             help="the temperature of a bare items.csv's fit (its fit.json's "
+                                  "sigma; default 1: a and b are read as they are); a fit's "
+                                  "folder carries its own")
         command.add_argument("--out", required=True, type=_file_path, help="output CSV")
         command.add_argument("--force", action="store_true", help="replace an existing output")
 

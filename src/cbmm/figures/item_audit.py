@@ -45,6 +45,8 @@ def plot_item_audit(audit, out_paths=(), title: str | None = None):
     name = None if isinstance(audit, pd.DataFrame) else str(audit)
     audit = read_result_table(audit, _COLUMNS, name or "item_audit")
     information = audit["information"].to_numpy(dtype=float)
+    # an item the fit set aside has no a (NaN): drawn at 0, where its answers tell nothing
+    audit = audit.assign(a=audit["a"].fillna(0.0))
     with paper_style():
         fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN * 0.62, 3.0))
         dots = ax.scatter(audit["share_correct"], audit["a"], c=information, s=9,

@@ -202,8 +202,9 @@ def read_items(items):
     the calibration's temperature where it is known (else None).  An item the fit set
     aside (``degenerate="set_aside"``: a = NaN, b = +-inf) becomes a = 0 and
     b = +-:data:`SET_ASIDE_LOGIT` sigma: no information, answered as every calibration
-    model answered it (their positions in ``table.attrs["set_aside"]``).  Where the calibration estimated its models' population (an ``mml``
-    fit's ``info["population"]``, which :meth:`FitResult.items_frame` carries in
+    model answered it (their positions in ``table.attrs["set_aside"]``).  Where the
+    calibration estimated its models' population (an ``mml`` fit's
+    ``info["population"]``, which :meth:`FitResult.items_frame` carries in
     ``attrs["population"]``), ``table.attrs["population"]`` holds it: new models' abilities
     have it as their prior (``score(..., prior="population")`` and
     :mod:`cbmm.efficient`).

@@ -715,11 +715,14 @@ def spaced_twins(labels):
     return tuple(text[stripped == first][:2])
 
 
-def _check_label_text(labels, what, source, name):
+def _check_label_text(labels, what, source, name, headers=False):
     """No label blank, none another's twin but for spaces around it; ``name(k)`` names the
-    row, column or record of label ``k``."""
+    row, column or record of label ``k``; ``headers``: the labels are a wide table's item
+    columns' headers."""
     text = labels.map(str)
     blank = np.flatnonzero(text.str.strip() == "")
+    if blank.size and headers:
+        raise ResponseError(f"{source}: {headerless_column(blank[0], len(labels))}")
     if blank.size:
         raise ResponseError(f"{source}: {name(blank[0])} has a blank {what[:-1]} "
                             f"({_show(text[blank[0]])}; {blank.size} in all); each needs a name")
@@ -746,7 +749,7 @@ def _check_labels(labels, what, axis, source, first_line=None):
                             f"{axis} {missing[0]}; each {axis} needs one")
     if labels.dtype == object or labels.inferred_type == "string":
         _check_label_text(labels, what, source, lambda k: (
-            f"line {k + first_line}" if first_line else f"{axis} {k}"))
+            f"line {k + first_line}" if first_line else f"{axis} {k}"), axis == "column")
     if labels.is_unique and (labels.dtype != object or labels.inferred_type == "string"):
         return  # distinct values of one type: distinct text
     text = labels.map(str)

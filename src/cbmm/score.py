@@ -397,6 +397,9 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
             columns = None
         else:
             columns = frame.columns
+            blank = np.flatnonzero(pd.Index(columns).astype(str).str.strip() == "")
+            if blank.size:  # here: _coded pads the frame, so its count of columns is off
+                raise ValueError(f"responses: {headerless_column(blank[0], len(columns))}")
         labels = frame.index
         y = _coded(frame, coding)
     n_items = len(table)
@@ -412,9 +415,6 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
                              f"{list(ids[ids.duplicated()].unique()[:5])}")
         position = table.index.get_indexer(ids)
         unknown = ids[position < 0]
-        if (unknown.str.strip() == "").any():
-            blank = int(np.flatnonzero((ids.str.strip() == "") & (position < 0))[0])
-            raise ValueError(f"responses: {headerless_column(blank, len(ids))}")
         if len(unknown):
             rows_are_items = len(unknown) == len(ids) and labels is not None and (
                 table.index.get_indexer(pd.Index(labels).astype(str)) >= 0).mean() > 0.5

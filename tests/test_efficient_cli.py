@@ -581,3 +581,8 @@ def test_a_bare_items_csv_is_read_at_the_temperature_sigma_says(calibrated, caps
                           tmp_path / "fit2", "--sigma", "1", "--out", tmp_path / "a.csv")
     assert status == 2 and "--sigma 1 contradicts the calibration's sigma=2" in err
     assert not (tmp_path / "a.csv").exists()
+    # its fit.json for the folder: read as a CSV, it was 'line 2: 2 fields, expected 1'
+    status, _, err = call(capsys, "predict", "--responses", tmp_path / "subset.csv", "--items",
+                          tmp_path / "fit2" / "fit.json", "--out", tmp_path / "a.csv")
+    assert status == 2 and f"a fit's record, not its items; give the fit's folder " \
+        f"{tmp_path / 'fit2'}" in err

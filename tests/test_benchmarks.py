@@ -40,6 +40,7 @@ def bench_efficiency_on_a_small_matrix(tmp_path, *options):
     return table, run
 
 
+@pytest.mark.slow   # about a minute on 2 cores under load; the library's parts are in test_efficient
 def test_bench_efficiency_prints_the_librarys_selection_study_and_audit(tmp_path):
     table, run = bench_efficiency_on_a_small_matrix(
         tmp_path, "--splits", "1", "--held", "100", "--k", "10", "--se-targets", "0.3",

@@ -537,3 +537,22 @@ def test_population_prior_of_a_joint_fit_is_the_normal_posterior_mean():
         assert scores.loc[model, "theta"] == pytest.approx(mean, abs=1e-3)
         assert scores.loc[model, "se"] == pytest.approx(np.sqrt(second - mean ** 2), abs=1e-3)
     assert list(scores["status"]) == ["converged", "all correct"]
+
+
+def test_a_column_that_is_no_item_is_named_as_such_before_its_values():
+    """A user's trial: a 'rank' column (0..4) beside the items failed on its values
+    ('value 2 at ... column 'rank''), and a long table's unknown item id was called a
+    column."""
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
+    frame = pd.DataFrame({"q0": [1, 0, 1, 0, 1], "q1": [0, 1, 1, 0, 0], "rank": range(5)},
+                         index=[f"m{i}" for i in range(5)])
+    with pytest.raises(ValueError, match=r"^responses: 1 item column\(s\) not among the "
+                                         r"calibrated items: \['rank'\]; drop them"):
+        cbmm.score(frame, items)
+    log = pd.DataFrame({"model": ["m", "m", "n"], "item": ["q0", "zz", "q1"],
+                        "correct": [1, 0, 1]})
+    with pytest.raises(ValueError, match=r"^responses: 1 item id\(s\) not among the calibrated "
+                                         r"items: \['zz'\]"):
+        cbmm.score(log, items)
+    pd.testing.assert_frame_equal(cbmm.score(frame.drop(columns="rank"), items),
+                                  cbmm.score(frame[["q1", "q0"]], items))

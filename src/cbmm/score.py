@@ -360,8 +360,9 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
         raise ValueError(f"layout must be 'auto', 'wide' or 'long', got {layout!r}")
     if isinstance(responses, pd.Series):  # one model's answers, its label the name
         responses = responses.to_frame().T
-    if isinstance(responses, pd.DataFrame) and (
-            layout == "long" or layout == "auto" and set(LONG_COLUMNS) <= set(responses.columns)):
+    long = isinstance(responses, pd.DataFrame) and (
+        layout == "long" or layout == "auto" and set(LONG_COLUMNS) <= set(responses.columns))
+    if long:
         responses = _long_to_wide(responses, coding)
     elif _is_sparse(responses):  # the stored entries are the observed cells
         coo = responses.tocoo()
@@ -378,9 +379,8 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
         responses = dense
     if isinstance(responses, Responses):
         labels = responses.row_labels
-        frame = None
+        position = _item_positions(responses.col_labels, table, labels, long)
         y = responses.to_dense().y
-        columns = responses.col_labels
     else:
         frame = responses if isinstance(responses, pd.DataFrame) else None
         if frame is None:
@@ -394,40 +394,55 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
                                  f"got {values.ndim}-D (one model's answers: a pandas "
                                  "Series indexed by item)")
             frame = pd.DataFrame(values)
-            columns = None
+            position = None
         else:
             columns = frame.columns
             blank = np.flatnonzero(pd.Index(columns).astype(str).str.strip() == "")
             if blank.size:  # here: _coded pads the frame, so its count of columns is off
                 raise ValueError(f"responses: {headerless_column(blank[0], len(columns))}")
+            # before the answers: a column that is no item (a 'rank', say) named as such,
+            # not by its values
+            position = _item_positions(columns, table, frame.index, long)
         labels = frame.index
         y = _coded(frame, coding)
     n_items = len(table)
-    if columns is None:
+    if position is None:
         if y.shape[1] != n_items:
             raise ValueError(f"responses: {y.shape[1]} columns but {n_items} calibrated items; "
                              "pass a DataFrame whose columns are the item ids")
         aligned = y
     else:
-        ids = pd.Index(columns).astype(str)
-        if ids.duplicated().any():
-            raise ValueError(f"responses: item column(s) listed more than once: "
-                             f"{list(ids[ids.duplicated()].unique()[:5])}")
-        position = table.index.get_indexer(ids)
-        unknown = ids[position < 0]
-        if len(unknown):
-            rows_are_items = len(unknown) == len(ids) and labels is not None and (
-                table.index.get_indexer(pd.Index(labels).astype(str)) >= 0).mean() > 0.5
-            raise ValueError(f"responses: {len(unknown)} item column(s) not among the calibrated "
-                             f"items: {list(unknown[:5])}; " + (
-                                 "its rows are, mostly: transpose it (rows are models, "
-                                 "columns items)" if rows_are_items else
-                                 "drop them, or calibrate them first"))
         aligned = np.zeros((y.shape[0], n_items), dtype=np.int8)
         aligned[:, position] = y
     if labels is None:
         labels = pd.RangeIndex(y.shape[0])
     return aligned, labels
+
+
+def _item_positions(columns, table, labels, long: bool) -> np.ndarray:
+    """Where each of the responses' items is among the calibrated items (``table``'s rows);
+    an item listed twice or not calibrated is an error (``long``: the items are a long
+    table's ids, not columns)."""
+    import pandas as pd
+
+    what = "item id(s)" if long else "item column(s)"
+    ids = pd.Index(columns).astype(str)
+    twice = ids[ids.duplicated()].unique()
+    if len(twice):  # in as_responses' words (a long table's ids are distinct)
+        where = "; ".join(f"{label!r} (columns {', '.join(map(str, np.flatnonzero(ids == label)[:3]))})"
+                          for label in twice[:3])
+        raise ValueError(f"responses: duplicate item ids: {where}; each label must name one item")
+    position = table.index.get_indexer(ids)
+    unknown = ids[position < 0]
+    if len(unknown):
+        rows_are_items = not long and len(unknown) == len(ids) and labels is not None and (
+            table.index.get_indexer(pd.Index(labels).astype(str)) >= 0).mean() > 0.5
+        raise ValueError(f"responses: {len(unknown)} {what} not among the calibrated "
+                         f"items: {list(unknown[:5])}; " + (
+                             "its rows are, mostly: transpose it (rows are models, "
+                             "columns items)" if rows_are_items else
+                             "drop them, or calibrate them first"))
+    return position
 
 
 def _is_sparse(data) -> bool:

@@ -26,7 +26,6 @@ from ._cli_common import (
     CliError,
     _check_input_file,
     _check_output_file,
-    add_reading_options,
     _check_output_folder,
     _check_some_answered,
     _declared,
@@ -39,6 +38,7 @@ from ._cli_common import (
     _Parser,
     _path,
     _read_responses,
+    add_reading_options,
 )
 
 __all__ = ["main", "build_parser", "CliError"]

@@ -43,8 +43,8 @@ from .marginal import checked_population
 from .model import SIGMA_RANGE, check_sigma, expit
 from .posterior import GRID, posterior_moments, prior_on_grid
 from .registry import get_method
-from .responses import (_EXPECTED, FIRST_LINE, LONG_COLUMNS, Responses, _show,
-                        as_responses, headerless_column)
+from .responses import (_EXPECTED, FIRST_LINE, LONG_COLUMNS, Responses, _check_labels, _show,
+                        as_responses)
 from .result import FitResult, ResultFolderError, read_labelled_csv, read_result_folder
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
@@ -397,11 +397,10 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
             position = None
         else:
             columns = frame.columns
-            blank = np.flatnonzero(pd.Index(columns).astype(str).str.strip() == "")
-            if blank.size:  # here: _coded pads the frame, so its count of columns is off
-                raise ValueError(f"responses: {headerless_column(blank[0], len(columns))}")
-            # before the answers: a column that is no item (a 'rank', say) named as such,
-            # not by its values
+            # as_responses' checks of the user's own columns, before _coded pads them (its
+            # count of columns would be off) and before the answers: a column that is no
+            # item (a 'rank', say) is named as such, not by its values
+            _check_labels(pd.Index(columns), "item ids", "column", "responses")
             position = _item_positions(columns, table, frame.index, long)
         labels = frame.index
         y = _coded(frame, coding)
@@ -420,18 +419,13 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
 
 
 def _item_positions(columns, table, labels, long: bool) -> np.ndarray:
-    """Where each of the responses' items is among the calibrated items (``table``'s rows);
-    an item listed twice or not calibrated is an error (``long``: the items are a long
-    table's ids, not columns)."""
+    """Where each of the responses' items (distinct as text, as as_responses checks them) is
+    among the calibrated items (``table``'s rows); an item not calibrated is an error
+    (``long``: the items are a long table's ids, not columns)."""
     import pandas as pd
 
     what = "item id(s)" if long else "item column(s)"
     ids = pd.Index(columns).astype(str)
-    twice = ids[ids.duplicated()].unique()
-    if len(twice):  # in as_responses' words (a long table's ids are distinct)
-        where = "; ".join(f"{label!r} (columns {', '.join(map(str, np.flatnonzero(ids == label)[:3]))})"
-                          for label in twice[:3])
-        raise ValueError(f"responses: duplicate item ids: {where}; each label must name one item")
     position = table.index.get_indexer(ids)
     unknown = ids[position < 0]
     if len(unknown):

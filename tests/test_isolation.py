@@ -141,8 +141,10 @@ def toy():
 ])
 def test_a_broken_method_is_a_recorded_failure(data, toy, solve, status):
     name = toy("toy_" + solve.__name__.strip("_"), solve)
-    result = cbmm.fit(data, name)
+    with pytest.warns(cbmm.ConvergenceWarning, match="no estimate") as caught:
+        result = cbmm.fit(data, name)
     assert result.status.startswith(status)
+    assert str(caught[0].message).startswith(f"{name}: {result.status}: no estimate (NaN)")
     assert result.failed and math.isnan(result.loss)
     assert np.isnan(result.theta.to_numpy()).all() and np.isnan(result.b.to_numpy()).all()
     assert list(result.theta.index) == list(data.index)
@@ -154,7 +156,8 @@ def test_a_broken_method_is_a_recorded_failure(data, toy, solve, status):
 def test_a_hang_stops_at_the_time_limit(data, toy):
     name = toy("toy_hang", _hang)
     began = time.perf_counter()
-    result = cbmm.fit(data, name, timeout_s=1.5)
+    with pytest.warns(cbmm.ConvergenceWarning, match="timeout after 1.5 s: .*raise timeout_s"):
+        result = cbmm.fit(data, name, timeout_s=1.5)
     wall = time.perf_counter() - began
     assert result.status == "failed: timeout after 1.5 s"
     assert 1.5 <= result.runtime_s < 1.5 + 5

@@ -70,8 +70,8 @@ class FitFailedError(ValueError):
 
 
 class ConvergenceWarning(UserWarning):
-    """A fit is not an answer: stopped at ``max_iter``, short of a stationary point, or its
-    starts disagree."""
+    """A fit is not an answer: stopped at ``max_iter``, short of a stationary point, its
+    starts disagree, or it failed (its time limit, a crash: no estimate)."""
 
 
 #: fit's ``timeout_s``, declared once (the command line's ``--timeout`` and the
@@ -665,7 +665,11 @@ def _multimodal(info, n_starts) -> str | None:
 def _warn_status(result, method) -> None:
     """One warning per status that is not an answer, saying what to do."""
     reason = result.info.get("status_reason", "")
-    if result.status == "max_iter":
+    if result.failed:
+        remedy = ("raise timeout_s, or None for no limit"
+                  if result.status.startswith("failed: timeout") else "see the reason")
+        warn(f"{method}: {result.status}: no estimate (NaN); {remedy}", ConvergenceWarning)
+    elif result.status == "max_iter":
         warn(f"{method}: {reason} (tol={result.tol:g}); raise max_iter or tol",
              ConvergenceWarning)
     elif result.status == "not_stationary":

@@ -343,7 +343,9 @@ def test_a_bootstrap_whose_fit_failed_exits_1_as_fit_does(workdir):
     done = run_with(TOY_METHODS, "bootstrap", "--responses", "good.csv", "--out", "boot2",
                     "--method", "crash", "--n-boot", "2", cwd=workdir)
     assert done.returncode == 1, done.stderr
-    assert done.stderr == ("error: bootstrap: the fit of the full data failed (failed: worker "
+    assert done.stderr == ("warning: crash: failed: worker process killed by signal SIGSEGV: no "
+                           "estimate (NaN)\n"
+                           "error: bootstrap: the fit of the full data failed (failed: worker "
                            "process killed by signal SIGSEGV)\n")
     assert not (workdir / "boot2").exists()
 

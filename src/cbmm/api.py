@@ -666,9 +666,9 @@ def _warn_status(result, method) -> None:
     """One warning per status that is not an answer, saying what to do."""
     reason = result.info.get("status_reason", "")
     if result.failed:
-        remedy = ("raise timeout_s, or None for no limit"
-                  if result.status.startswith("failed: timeout") else "see the reason")
-        warn(f"{method}: {result.status}: no estimate (NaN); {remedy}", ConvergenceWarning)
+        remedy = ("; raise timeout_s, or None for no limit"
+                  if result.status.startswith("failed: timeout") else "")
+        warn(f"{method}: {result.status}: no estimate (NaN){remedy}", ConvergenceWarning)
     elif result.status == "max_iter":
         warn(f"{method}: {reason} (tol={result.tol:g}); raise max_iter or tol",
              ConvergenceWarning)

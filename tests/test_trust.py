@@ -14,7 +14,11 @@ import pytest
 from scipy.stats import spearmanr
 
 import cbmm
-from cbmm.diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import connected_components
+
+from cbmm.diagnostics import (STATIONARY_BELOW, components, identified_core, scaled_gradient,
+                              separation)
 from cbmm.initialization import spectral_start
 from cbmm.model import expit
 from cbmm.prior import Penalty
@@ -194,6 +198,96 @@ def test_every_seed_reaches_the_best_of_two_optima_and_disagreement_is_flagged()
     assert np.sum(objectives <= objectives.min() + 1.0) == 1 and objectives.max() > best + 100
     assert lone.info["objective"] == pytest.approx(best, abs=1.0)
     assert lone.status == "multimodal" and lone.info["starts_agreeing"] == 1
+
+
+def test_starts_as_good_with_other_abilities_are_multimodal_not_agreeing():
+    """Each item beside its reversed copy: loss (3) with a >= 0 takes the same value at
+    (theta, a, b) and at (-theta, a and b of the twin), so two opposite rankings fit
+    equally well; starts that land on both are not agreeing starts."""
+    sim = simulate(200, 100, seed=1)
+    y = np.asarray(sim.responses, dtype=float)
+    mirrored = np.hstack([y, 1 - y])
+    with pytest.warns(cbmm.ConvergenceWarning, match="abilities unlike the best start's "
+                                                     r"\(correlation -1.00\).*item_audit"):
+        result = cbmm.fit(mirrored, n_starts=10, seed=0)
+    assert result.status == "multimodal"
+    starts = result.info["starts"]
+    best = result.info["objective"]
+    reversed_ = [s for s in starts if s["correlation"] < 0]
+    assert reversed_ and all(s["objective"] == pytest.approx(best, abs=1e-3) for s in reversed_)
+    assert result.info["starts_distinct"] == len(reversed_)
+    assert result.info["starts_agreeing"] == 10 - len(reversed_)
+    # the symmetry itself, by the loss alone: the reversed copy's parameters swapped in
+    theta, a, b = (np.asarray(v, dtype=float) for v in (result.theta, result.a, result.b))
+    swap = np.r_[100:200, 0:100]
+    data = cbmm.as_responses(mirrored)
+    assert cbmm.loss(-theta, a[swap], -b[swap], data) == pytest.approx(
+        cbmm.loss(theta, a, b, data), rel=1e-9)
+    # ordinary data: every start at the best objective has the best's abilities
+    plain = quiet_fit(y, n_starts=5, seed=0)
+    assert plain.status == "converged" and plain.info["starts_distinct"] == 0
+    assert min(s["correlation"] for s in plain.info["starts"]) > 0.999
+
+
+def split_answers(n=200, j=100, seed=2):
+    """Half the models answered only the first half of the items, half only the rest."""
+    sim = simulate(n, j, seed=seed)
+    y = np.asarray(sim.responses, dtype=float)
+    y[: n // 2, j // 2:] = np.nan
+    y[n // 2:, : j // 2] = np.nan
+    return y
+
+
+def test_answers_in_groups_that_share_none_are_disconnected():
+    y = split_answers()
+    with pytest.warns(cbmm.DegenerateDataWarning, match="2 groups of models and items that "
+                                                        "share no answer"):
+        result = cbmm.fit(y)
+    assert result.status == "disconnected"
+    assert "compared by the prior alone" in result.info["status_reason"]
+    assert [(c["models"], c["items"]) for c in result.info["components"]] == [(100, 50)] * 2
+    assert result.info["components"][1]["first_models"] == [100, 101, 102]
+    models, items = components(cbmm.as_responses(y))
+    assert (models == np.repeat([0, 1], 100)).all() and (items == np.repeat([0, 1], 50)).all()
+    # a calibration whose items no answer linked: scoring on it says so
+    with pytest.warns(cbmm.DegenerateDataWarning, match="status is disconnected"):
+        cbmm.score(np.tile([1.0, 0.0], (1, 50)), result)
+    # one model that answered items of both halves links them
+    linked = y.copy()
+    linked[0, 50:] = 1.0
+    assert quiet_fit(linked).status == "converged"
+    assert "components" not in quiet_fit(linked).info
+
+
+@pytest.mark.parametrize("rate", [0.5, 0.9, 0.97, 0.99])
+def test_components_are_the_connected_parts_of_the_observed_cells(rate):
+    """Against SciPy's graph search on the bipartite graph of observed cells, dense and
+    sparse: random masks from linked to falling apart, and a staircase of models each
+    sharing one item with the next (a path as long as the matrix)."""
+    rng = np.random.default_rng(int(rate * 100))
+    n, j = 60, 80
+    y = np.where(rng.random((n, j)) < 0.5, 1.0, 0.0)
+    y[rng.random((n, j)) < rate] = np.nan
+    y[np.arange(n), rng.integers(0, j, n)] = 1.0  # each model and item has an answer
+    y[rng.integers(0, n, j), np.arange(j)] = 0.0
+    stair = np.full((n, n + 1), np.nan)
+    stair[np.arange(n), np.arange(n)] = 1.0
+    stair[np.arange(n), np.arange(1, n + 1)] = 0.0
+    for matrix in (y, stair):
+        mask = csr_array(~np.isnan(matrix))
+        count, labels = connected_components(
+            csr_array(np.block([[np.zeros((len(matrix),) * 2), mask.toarray()],
+                                [mask.toarray().T, np.zeros((matrix.shape[1],) * 2)]])),
+            directed=False)
+        for storage in ("dense", "sparse"):
+            models, items = components(cbmm.as_responses(matrix, storage=storage))
+            groups = np.r_[models, items]
+            assert groups.max() + 1 == count
+            # the same partition: each of SciPy's labels maps to one of ours, and back
+            pairs = set(zip(labels, groups))
+            assert len(pairs) == count
+            sizes = np.bincount(models, minlength=count)
+            assert (np.diff(sizes) <= 0).all()  # numbered by decreasing number of models
 
 
 def test_the_same_answers_in_long_format_reach_the_same_optimum():

@@ -34,7 +34,8 @@ import numpy as np
 
 from ._checks import check_integer, check_positive
 from ._warn import warn
-from .diagnostics import STATIONARY_BELOW, identified_core, scaled_gradient, separation
+from .diagnostics import (STATIONARY_BELOW, components, identified_core, scaled_gradient,
+                          separation)
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
 from .methods._prior import penalty_of, takes_prior
@@ -47,7 +48,8 @@ from .stopping import PAPER_TOL
 
 __all__ = ["fit", "paper_settings", "run_in_worker", "check_timeout", "DegenerateDataWarning",
            "ConvergenceWarning", "FitFailedError", "NOT_AN_OPTIMUM", "FORK_AVAILABLE",
-           "AGREE_OBJECTIVE", "FIT_OPTIONS", "PAPER_FIT", "STARTS", "DEGENERATE", "TIMEOUT"]
+           "AGREE_OBJECTIVE", "AGREE_CORRELATION", "FIT_OPTIONS", "PAPER_FIT", "STARTS",
+           "DEGENERATE", "TIMEOUT"]
 
 logger = logging.getLogger("cbmm")
 
@@ -56,7 +58,8 @@ FORK_AVAILABLE = "fork" in multiprocessing.get_all_start_methods()
 
 
 class DegenerateDataWarning(UserWarning):
-    """Items or models answered all-correct / all-wrong, or separated: no finite optimum."""
+    """Items or models answered all-correct / all-wrong, or separated: no finite optimum;
+    or answers in groups that share none: the groups' abilities are not compared by them."""
 
 
 #: Statuses of a fit that stopped short of an optimum: its estimates are not an answer,
@@ -132,6 +135,9 @@ FIT_OPTIONS = {
 #: Starts agree when their objectives differ by at most this (a likelihood ratio of e:
 #: statistically indistinguishable), or by float64 rounding on very large data.
 AGREE_OBJECTIVE = 1.0
+#: ... and their abilities correlate at least this much: starts as good as the best whose
+#: abilities do not are a second answer that fits the data as well (reversed, say).
+AGREE_CORRELATION = 0.99
 
 #: The arguments of :func:`fit` under which it is the paper's procedure (the random start,
 #: the relative-loss rule at 1e-4, 1000 iterations), with each method's
@@ -201,8 +207,10 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     n_starts : int, optional
         Starts in all, >= 1: the first as ``start`` says, the others random.
         The fit with the lowest objective is returned; ``info["starts"]`` lists
-        every start, and ``info["starts_agreeing"]`` how many reached the best
-        objective (within :data:`AGREE_OBJECTIVE`).  Default: 3 for the methods
+        every start, ``info["starts_agreeing"]`` how many reached the best
+        objective (within :data:`AGREE_OBJECTIVE`) with abilities like the best's
+        (:data:`AGREE_CORRELATION`) and ``info["starts_distinct"]`` how many reached it
+        with others.  Default: 3 for the methods
         that minimise loss (3) (``Method.minimises_loss``: cbmm, lbfgsb,
         manopt), 1 for the others, which fit their own model.  Their starts are
         compared by what they minimise where the method says (``Method.objective``:
@@ -252,7 +260,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         :data:`cbmm.diagnostics.STATIONARY_BELOW`), ``"not_stationary"`` (the
         method's rule stopped it short of one), ``"max_iter"``, ``"unbounded"``
         (no finite optimum: parameters run away), ``"multimodal"`` (one start
-        alone reached the best objective) or ``"failed: <reason>"``
+        alone reached the best objective, or starts reached it with other abilities),
+        ``"disconnected"`` (answers in groups that share none:
+        :func:`cbmm.diagnostics.components`) or ``"failed: <reason>"``
         (an exception, non-finite parameters, a crash of the worker, the time
         limit) with NaN parameters instead of an exception.
 
@@ -373,6 +383,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
             result.status = _judged_status(result, core, penalty, len(starts))
         elif result.status == "converged":  # its own status; compared starts can say more
             result.status = _multimodal(result.info, len(starts)) or result.status
+        disconnected = _disconnected(result.info, core, spec)
+        if disconnected and result.status in ("converged", "multimodal"):
+            result.status, result.info["status_reason"] = "disconnected", disconnected
         if result.status == "max_iter":  # every method's, as the other statuses' reasons
             result.info["status_reason"] = (f"stopped at max_iter={result.max_iter} before "
                                             "its stopping rule was met")
@@ -499,10 +512,12 @@ def _solve_starts(spec, data, starts, settings, options, verbose, penalty) -> So
     """Solve from every start; the output of the lowest objective, with a summary of all.
 
     ``info["starts"]``: per start its label, objective (loss (3) plus the penalty,
-    float64, or the method's ``objective``), status, iterations, seconds and the rank
-    correlation of its theta with
-    the best start's; ``info["best_start"]``: the index of the best; ``runtime_s``:
-    the seconds of all starts.
+    float64, or the method's ``objective``), status, iterations, seconds and the
+    correlation and rank correlation of its theta with the best start's;
+    ``info["best_start"]``: the index of the best; ``info["starts_agreeing"]``: the starts
+    at the best objective (:data:`AGREE_OBJECTIVE`) with abilities like the best's
+    (:data:`AGREE_CORRELATION`), ``info["starts_distinct"]``: those at it with other
+    abilities; ``runtime_s``: the seconds of all starts.
     """
     outs = []
     for k, (label, values) in enumerate(starts):
@@ -519,10 +534,13 @@ def _solve_starts(spec, data, starts, settings, options, verbose, penalty) -> So
     for (label, _), out, value in zip(starts, outs, objectives):
         summary.append({"start": label, "objective": value, "status": out.status,
                         "n_iter": int(out.n_iter), "runtime_s": float(out.runtime_s),
+                        "correlation": _correlation(out.theta, outs[best].theta),
                         "rank_correlation": _rank_correlation(out.theta, outs[best].theta)})
+    at_best = [s for s in summary if _agrees(s["objective"], objectives[best])]
+    distinct = sum(s["correlation"] < AGREE_CORRELATION for s in at_best)  # NaN: not told
     out = outs[best]
     out.info = dict(out.info, starts=summary, best_start=best,
-                    starts_agreeing=sum(_agrees(v, objectives[best]) for v in objectives))
+                    starts_agreeing=len(at_best) - distinct, starts_distinct=distinct)
     out.runtime_s = float(sum(o.runtime_s for o in outs))
     return out
 
@@ -539,6 +557,16 @@ def _objective(out, data, sigma, penalty) -> float:
 
 def _agrees(value, best) -> bool:
     return bool(np.isfinite(value)) and value - best <= max(AGREE_OBJECTIVE, 1e-9 * abs(best))
+
+
+def _correlation(x, y) -> float:
+    """Pearson's correlation (unchanged by the abilities' shift and scale); NaN if
+    undefined."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if not (np.isfinite(x).all() and np.isfinite(y).all()) or x.size < 2 \
+            or x.std() == 0 or y.std() == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 def _rank_correlation(x, y) -> float:
@@ -652,14 +680,49 @@ def _judged_status(result, data, penalty, n_starts) -> str:
 
 
 def _multimodal(info, n_starts) -> str | None:
-    """``"multimodal"`` (with its ``status_reason``) where of several starts one alone
-    reached the best objective, else None."""
+    """``"multimodal"`` (with its ``status_reason``) where starts reached the best
+    objective with other abilities than the best's, or of several starts one alone
+    reached it, else None."""
+    distinct = info.get("starts_distinct", 0)
+    if distinct:
+        lowest = min(s["correlation"] for s in info["starts"]
+                     if s["correlation"] < AGREE_CORRELATION)
+        info["status_reason"] = (
+            f"{distinct} of {n_starts} starts reached the best objective with abilities unlike "
+            f"the best start's (correlation {lowest:.2f}): the answers fit more than one set of "
+            "abilities equally well")
+        return "multimodal"
     agreeing = info.get("starts_agreeing", n_starts)
     if n_starts > 1 and agreeing < 2:
         info["status_reason"] = (f"only {agreeing} of {n_starts} starts reached the best "
                                  "objective: the best found may not be the global optimum")
         return "multimodal"
     return None
+
+
+def _disconnected(info, data, spec) -> str | None:
+    """Where the observed answers fall into groups that share none (:func:`components`):
+    the reason of status ``"disconnected"``, the groups in ``info["components"]``; else
+    None."""
+    models, items = components(data)
+    count = int(models.max()) + 1
+    if count == 1:
+        return None
+    model_counts, item_counts = np.bincount(models), np.bincount(items)
+    info["components"] = [
+        {"models": int(model_counts[k]), "items": int(item_counts[k]),
+         "first_models": data.label_rows(np.flatnonzero(models == k)[:3])}
+        for k in range(count)]
+    scale = ("the population they are assumed to share" if spec.population_scale
+             else "the prior")
+    sizes = ", ".join(f"{m} x {i}" for m, i in zip(model_counts[:5], item_counts[:5]))
+    return (
+        f"the observed answers fall into {count} groups of models and items that share no "
+        f"answer (models x items: {sizes}{', ...' if count > 5 else ''}; listed under "
+        "components in the result's info, each model's and item's group by "
+        f"cbmm.diagnostics.components): abilities in different groups are compared by {scale} "
+        "alone, not by answers; compare models within a group, fit each group apart, or "
+        "add answers to items (models) that link them")
 
 
 def _warn_status(result, method) -> None:
@@ -676,8 +739,14 @@ def _warn_status(result, method) -> None:
         warn(f"{method}: {reason}: the estimates are not an optimum; use "
              "accelerate='auto' (cbmm), a smaller tol or a larger max_iter",
              ConvergenceWarning)
+    elif result.status == "multimodal" and result.info.get("starts_distinct"):
+        warn(f"{method}: {reason}; the data do not say which: items discriminating the "
+             "wrong way (cbmm.item_audit) can make a reversed ranking fit as well",
+             ConvergenceWarning)
     elif result.status == "multimodal":
         warn(f"{method}: {reason}; raise n_starts", ConvergenceWarning)
+    elif result.status == "disconnected":
+        warn(f"{method}: {reason}", DegenerateDataWarning)
     elif result.status == "unbounded" and "runaway_items" in result.info:
         warn(f"{method}: {reason} (listed under runaway_items in the result's info); their "
              "a and b are where EM stopped and have no standard errors; method='cbmm' "

@@ -21,6 +21,8 @@ run away.  :func:`cbmm.fit` therefore judges every fit the same way, after the m
   (:class:`cbmm.model.Penalty`) the objective is coercive and neither can happen.
 * :func:`identified_core`: the models and items left after setting aside, repeatedly,
   those answered all-correct or all-wrong (``degenerate="set_aside"``).
+* :func:`components`: the groups of models and items that the observed answers link;
+  abilities in different groups are compared by the prior (or the population) alone.
 """
 
 from __future__ import annotations
@@ -155,3 +157,60 @@ def identified_core(responses):
             return rows, cols
         part = responses.take(rows, cols)
 
+
+
+def components(responses):
+    """The groups of models and items that the observed answers link.
+
+    Two models are linked when they answered a common item, two items when a common
+    model answered both, and so on through chains of such links (the connected
+    components of the bipartite graph of observed cells).  Loss (3) is unchanged when
+    one group's abilities shift and stretch while its items' parameters compensate, so
+    only the prior (or mml's population) compares abilities across groups: merged
+    leaderboards whose models answered disjoint item sets, say.
+
+    Parameters
+    ----------
+    responses : Responses
+
+    Returns
+    -------
+    model_groups, item_groups : ndarray of int
+        Each model's and item's group, numbered from 0 by decreasing number of models
+        (then items); all 0 when the answers link everything.
+    """
+    n, j = responses.shape
+    if responses.fully_observed or responses.storage == "dense" and _links_all(responses.observed,
+                                                   responses._counts().row_obs):
+        return np.zeros(n, dtype=int), np.zeros(j, dtype=int)
+    import scipy.sparse
+    from scipy.sparse.csgraph import connected_components
+
+    observed = scipy.sparse.csr_array(responses.observed, dtype=np.int8)
+    graph = scipy.sparse.block_array([[None, observed], [observed.T, None]], format="csr")
+    count, labels = connected_components(graph, directed=False)
+    models, items = labels[:n], labels[n:]
+    order = np.lexsort((-np.bincount(items, minlength=count),
+                        -np.bincount(models, minlength=count)))
+    rank = np.empty(count, dtype=int)
+    rank[order] = np.arange(count)
+    return rank[models], rank[items]
+
+
+def _links_all(observed, answered) -> bool:
+    """Whether the answers link every model of a dense mask: a breadth-first search from
+    the model with most answers, whole masks a step (a few passes over the matrix where
+    the 5 s of a general graph search are not worth it).  Every model and item has an
+    answer (:func:`cbmm.as_responses` refuses the others), so the items follow."""
+    models = np.zeros(observed.shape[0], dtype=bool)
+    models[int(np.argmax(answered))] = True
+    items = np.zeros(observed.shape[1], dtype=bool)
+    while True:
+        new_items = observed[models].any(axis=0) & ~items
+        if not new_items.any():
+            return bool(models.all())
+        items |= new_items
+        new_models = observed[:, new_items].any(axis=1) & ~models
+        if not new_models.any():
+            return bool(models.all())
+        models |= new_models

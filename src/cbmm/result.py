@@ -107,7 +107,7 @@ class FitResult:
         Iterations / epochs / EM cycles used.
     status : str
         ``"converged"``, ``"max_iter"``, ``"not_stationary"``, ``"multimodal"``,
-        ``"unbounded"`` or ``"failed: <reason>"`` (docs/trust.md says what each means
+        ``"disconnected"``, ``"unbounded"`` or ``"failed: <reason>"`` (docs/trust.md says what each means
         and which are not an optimum: :data:`cbmm.api.NOT_AN_OPTIMUM`).
     runtime_s : float
         Wall seconds of the fit alone.

@@ -184,8 +184,9 @@ SET_ASIDE_LOGIT = 40.0
 
 
 def _warn_not_an_answer(status) -> None:
-    """A ConvergenceWarning when the calibration is not an optimum: what is computed from
-    its items is not an answer either."""
+    """A ConvergenceWarning when the calibration is not an optimum, a DegenerateDataWarning
+    when its answers did not link its items: what is computed from them is not an answer
+    either."""
     if status in NOT_AN_OPTIMUM:
         advice = ("some items have no finite optimum: refit with prior='normal' or "
                   "degenerate='set_aside'" if status == "unbounded"
@@ -193,6 +194,11 @@ def _warn_not_an_answer(status) -> None:
         warn(f"the calibration's status is {status}: its item parameters "
              f"are not an optimum, nor is what is computed from them; {advice} "
              "(docs/trust.md)", ConvergenceWarning)
+    elif status == "disconnected":
+        warn("the calibration's status is disconnected: its models and items fall into "
+             "groups that share no answer: items of different groups are on scales that no "
+             "answer linked, and so is an ability scored on them (docs/trust.md)",
+             DegenerateDataWarning)
 
 
 def read_items(items):

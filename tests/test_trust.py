@@ -298,10 +298,14 @@ def test_the_same_answers_in_long_format_reach_the_same_optimum():
     records = wide.stack().rename("correct").reset_index()
     records.columns = ["model", "item", "correct"]
     records = records.sample(frac=1.0, random_state=0)  # another order of models and items
-    fits = [quiet_fit(wide), quiet_fit(records)]
-    assert fits[1].info["objective"] == pytest.approx(fits[0].info["objective"], abs=1e-3)
-    theta = [f.theta.sort_index() for f in fits]
-    np.testing.assert_allclose(theta[0], theta[1], atol=1e-3)
+    fits = [quiet_fit(wide), quiet_fit(records), quiet_fit(records, layout="long")]
+    for other in fits[1:]:
+        assert other.info["objective"] == pytest.approx(fits[0].info["objective"], abs=1e-3)
+        np.testing.assert_allclose(other.theta.sort_index(), fits[0].theta.sort_index(),
+                                   atol=1e-3)
+    # fit takes as_responses' layout: the same records read as a wide table are text
+    with pytest.raises(cbmm.ResponseError, match="value 'm"):
+        cbmm.fit(records, layout="wide")
 
 
 def test_a_warm_start_from_a_fit_returns_to_the_same_optimum_at_once():

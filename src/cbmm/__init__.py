@@ -7,6 +7,7 @@
 """
 
 from . import methods as _methods  # noqa: F401  (registers the methods)
+from . import simulate  # noqa: F401  (cbmm.simulate.simulate after import cbmm, as the docs write)
 from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
 from .bootstrap import BootstrapResult, bootstrap
 from .coverage import coverage_check

@@ -162,8 +162,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         seed: int = _DEFAULT["seed"], init_scale: float = _DEFAULT["init_scale"],
         start=_DEFAULT["start"], n_starts: int = _DEFAULT["n_starts"],
         degenerate: str = _DEFAULT["degenerate"], se: bool = _DEFAULT["se"],
-        coding: str | None = None, timeout_s="auto", isolate: bool = True, verbose: int = 0,
-        **method_options) -> FitResult:
+        coding: str | None = None, layout: str = "auto", timeout_s="auto", isolate: bool = True,
+        verbose: int = 0, **method_options) -> FitResult:
     """Fit the 2PL model ``X = theta a^T + 1 b^T`` (``a >= 0``) to a response matrix.
 
     Parameters
@@ -230,6 +230,9 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
     coding : {None, "binary", "signed"}
         How to read ``responses`` (see :func:`cbmm.as_responses`); None infers it and refuses a
         matrix holding both -1 and 0.
+    layout : {"auto", "wide", "long"}
+        How to read a DataFrame (see :func:`cbmm.as_responses`): ``"auto"`` reads one with
+        the columns ``model``, ``item`` and ``correct`` as a long table.
     timeout_s : "auto", float or None
         Wall-clock limit of the worker process (all starts).  ``"auto"``
         (default): :meth:`cbmm.registry.Method.default_timeout_s` per start,
@@ -312,7 +315,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
                          f"(cbmm, lbfgsb, manopt by loss (3); mml, mirt by their marginal "
                          f"likelihood); {method!r} reports no objective")
     penalty = penalty_of(spec, options)
-    data = as_responses(responses, coding=coding, storage="auto")
+    data = as_responses(responses, coding=coding, layout=layout, storage="auto")
     reason = no_information(data, coding)
     if reason:
         raise ResponseError(f"responses: {reason}")

@@ -186,7 +186,8 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         if name in fit_kwargs:
             raise ValueError(f"bootstrap sets {name!r} itself (replicates start from the fit "
                              "of the full data)")
-    data = as_responses(responses, coding=fit_kwargs.pop("coding", None), storage="auto")
+    data = as_responses(responses, coding=fit_kwargs.pop("coding", None),
+                        layout=fit_kwargs.pop("layout", "auto"), storage="auto")
     full = fit(data, method, seed=seed, **fit_kwargs)
     spec = get_method(method)
     if data.storage == "sparse" and not spec.reads_sparse:

@@ -90,7 +90,8 @@ def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: f
     n_rep = check_integer("n_rep", n_rep, minimum=2)
     level = check_level(level)
     seed = check_integer("seed", seed, minimum=0)
-    data = as_responses(responses, coding=fit_kwargs.pop("coding", None), storage="auto")
+    data = as_responses(responses, coding=fit_kwargs.pop("coding", None),
+                        layout=fit_kwargs.pop("layout", "auto"), storage="auto")
     fit_kwargs.pop("se", None)
     truth = fit(data, method, seed=seed, **fit_kwargs)
     if truth.failed:

@@ -92,7 +92,8 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
 
     folds = check_integer("folds", folds, minimum=2)
     seed = check_integer("seed", seed, minimum=0)
-    data = as_responses(responses, coding=fit_kwargs.pop("coding", None), storage="auto")
+    data = as_responses(responses, coding=fit_kwargs.pop("coding", None),
+                        layout=fit_kwargs.pop("layout", "auto"), storage="auto")
     rows, cols, values = _observed_cells(data)
     # the cells in their labels' order: one seed, the same folds (and the same cells kept
     # for training by _held_out), whatever the order of the rows and columns

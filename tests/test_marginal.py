@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import integrate, special, stats
 
@@ -16,6 +17,7 @@ from cbmm.posterior import GRID, prior_on_grid
 from cbmm.marginal import (MAX_QUADRATURE_POINTS, _Answers, _e_step, observed_information,
                            quadrature, solve_marginal)
 from cbmm.responses import as_responses
+from cbmm.simulate import simulate
 from method_software import needs
 
 
@@ -563,6 +565,11 @@ def test_population_travels_with_the_saved_fit_and_its_items_frame(skewed_calibr
     bare.attrs.pop("population")  # a table without it: the N(0, 1) prior
     scores = cbmm.score(answers, bare, prior="population", coding="signed")
     assert np.abs(scores["theta"] - expected["theta"]).max() > 0.05
+    # the saved items.csv read as a plain table has lost it too, and cannot tell: it warns
+    with pytest.warns(UserWarning, match="without the calibration's population"):
+        plain = cbmm.score(answers, pd.read_csv(tmp_path / "fit" / "items.csv"),
+                           prior="population", coding="signed")
+    assert np.allclose(plain["theta"], scores["theta"], atol=1e-12)
 
 
 def test_an_edited_population_is_named_in_the_error(skewed_calibration, tmp_path):
@@ -675,3 +682,17 @@ def test_a_new_model_beyond_the_calibration_is_placed_by_its_answers():
     assert truth > np.asarray(fit.theta).max() + 0.5
     assert abs(np.mean(estimate) - truth) < 0.5
     assert np.mean(np.abs(estimate - truth) <= 1.96 * se) > 0.8
+
+
+def test_a_marginal_fits_warning_names_only_the_items_without_an_optimum():
+    """Its models' abilities are posterior means, finite whatever their answers: the warning
+    counted '0 model(s) with all answers correct or wrong' where one was."""
+    y = np.asarray(simulate(60, 20, seed=4).responses, dtype=float)
+    y[:, 0] = 0.0  # an item every model got wrong
+    y[0] = 0.0     # and a model that got every item wrong
+    with pytest.warns(cbmm.DegenerateDataWarning) as caught:
+        cbmm.fit(y, method="mml")
+    text = [str(w.message) for w in caught if "all-correct or all-wrong" in str(w.message)]
+    assert text == [text[0]] and text[0].startswith("1 item(s) answered all-correct or "
+                                                    "all-wrong: the items' easiness")
+    assert "model(s)" not in text[0]

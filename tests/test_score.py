@@ -522,7 +522,9 @@ def test_population_prior_of_a_joint_fit_is_the_normal_posterior_mean():
 
     items = pd.DataFrame({"a": [1.3, 0.7, 2.0], "b": [-0.4, 0.9, 0.1]}, index=["i", "j", "k"])
     answers = pd.DataFrame({"i": [1, 1], "j": [0, np.nan], "k": [0, 1]}, index=["m", "n"])
-    scores = cbmm.score(answers, items, prior="population")
+    with pytest.warns(UserWarning, match="items: a table of items without the calibration's "
+                                         r"population .*N\(0, 1\) here"):
+        scores = cbmm.score(answers, items, prior="population")
     for model, row in answers.iterrows():
         seen = row.notna().to_numpy()
         x = row.to_numpy()[seen]

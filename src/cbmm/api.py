@@ -584,8 +584,8 @@ def _rank_correlation(x, y) -> float:
 
 def _degenerate_message(n_items, n_models, degenerate, penalty, marginal=False,
                         takes_prior=True) -> str:
-    what = (f"{n_items} item(s) answered all-correct or all-wrong and {n_models} model(s) "
-            "with all answers correct or wrong")
+    what = f"{n_items} item(s) answered all-correct or all-wrong" + (
+        "" if marginal else f" and {n_models} model(s) with all answers correct or wrong")
     if degenerate == "set_aside":
         return (f"{what}: set aside (with any that become so without them); they are listed "
                 "under set_aside in the result's info (in fit.json when saved)")

@@ -135,6 +135,14 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     check_positive("tol", tol)
     check_integer("max_iter", max_iter, minimum=1)
     table, calibrated_sigma, where = read_items(items)
+    if prior == "population" and "population" not in table.attrs and not (
+            isinstance(items, FitResult)  # a fit's own items: its method says
+            or isinstance(items, pd.DataFrame) and "sigma" in items.attrs  # items_frame()'s
+            or isinstance(items, (str, os.PathLike)) and _fit_folder(Path(items))):
+        warn(f"{where}: a table of items without the calibration's population "
+             "(attrs['population']): prior='population' is N(0, 1) here, the abilities' scale "
+             "of a cbmm, lbfgsb or manopt calibration but not an mml one's population; give "
+             "an mml fit's folder or FitResult", UserWarning)
     if sigma is None:
         sigma = 1.0 if calibrated_sigma is None else calibrated_sigma
     else:
@@ -188,8 +196,8 @@ def _warn_not_an_answer(status) -> None:
     when its answers did not link its items: what is computed from them is not an answer
     either."""
     if status in NOT_AN_OPTIMUM:
-        advice = ("some items have no finite optimum: refit with prior='normal' or "
-                  "degenerate='set_aside'" if status == "unbounded"
+        advice = ("some items have no finite optimum: refit with a prior (method='cbmm', "
+                  "its default) or degenerate='set_aside'" if status == "unbounded"
                   else "refit until it is converged")
         warn(f"the calibration's status is {status}: its item parameters "
              f"are not an optimum, nor is what is computed from them; {advice} "
@@ -239,9 +247,7 @@ def read_items(items):
                          f"the path of a saved fit or its items.csv; got {type(items).__name__}")
     else:
         path = Path(items)
-        if path.is_dir() or (path.name == "items.csv" and any(
-                path.with_name(name).is_file() for name in ("fit.json", "abilities.csv"))):
-            # a saved fit: its tables checked against the manifest in fit.json
+        if _fit_folder(path):  # a saved fit: its tables checked against the manifest in fit.json
             folder = path if path.is_dir() else path.parent
             meta, _, frame = read_result_folder(folder)
             where = str(folder / "items.csv")
@@ -305,6 +311,12 @@ def read_items(items):
     if aside.any():  # positions, for the audit to say so (a tuple: attrs are compared)
         table.attrs["set_aside"] = tuple(np.flatnonzero(aside).tolist())
     return table, sigma, where
+
+
+def _fit_folder(path: Path) -> bool:
+    """Whether ``path`` names a saved fit: its folder, or the items.csv in it."""
+    return path.is_dir() or (path.name == "items.csv" and any(
+        path.with_name(name).is_file() for name in ("fit.json", "abilities.csv")))
 
 
 def _fitted_population(method, info, where):

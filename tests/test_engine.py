@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -278,3 +279,13 @@ def test_loo_scores_are_the_closed_form_at_any_thread_count_and_refuse_bad_argum
     frozen.flags.writeable = False  # updated in place: must be writable
     with pytest.raises((ValueError, TypeError, BufferError)):
         _fused.loo_scores(frozen, *good[1:], u, coef)
+
+
+def test_a_numpy_float32_sigma_is_the_same_temperature_without_a_warning():
+    """Compared with the range's ends in float32, it warned of an overflow in a cast."""
+    data = np.asarray(simulate(40, 12, seed=2).responses, dtype=float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        single = cbmm.fit(data, sigma=np.float32(2.0))
+    assert single.sigma == 2.0 and type(single.sigma) is float
+    assert np.array_equal(single.theta, cbmm.fit(data, sigma=2.0).theta)

@@ -49,8 +49,9 @@ SIGMA_RANGE = (1e-300, 1e300)
 def check_sigma(sigma) -> float:
     """``sigma`` as a float; ``ValueError`` unless it is a number in :data:`SIGMA_RANGE`."""
     low, high = SIGMA_RANGE
+    # compared as float64: a float32's comparison with the range's ends overflowed
     if isinstance(sigma, bool) or not isinstance(sigma, (int, float, np.integer, np.floating)) \
-            or not low <= sigma <= high:
+            or not low <= float(sigma) <= high:
         raise ValueError(f"sigma must be a number in [{low:g}, {high:g}], got {sigma!r}")
     return float(sigma)
 

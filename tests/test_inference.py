@@ -344,7 +344,10 @@ def test_a_fit_that_loses_to_a_baseline_says_so_and_names_it():
     # 60 x 60 at 80 % missing: 12 answers per item, too few for two parameters each
     draw = simulate(60, 60, seed=1, missing="mcar", missing_rate=0.8)
     with pytest.warns(cbmm.HeldOutWarning) as caught:
-        table = cbmm.cross_validate(draw.responses, folds=3, seed=0)
+        # one start: with three, so few answers fit a fold's abilities several ways
+        # (starts 1.2 standard errors apart within 0.2 of the best objective: multimodal),
+        # and the warning says that instead
+        table = cbmm.cross_validate(draw.responses, folds=3, seed=0, n_starts=1)
     assert (table["status"] == "converged").all()
     name, means = best_baseline(table)
     assert name == "additive"
@@ -400,7 +403,9 @@ def test_a_fold_or_draw_whose_answers_are_all_alike_is_a_failure_not_an_error():
                                            "models apart; nothing to fit")
     assert np.isnan(table["log_loss"][held_wrong])
     assert np.isfinite(table["item_mean_log_loss"]).all()   # the baselines still scored
-    assert table["status"][1 - held_wrong] == "converged"
+    # the other fold's training answers: two models answered the first item alone, two
+    # the second alone, so no answer compares the pairs
+    assert table["status"][1 - held_wrong] == "disconnected"
     # two wrong answers among ten: a draw from the fit can be all correct (seed 0: one of
     # 20), counted as a failed draw; the call raised "every observed answer is correct"
     answers = np.ones((5, 2))

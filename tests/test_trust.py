@@ -208,13 +208,16 @@ def test_starts_as_good_with_other_abilities_are_multimodal_not_agreeing():
     y = np.asarray(sim.responses, dtype=float)
     mirrored = np.hstack([y, 1 - y])
     with pytest.warns(cbmm.ConvergenceWarning, match="abilities unlike the best start's "
-                                                     r"\(correlation -1.00\).*item_audit"):
+                                                     r"\(\d\.\d of its standard errors apart, "
+                                                     r"correlation -1.00\).*item_audit"):
         result = cbmm.fit(mirrored, n_starts=10, seed=0)
     assert result.status == "multimodal"
     starts = result.info["starts"]
     best = result.info["objective"]
     reversed_ = [s for s in starts if s["correlation"] < 0]
     assert reversed_ and all(s["objective"] == pytest.approx(best, abs=1e-3) for s in reversed_)
+    # apart by 2 |theta| / se: several standard errors for most models
+    assert all(s["theta_difference_se"] > 3 for s in reversed_)
     assert result.info["starts_distinct"] == len(reversed_)
     assert result.info["starts_agreeing"] == 10 - len(reversed_)
     # the symmetry itself, by the loss alone: the reversed copy's parameters swapped in
@@ -227,6 +230,7 @@ def test_starts_as_good_with_other_abilities_are_multimodal_not_agreeing():
     plain = quiet_fit(y, n_starts=5, seed=0)
     assert plain.status == "converged" and plain.info["starts_distinct"] == 0
     assert min(s["correlation"] for s in plain.info["starts"]) > 0.999
+    assert max(s["theta_difference_se"] for s in plain.info["starts"]) < 0.01
 
 
 def split_answers(n=200, j=100, seed=2):

@@ -36,6 +36,7 @@ from ._checks import check_integer, check_positive
 from ._warn import warn
 from .diagnostics import (STATIONARY_BELOW, components, identified_core, scaled_gradient,
                           separation)
+from .engine import Objective
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
 from .methods._prior import penalty_of, takes_prior
@@ -48,7 +49,7 @@ from .stopping import PAPER_TOL
 
 __all__ = ["fit", "paper_settings", "run_in_worker", "check_timeout", "DegenerateDataWarning",
            "ConvergenceWarning", "FitFailedError", "NOT_AN_OPTIMUM", "FORK_AVAILABLE",
-           "AGREE_OBJECTIVE", "AGREE_CORRELATION", "FIT_OPTIONS", "PAPER_FIT", "STARTS",
+           "AGREE_OBJECTIVE", "AGREE_SE", "FIT_OPTIONS", "PAPER_FIT", "STARTS",
            "DEGENERATE", "TIMEOUT"]
 
 logger = logging.getLogger("cbmm")
@@ -135,9 +136,10 @@ FIT_OPTIONS = {
 #: Starts agree when their objectives differ by at most this (a likelihood ratio of e:
 #: statistically indistinguishable), or by float64 rounding on very large data.
 AGREE_OBJECTIVE = 1.0
-#: ... and their abilities correlate at least this much: starts as good as the best whose
-#: abilities do not are a second answer that fits the data as well (reversed, say).
-AGREE_CORRELATION = 0.99
+#: ... and their abilities differ from the best's by at most this many of its standard
+#: errors (root mean square): starts as good as the best whose abilities differ by more
+#: are a second answer that fits the data as well (reversed, say), one its intervals miss.
+AGREE_SE = 1.0
 
 #: The arguments of :func:`fit` under which it is the paper's procedure (the random start,
 #: the relative-loss rule at 1e-4, 1000 iterations), with each method's
@@ -209,7 +211,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         The fit with the lowest objective is returned; ``info["starts"]`` lists
         every start, ``info["starts_agreeing"]`` how many reached the best
         objective (within :data:`AGREE_OBJECTIVE`) with abilities like the best's
-        (:data:`AGREE_CORRELATION`) and ``info["starts_distinct"]`` how many reached it
+        (within :data:`AGREE_SE` of its standard errors) and ``info["starts_distinct"]`` how many reached it
         with others.  Default: 3 for the methods
         that minimise loss (3) (``Method.minimises_loss``: cbmm, lbfgsb,
         manopt), 1 for the others, which fit their own model.  Their starts are
@@ -519,8 +521,9 @@ def _solve_starts(spec, data, starts, settings, options, verbose, penalty) -> So
     correlation and rank correlation of its theta with the best start's;
     ``info["best_start"]``: the index of the best; ``info["starts_agreeing"]``: the starts
     at the best objective (:data:`AGREE_OBJECTIVE`) with abilities like the best's
-    (:data:`AGREE_CORRELATION`), ``info["starts_distinct"]``: those at it with other
-    abilities; ``runtime_s``: the seconds of all starts.
+    (:data:`AGREE_SE`; a method minimising loss (3): ``theta_difference_se``, the root mean
+    square of their difference in the best's standard errors), ``info["starts_distinct"]``:
+    those at it with other abilities; ``runtime_s``: the seconds of all starts.
     """
     outs = []
     for k, (label, values) in enumerate(starts):
@@ -539,8 +542,13 @@ def _solve_starts(spec, data, starts, settings, options, verbose, penalty) -> So
                         "n_iter": int(out.n_iter), "runtime_s": float(out.runtime_s),
                         "correlation": _correlation(out.theta, outs[best].theta),
                         "rank_correlation": _rank_correlation(out.theta, outs[best].theta)})
+    if spec.minimises_loss and np.isfinite(objectives[best]):
+        se = 1 / np.sqrt(Objective(data, sigma, penalty).curvature(
+            outs[best].theta, outs[best].a, outs[best].b)[0])
+        for entry, other in zip(summary, outs):
+            entry["theta_difference_se"] = _difference_se(other.theta, outs[best].theta, se)
     at_best = [s for s in summary if _agrees(s["objective"], objectives[best])]
-    distinct = sum(s["correlation"] < AGREE_CORRELATION for s in at_best)  # NaN: not told
+    distinct = sum(s.get("theta_difference_se", 0.0) > AGREE_SE for s in at_best)
     out = outs[best]
     out.info = dict(out.info, starts=summary, best_start=best,
                     starts_agreeing=len(at_best) - distinct, starts_distinct=distinct)
@@ -560,6 +568,17 @@ def _objective(out, data, sigma, penalty) -> float:
 
 def _agrees(value, best) -> bool:
     return bool(np.isfinite(value)) and value - best <= max(AGREE_OBJECTIVE, 1e-9 * abs(best))
+
+
+def _difference_se(theta, best, se) -> float:
+    """The root mean square of ``theta - best`` in units of ``se`` (the best's standard
+    errors), ``theta`` first put on the best's shift and scale (loss (3) does not fix
+    them); NaN if undefined."""
+    theta, best = np.asarray(theta, dtype=float), np.asarray(best, dtype=float)
+    if not (np.isfinite(theta).all() and np.isfinite(best).all()) or theta.std() == 0:
+        return math.nan
+    aligned = (theta - theta.mean()) / theta.std() * best.std() + best.mean()
+    return float(np.sqrt(np.mean(((aligned - best) / se) ** 2)))
 
 
 def _correlation(x, y) -> float:
@@ -688,11 +707,11 @@ def _multimodal(info, n_starts) -> str | None:
     reached it, else None."""
     distinct = info.get("starts_distinct", 0)
     if distinct:
-        lowest = min(s["correlation"] for s in info["starts"]
-                     if s["correlation"] < AGREE_CORRELATION)
+        far = max(info["starts"], key=lambda s: s.get("theta_difference_se", 0.0))
         info["status_reason"] = (
             f"{distinct} of {n_starts} starts reached the best objective with abilities unlike "
-            f"the best start's (correlation {lowest:.2f}): the answers fit more than one set of "
+            f"the best start's ({far['theta_difference_se']:.2g} of its standard errors apart, "
+            f"correlation {far['correlation']:.2f}): the answers fit more than one set of "
             "abilities equally well")
         return "multimodal"
     agreeing = info.get("starts_agreeing", n_starts)

@@ -124,6 +124,31 @@ def run_with(code, *args, cwd=None, env=None):
                           text=True, cwd=cwd, env=env)
 
 
+INTERRUPTED_READ = """
+import io, pandas
+real_read_csv = pandas.read_csv
+class Interrupted(io.RawIOBase):  # a Ctrl-C that arrives while pandas reads the file
+    def __init__(self, path):
+        self.file = open(path, "rb")
+    def readable(self):
+        return True
+    def readinto(self, buffer):
+        os.kill(os.getpid(), signal.SIGINT)
+        return self.file.readinto(buffer)
+pandas.read_csv = lambda path, *a, **k: real_read_csv(io.BufferedReader(Interrupted(path)), *a, **k)
+"""
+
+
+@pytest.mark.parametrize("command", [["fit", "--out", "fit"], ["validate", "--out", "v.csv"]])
+def test_a_ctrl_c_while_a_table_is_read_is_an_interruption_not_a_bad_file(workdir, command):
+    """pandas' parser turns it into "Calling read(nbytes) on source failed", a ParserError:
+    the command blamed the file (exit 2)."""
+    done = run_with(INTERRUPTED_READ, command[0], "--responses", "good.csv", *command[1:],
+                    cwd=workdir)
+    assert (done.returncode, done.stderr) == (130, "error: interrupted\n")
+    assert not (workdir / command[-1]).exists()
+
+
 def files_under(folder):
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 

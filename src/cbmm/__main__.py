@@ -2,6 +2,10 @@
 
 import sys
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:  # while Python loads the modules: the same line as later on
+    print("error: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

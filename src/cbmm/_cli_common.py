@@ -11,6 +11,7 @@ import argparse
 import errno
 import math
 import os
+import signal
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -104,6 +105,38 @@ def _file_path(text):
     if os.path.basename(text) in ("", ".", ".."):
         raise argparse.ArgumentTypeError(f"{text!r} names a folder; give a file name")
     return path
+
+
+_INTERRUPTS = []
+
+
+@contextmanager
+def noting_interrupts():
+    """Within: note each Ctrl-C (SIGINT) before raising KeyboardInterrupt as Python does.
+    pandas' CSV reader turns one that arrives while it reads into an error of its own
+    ("Calling read(nbytes) on source failed"), which would blame the file."""
+    _INTERRUPTS.clear()
+
+    def note(signum, frame):
+        _INTERRUPTS.append(signum)
+        (previous if callable(previous) else signal.default_int_handler)(signum, frame)
+
+    previous = None
+    if signal.getsignal(signal.SIGINT) not in (signal.SIG_IGN, None):
+        try:
+            previous = signal.signal(signal.SIGINT, note)
+        except ValueError:  # not the main thread: its interrupts are not ours to note
+            pass
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def interrupted() -> bool:
+    """Whether a Ctrl-C arrived within :func:`noting_interrupts`."""
+    return bool(_INTERRUPTS)
 
 
 def add_reading_options(command) -> None:

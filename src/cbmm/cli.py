@@ -39,6 +39,8 @@ from ._cli_common import (
     _path,
     _read_responses,
     add_reading_options,
+    interrupted,
+    noting_interrupts,
 )
 
 __all__ = ["main", "build_parser", "CliError"]
@@ -462,11 +464,14 @@ def main(argv=None) -> int:
 
     debug = os.environ.get("CBMM_DEBUG", "") not in ("", "0")
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), noting_interrupts():
             warnings.showwarning = _warning_printer()
             args = build_parser().parse_args(argv)
             handler = getattr(args, "func", None) or args.handler  # data commands set func
-            return handler(args) or 0
+            status = handler(args) or 0
+            if interrupted():  # a reader that reported it as a bad file: not the file's fault
+                raise KeyboardInterrupt
+            return status
     except FitFailedError as exc:  # a failed fit, as `cbmm fit` reports one
         if debug:
             raise
@@ -475,6 +480,9 @@ def main(argv=None) -> int:
     except (CliError, DataError, MethodUnavailableError, ValueError) as exc:
         if debug:
             raise
+        if interrupted():  # pandas' reader made a Ctrl-C a parse error
+            print("error: interrupted", file=sys.stderr)
+            return 130
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from .._cli_common import (CliError, _check_output_file, _distinct, _file_path, _Parser,
-                           add_reading_options)
+                           add_reading_options, interrupted)
 from .checks import SHA256_PATTERN
 from .matrix import DataError
 
@@ -40,6 +40,8 @@ def _guard(handler):
         try:
             return handler(args)
         except (CliError, DataError) as exc:
+            if interrupted():  # pandas' reader made a Ctrl-C a parse error
+                raise KeyboardInterrupt from None
             print(f"cbmm data: error: {exc}", file=sys.stderr)
             return 2
         except OSError as exc:  # e.g. an output folder that cannot be written

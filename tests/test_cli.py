@@ -230,7 +230,12 @@ BAD_ARGUMENTS = [
      "item(s) without an observed answer, which no fit takes; lower --missing-rate"),
     (SIM + ["--out", "s.npz"], "writes a CSV table; name the file .csv"),
     (SIM + ["--out", "s.csv", "--missing-rate", "0.5"],
-     "--missing-rate 0.5: --missing none draws no missing cell"),
+     "--missing-rate 0.5: --missing none draws no missing cell; choose --missing mcar, mar or "
+     "mnar"),
+    (SIM + ["--out", "s.csv", "--missing", "mar"],  # drew nothing missing, exit 0
+     "--missing mar needs --missing-rate above 0"),
+    (["validate", "--responses", "good.csv", "--out", "v.csv", "--se"],  # doubled the time
+     "unrecognized arguments: --se"),
     (FIT + ["--out", "o", "--option", "prior=none", "--option", "prior=normal"],
      "--option prior: given twice"),
     (FIT + ["--out", "o", "--sigma", "1", "--sigma", "2"],

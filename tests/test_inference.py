@@ -629,3 +629,13 @@ def test_coverage_check_warns_where_the_fit_cannot_reproduce_its_alike_models():
         warnings.filterwarnings("ignore", category=cbmm.DegenerateDataWarning)
         cbmm.coverage_check(answers, n_rep=2, degenerate="set_aside")
         cbmm.coverage_check(simulate(200, 80, seed=1).responses, n_rep=2)
+
+
+def test_a_bootstrap_larger_than_the_memory_is_refused_before_it_starts():
+    """10 million replicates of MATH-500's shape need 170 GiB: the worker died of it
+    ('exited with status 1', an internal error in the CLI)."""
+    y = simulate(20, 10, seed=0).responses
+    with pytest.raises(ValueError, match=r"n_boot=10000000000: the replicates' estimates "
+                                         r"\(10000000000 x \(20 \+ 2 x 10\) numbers, held "
+                                         r"twice\) take 5960.5 GiB, more than this machine's"):
+        cbmm.bootstrap(y, n_boot=10**10)

@@ -558,3 +558,12 @@ def test_a_column_that_is_no_item_is_named_as_such_before_its_values():
         cbmm.score(log, items)
     pd.testing.assert_frame_equal(cbmm.score(frame.drop(columns="rank"), items),
                                   cbmm.score(frame[["q1", "q0"]], items))
+
+
+def test_a_fits_record_for_its_items_names_the_folder_to_give(tmp_path):
+    """fit.json read as a CSV said 'line 2: 2 fields, expected 1 (as in the header)'."""
+    answers = simulate(30, 8, seed=3).responses
+    cbmm.fit(answers).save(tmp_path / "fit")
+    with pytest.raises(ValueError, match=f"fit.json: a fit's record, not its items; give the "
+                                         f"fit's folder {tmp_path / 'fit'}"):
+        cbmm.score(answers[:2], tmp_path / "fit" / "fit.json")

@@ -37,10 +37,12 @@ class _StoreOnce(argparse._StoreAction):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with its errors raised as :class:`CliError` (one line, no usage block)
-    and a single-value option given twice refused."""
+    """argparse, with its errors raised as :class:`CliError` (one line, no usage block),
+    a single-value option given twice refused, and no abbreviated options (``validate
+    --se`` was read as ``--seed``)."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self.register("action", None, _StoreOnce)
         self.register("action", "store", _StoreOnce)

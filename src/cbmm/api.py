@@ -1070,7 +1070,10 @@ def _worker(connection, task, failure, parent, name):
     _route_logging(sender)
     began = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
-        out = task()
+        try:
+            out = task()
+        except Exception as exc:  # named, not "exited with status 1" (a MemoryError, say)
+            out = failure(f"{type(exc).__name__}: {exc}", time.perf_counter() - began)
     sender.send(("warnings", _transferable_warnings(caught)))
     try:
         sender.send(("result", out))

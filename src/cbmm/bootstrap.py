@@ -7,6 +7,7 @@ itself, in one forked worker (:func:`cbmm.api.run_in_worker`).
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -188,6 +189,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
                              "of the full data)")
     data = as_responses(responses, coding=fit_kwargs.pop("coding", None),
                         layout=fit_kwargs.pop("layout", "auto"), storage="auto")
+    _check_memory(n_boot, *data.shape)
     full = fit(data, method, seed=seed, **fit_kwargs)
     spec = get_method(method)
     if data.storage == "sparse" and not spec.reads_sparse:
@@ -355,6 +357,21 @@ def _ranks(theta):
     import pandas as pd
 
     return pd.DataFrame(theta).rank(axis=1, ascending=False, method="average").to_numpy()
+
+
+def _check_memory(n_boot, n, j) -> None:
+    """Refuse ``n_boot`` replicates whose estimates would not fit in this machine's memory
+    (held twice: in the worker, and here once sent back); the worker died of it, as
+    "exited with status 1"."""
+    need = 2 * 8 * n_boot * (n + 2 * j)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # a platform that does not say
+        return
+    if need > memory:
+        raise ValueError(f"n_boot={n_boot}: the replicates' estimates ({n_boot} x ({n} + 2 x "
+                         f"{j}) numbers, held twice) take {need / 2**30:.1f} GiB, more than "
+                         f"this machine's {memory / 2**30:.1f} GiB of memory; use fewer")
 
 
 def _prob_better(theta):

@@ -211,7 +211,10 @@ def _simulate_command(args) -> int:
     _check_output_file(args.out, "--out", args.force, csv=True)
     if args.missing == "none" and args.missing_rate:
         raise CliError(f"--missing-rate {args.missing_rate:g}: --missing none draws no missing "
-                       "cell; choose --missing mcar or mnar")
+                       "cell; choose --missing mcar, mar or mnar")
+    if args.missing != "none" and not args.missing_rate:
+        raise CliError(f"--missing {args.missing} needs --missing-rate above 0 (the share of "
+                       "missing cells); without it nothing is missing")
     if args.truth is not None:
         if args.truth.suffix.lower() not in ("", ".npz"):
             raise CliError(f"--truth {args.truth}: this writes a NumPy .npz archive; name the "
@@ -380,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_method(validate)
     validate.add_argument("--out", required=True, type=_file_path, help="output CSV")
     validate.add_argument("--folds", type=_integer(2), default=5, help="folds (default 5)")
-    add_fit_settings(validate)
+    add_fit_settings(validate, without=("se",))  # held-out answers use the estimates alone
     validate.add_argument("--verbose", type=_integer(0), default=0, metavar="N",
                           help="log each fold's fit every N iterations and when it is done, "
                                "to stderr (default 0: off)")

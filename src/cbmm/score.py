@@ -258,6 +258,9 @@ def read_items(items):
             population = _fitted_population(meta["method"], meta["info"], folder / "fit.json")
         else:
             where = str(path)
+            if path.name == "fit.json" and path.is_file():  # read as a CSV: "2 fields"
+                raise ValueError(f"{where}: a fit's record, not its items; give the fit's "
+                                 f"folder {path.parent} (or its items.csv)")
             if not path.is_file():
                 raise ValueError(f"{where}: no such file (expected the items.csv written by "
                                  "FitResult.save, or its folder)")

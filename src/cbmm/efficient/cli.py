@@ -62,9 +62,6 @@ def _calibration(path: Path, sigma: float | None):
                            f"({where}); leave it out: a fit's folder carries its own")
         result = FitResult.load(path)
         return ItemBank.of(result), result  # as ItemBank.of(path), read once
-    if path.name == "fit.json" and path.is_file():
-        raise CliError(f"--items {path}: a fit's record, not its items; give the fit's folder "
-                       f"{path.parent} (or its items.csv)")
     _check_input_file(path / "items.csv" if path.is_dir() else path, "--items")
     bank = ItemBank.of(path)
     return (bank if sigma is None else dataclasses.replace(bank, sigma=sigma)), None

@@ -257,6 +257,19 @@ def test_naming_a_long_tables_columns_reads_it_as_long(tmp_path):
         read_responses(path, model_column="name")
     with pytest.raises(DataError, match=r"item_column='model'.*three different names"):
         read_responses(path, item_column="model")
+    # a wide table's option beside a long table's: one of them was ignored
+    for options, message in (
+            ({"layout": "wide", "model_column": "x"},
+             r"layout='wide' with model_column='x' \(--model-column"),
+            ({"layout": "long", "label_column": "model"},
+             r"layout='long' with label_column='model' \(--label-column"),
+            ({"label_column": "model", "item_column": "q"},
+             r"label_column='model' .* and item_column='q' .* contradict each other"),
+            ({"label_column": "model"},  # read as wide: 'duplicate model labels ... a long
+             r"label_column='model' \(--label-column\) reads a wide table, but the header "
+             r"has a long table's columns model, item, correct")):   # table?'
+        with pytest.raises(DataError, match=message):
+            read_responses(path, **options)
     renamed = _write(tmp_path / "r.csv", "name,question,ok\nm1,q1,1\nm2,q1,0\n")
     responses = read_responses(renamed, model_column="name", item_column="question",
                                correct_column="ok")

@@ -361,18 +361,38 @@ def _read(path, layout, label_column, model_column, item_column, correct_column)
     csv_file = suffix in (".csv", ".txt")
     long_names = {model_column: LONG_COLUMNS[0], item_column: LONG_COLUMNS[1],
                   correct_column: LONG_COLUMNS[2]}
+    # a long table's columns named other than the defaults say the table is long
+    renamed = [f"{key}={value!r}" for (key, value), default in zip(named.items(), LONG_COLUMNS)
+               if value != default]
+    _check_layout_options(path, layout, label_column, renamed)
     if layout == "auto":
         header = _header(path) if csv_file else _parquet_columns(path)
-        # a long table's columns named other than the defaults say the table is long
-        renamed = (model_column, item_column, correct_column) != LONG_COLUMNS
-        layout = ("long" if label_column is None and (renamed or set(long_names) <= set(header))
-                  else "wide")
+        if label_column in long_names and set(long_names) <= set(header):
+            raise DataError(f"{path}: label_column={label_column!r} (--label-column) reads a "
+                            f"wide table, but the header has a long table's columns "
+                            f"{', '.join(long_names)}; leave it out, or give layout='wide' "
+                            "(--layout wide) if the table is wide")
+        layout = "long" if label_column is None and (renamed or set(long_names) <= set(header)) \
+            else "wide"
     if layout == "long":
         reader = _read_long_csv if csv_file else _read_long_parquet
         return reader(path, long_names), layout
     if csv_file:
         return read_csv_matrix(path, label_column=label_column), layout
     return _read_wide_parquet(path, label_column), layout
+
+
+def _check_layout_options(path, layout, label_column, renamed) -> None:
+    """Refuse a wide table's option beside a long table's (either was ignored)."""
+    wide = f"label_column={label_column!r} (--label-column: a wide table's model labels)"
+    long = f"{', '.join(renamed)} (--model-column, --item-column, --correct-column: a long table's)"
+    if label_column is not None and renamed:
+        raise DataError(f"{path}: {wide} and {long} contradict each other; give the one for "
+                        "the table's layout")
+    if layout == "wide" and renamed:
+        raise DataError(f"{path}: layout='wide' with {long}; drop them, or read it as long")
+    if layout == "long" and label_column is not None:
+        raise DataError(f"{path}: layout='long' with {wide}; drop it, or read it as wide")
 
 
 def _parquet_columns(path: Path) -> list[str]:

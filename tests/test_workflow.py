@@ -1207,3 +1207,39 @@ def test_math500_items_that_cannot_be_fetched_stop_their_job_with_one_line(
     error = _failed_math500_job(tmp_path, "math500_items", {"items": "hub"})
     assert error.startswith("real.interpretability.math500.items 'hub': ")
     assert "set real.interpretability.math500.items to a local copy" in error
+
+
+def test_a_math500_matrix_whose_items_are_not_test_jsonl_lines_stops_with_one_line(tmp_path):
+    """A user's MATH-500 matrix whose items are named otherwise than by their line in
+    test.jsonl: the tables job and the efficiency job (balanced over subjects) died with
+    tracebacks, the latter after its whole selection study; each is one line naming the
+    key and the rule for the labels, and writes nothing."""
+    matrix = pd.read_csv(TEST_DATA / "math500" / "MATH_500.csv", index_col=0)
+    matrix.columns = [f"q{item}" for item in matrix.columns]
+    path = tmp_path / "renamed.csv"
+    matrix.to_csv(path)
+    config = overlay(tmp_path, "renamed", {
+        "datasets": {"MATH_500": {"source": "local", "options": {"path": str(path)}}},
+        "real": {**NO_REAL_DATA,
+                 "interpretability": {**NO_REAL_DATA["interpretability"],
+                                      "datasets": ["MATH_500"],
+                                      "math500": {"dataset": "MATH_500"}},
+                 "efficiency": {"datasets": ["MATH_500"]}}})
+    workdir = tmp_path / "run"
+    targets = ["results/tables/math500_items.csv", "results/tables/efficiency/MATH_500.csv"]
+    result = snakemake(workdir, "--cores", "2", "--keep-going", *targets,
+                       configfiles=(TEST_CONFIG, config))
+    assert result.returncode != 0
+    for log, start, end in (
+            ("math500_tables/math500_tables.log", "real.interpretability.math500 (",
+             f"has no item metadata for {matrix.shape[1]} of the matrix's {matrix.shape[1]} "
+             "items, e.g. ['q"),
+            ("efficiency/MATH_500.log", "real.efficiency.adaptive.content, dataset "
+             f"'MATH_500': {matrix.shape[1]} of its {matrix.shape[1]} items have no subject "
+             "in ", "its items must be labelled by their line in MATH-500's test.jsonl")):
+        text = (workdir / "logs" / log).read_text()
+        errors = [line.split(" ERROR ", 1)[1] for line in text.splitlines() if " ERROR " in line]
+        assert len(errors) == 1 and errors[0].startswith(start) and end in errors[0], text
+        assert "Traceback" not in text
+    assert "selection study" not in (workdir / "logs/efficiency/MATH_500.log").read_text()
+    assert not any((workdir / target).exists() for target in targets)

@@ -573,6 +573,17 @@ def test_the_efficiency_study_has_two_figures_per_dataset_drawn_from_its_tables(
     assert figures["item_audit_MATH_500"].spec["kwargs"] == {"title": "MATH-500"}
 
 
+def test_a_math500_dataset_outside_the_interpretability_datasets_stops_the_plan():
+    """Its fit is an interpretability fit: the plan had none, and Snakemake stopped with
+    an InputFunctionException (KeyError: RealFit(dataset='MATH_500', ...))."""
+    with pytest.raises(configuration.ConfigError) as caught:
+        test_plan({"real": {"interpretability": {"datasets": ["suite_a", "suite_b"]}}})
+    assert str(caught.value).splitlines() == [
+        "invalid configuration:",
+        "- real.interpretability.math500.dataset: 'MATH_500' must also be listed in "
+        "real.interpretability.datasets (its fit is the one the MATH-500 figures draw)"]
+
+
 @pytest.mark.parametrize("content,expected", [
     ({"real": {"efficiency": {"datasets": ["suite_a", "nowhere"]}}},
      "real.efficiency.datasets: dataset 'nowhere' is not in the registry"),

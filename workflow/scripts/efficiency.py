@@ -39,6 +39,18 @@ if measured != list(settings["k"]):
     log.warning("real.efficiency.k, dataset %r: k = %s skipped, not below its %d items",
                 snakemake.wildcards.dataset,
                 ", ".join(str(k) for k in settings["k"] if k not in measured), table.shape[1])
+contents = [None]
+if p.content is not None:  # the item table's labels are the matrix's columns
+    items = pd.read_csv(inp.item_table, dtype={"item": str}).set_index("item")
+    areas = items[p.content].reindex(table.columns.astype(str))
+    if areas.isna().any():  # checked before the study: it failed after the selection study
+        log.error("real.efficiency.adaptive.content, dataset %r: %d of its %d items have no "
+                  "%s in %s, e.g. %s; its items must be labelled by their line in MATH-500's "
+                  "test.jsonl (0-499), or set the key to null", snakemake.wildcards.dataset,
+                  int(areas.isna().sum()), len(areas), p.content, inp.item_table,
+                  list(areas.index[areas.isna()][:5]))
+        sys.exit(1)
+    contents.append(items[p.content])
 log.info("%s: %d splits of its %d models, %d held out in each", snakemake.wildcards.dataset,
          splits, len(table), study.held_out(len(table), settings["test_share"]))
 calibrated = study.calibrations(table, splits=splits,
@@ -59,10 +71,6 @@ log.info("selection study of %s (%d x %d), MAE on held-out models and (cv) cross
          summary.pivot(index="k", columns="strategy", values=["mae", "cv_mae"])
          .dropna(axis=1, how="all").round(4).to_string())
 write_csv(summary, out.selection, float_format="%.10g")
-contents = [None]
-if p.content is not None:  # the item table's labels are the matrix's columns
-    items = pd.read_csv(inp.item_table, dtype={"item": str}).set_index("item")
-    contents.append(items[p.content])
 tests = study.adaptive_study(table, calibrated, se_targets=adaptive["se_targets"],
                              max_exposures=adaptive["max_exposures"],
                              max_items=adaptive["max_items"], min_items=adaptive["min_items"],

@@ -10,6 +10,8 @@ Every matrix row and column must have its metadata; a gap stops the job naming i
 The fit is read through the store from the batch table that lists it (the job's input).
 """
 
+import sys
+
 import cbmm
 import pandas as pd
 from cbmm.data import read_matrix
@@ -19,11 +21,15 @@ from cbmm_workflow.jobs import start_log
 from cbmm_workflow.store import listed_fits, refuse_unplanned
 
 
-def require_all(keys, known, what, source):
+def require_all(keys, known, what, source, labels):
+    """One line in the log, naming the setting, where some of the matrix's ``labels``
+    (its models or items) have no metadata: a matrix of the user's own, say."""
     missing = [k for k in keys if k not in set(known)]
     if missing:
-        raise ValueError(f"{source}: no {what} for {len(missing)} of {len(keys)} entries of the "
-                         f"matrix, e.g. {missing[:5]}")
+        log.error("real.interpretability.math500 (%s): %s has no %s for %d of the matrix's "
+                  "%d %ss, e.g. %s; %s", inp.matrix, source, what, len(missing), len(keys),
+                  what.split()[0], missing[:5], labels)
+        sys.exit(1)
 
 
 log = start_log(snakemake.log[0], job="math500_tables")
@@ -38,7 +44,8 @@ row_labels = [str(v) for v in responses.row_labels]
 col_labels = [str(v) for v in responses.col_labels]
 
 models = pd.read_csv(inp.models, dtype={"row_label": str})
-require_all(row_labels, models["row_label"], "model metadata", inp.models)
+require_all(row_labels, models["row_label"], "model metadata", inp.models,
+            "its rows must be labelled as real.interpretability.math500.models' row_label")
 abilities = fit.theta.rename(index=str)
 table = models.set_index("row_label").loc[row_labels,
                                           ["model", "prompt", "params_b", "release_date", "tier"]]
@@ -49,7 +56,8 @@ table["status"] = fit.status
 write_csv(table.reset_index(drop=True), out.abilities)
 
 meta = pd.read_csv(inp.items_meta, dtype={"item": str})
-require_all(col_labels, meta["item"], "item metadata", inp.items_meta)
+require_all(col_labels, meta["item"], "item metadata", inp.items_meta,
+            "its items must be labelled by their line in MATH-500's test.jsonl (0-499)")
 items = meta.set_index("item").loc[col_labels, ["subject", "level"]]
 items.insert(0, "item", col_labels)
 items["a"] = fit.a.rename(index=str).loc[col_labels].to_numpy()

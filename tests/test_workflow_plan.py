@@ -868,6 +868,29 @@ def test_a_datasets_efficiency_study_depends_on_its_own_settings_only():
     assert test_plan({"real": {"efficiency": {"k": [5]}}}).efficiency_settings() != settings
 
 
+def reordered(mapping):
+    """``mapping`` with the keys of every mapping in it in reverse order."""
+    if isinstance(mapping, dict):
+        return {key: reordered(mapping[key]) for key in reversed(mapping)}
+    return mapping
+
+
+def test_settings_written_in_another_order_are_the_same_parameters():
+    """Snakemake compares a rule's parameters as written: the same dataset entry or
+    real.efficiency with its keys in another order, or an entry with a description, ran
+    the dataset's build and every job after it again."""
+    plan = test_plan()
+    config = merged(TEST_OVERLAY)
+    config["datasets"]["suite_a"] = reordered(config["datasets"]["suite_a"])
+    config["datasets"]["suite_a"]["description"] = "my suite"
+    config["real"]["efficiency"] = reordered(config["real"]["efficiency"])
+    other = Plan(configuration.load_config(config))
+    assert list(other.config["real"]["efficiency"]) != list(plan.config["real"]["efficiency"])
+    for name in ("suite_a", "MATH_500"):
+        assert json.dumps(other.dataset_entry(name)) == json.dumps(plan.dataset_entry(name))
+    assert json.dumps(other.efficiency_settings()) == json.dumps(plan.efficiency_settings())
+
+
 def test_the_end_of_a_run_names_the_job_logs_that_warn(tmp_path):
     """A job's warnings (here the efficiency study's skipped k, in the words of
     workflow/scripts/efficiency.py) reach the console at the end of the run: per rule the

@@ -279,13 +279,15 @@ class Plan:
         return dict(sorted(planned.items()))
 
     def dataset_entry(self, dataset: str) -> dict:
-        """The registry entry of ``dataset``, a local path made absolute (paths of the
-        config are relative to the repository)."""
-        entry = self.config["datasets"][dataset]
-        if entry["source"] != "local":
-            return entry
-        return {**entry, "options": {**entry["options"],
-                                     "path": str(paths.repo_path(entry["options"]["path"]))}}
+        """The registry entry of ``dataset`` as its build depends on it: a local path made
+        absolute (paths of the config are relative to the repository), without its
+        description (words for people), its keys in order (:func:`sorted_keys`)."""
+        entry = {key: value for key, value in self.config["datasets"][dataset].items()
+                 if key != "description"}
+        if entry["source"] == "local":
+            entry["options"] = {**entry["options"],
+                                "path": str(paths.repo_path(entry["options"]["path"]))}
+        return sorted_keys(entry)
 
     def local_files(self, dataset: str) -> list[str]:
         """A local dataset's file (an input, so that editing it rebuilds the matrix)."""
@@ -315,7 +317,7 @@ class Plan:
         settings.pop("datasets", None)
         settings["adaptive"] = {key: value for key, value in settings["adaptive"].items()
                                 if key != "content"}
-        return settings
+        return sorted_keys(settings)
 
     def content_balance(self, dataset: str) -> str | None:
         """The column of the MATH-500 item table over which ``dataset``'s adaptive tests
@@ -385,3 +387,13 @@ class Plan:
             outputs += paths.figure_files(f"item_audit_{dataset}")
         return outputs
 
+
+def sorted_keys(value):
+    """``value`` with the keys of every mapping in it in sorted order (lists keep theirs): a
+    rule's parameters compared by Snakemake as written, so that the same settings written in
+    another order ran a dataset's jobs again."""
+    if isinstance(value, dict):
+        return {key: sorted_keys(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(item) for item in value]
+    return value

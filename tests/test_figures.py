@@ -590,6 +590,15 @@ def test_rankflow_ties_are_wider_bars_and_panels_ordered_by_cv(tmp_path):
     assert sum(p.get_height() for p in left) == pytest.approx(len(shown))
 
 
+def test_a_rankflow_top_beyond_the_models_spans_the_colours_over_those_with_a_warning():
+    """top 1000 of 60 models: every bar the colour of ranks 1-60 of 1000, alike."""
+    table = rankings(60, 5)
+    with pytest.warns(UserWarning, match="top 1000 for mine is more than its 60 models"):
+        fig = plot_rankflow({"mine": table}, {"mine": 0.3}, top={"mine": 1000})
+    bar = next(ax for ax in fig.axes if ax.get_label() != "rankflow")  # the colour bar's
+    assert bar.get_xlim() == pytest.approx((1, 60))
+
+
 def test_rankflow_labels_keep_the_end_of_long_names():
     """Two prompts of one model differ at the end of their names: cut in the middle, the
     labels stay apart (cut at the end, both read 'Qwen_Qwen3_30B_A3B_Instruct_250...')."""

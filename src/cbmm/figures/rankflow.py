@@ -13,6 +13,7 @@ by increasing CV of ``a``, shown in each title.
 
 from __future__ import annotations
 
+import warnings
 from typing import Mapping
 
 import matplotlib.patheffects as patheffects
@@ -84,6 +85,12 @@ def plot_rankflow(rankings: Mapping, summary, out_paths=(), *, top: Mapping | No
                                    f"rankings/{d}" if isinstance(t, pd.DataFrame) else None)
               for d, t in rankings.items()}
     order = sorted(tables, key=lambda d: cv[d])
+    for dataset in order:  # a top beyond the models coloured every bar alike
+        if top[dataset] > len(tables[dataset]):
+            warnings.warn(f"rankflow: top {top[dataset]} for {dataset} is more than its "
+                          f"{len(tables[dataset])} models; its colours span those",
+                          stacklevel=2)
+            top[dataset] = len(tables[dataset])
 
     with paper_style():
         per_panel = 4.6 if names else 2.3  # the names need room on both sides

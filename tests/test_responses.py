@@ -569,3 +569,15 @@ def test_int8_input_in_the_signed_coding_is_used_without_a_copy():
     np.testing.assert_array_equal(coded.y, [[1, -1], [-1, 1]])
     np.testing.assert_array_equal(coded.accuracy(axis=1), [0.5, 0.5])
     np.testing.assert_array_equal(binary, [[1, 0], [0, 1]])
+
+
+def test_a_row_left_empty_by_signed_coding_says_what_signed_coding_does():
+    """0/1 answers read as signed: a model with only wrong answers has none observed, and
+    the error named the row alone."""
+    with pytest.warns(cbmm.CodingWarning):
+        with pytest.raises(cbmm.ResponseError, match=r"1 model row\(s\) with no observed "
+                           r"entry: 1; drop them before fitting; signed coding reads 0 as "
+                           r"missing: if the answers are 1/0, give coding='binary'"):
+            cbmm.as_responses(np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]]), coding="signed")
+    with pytest.raises(cbmm.ResponseError, match="drop them before fitting$"):
+        cbmm.as_responses(np.array([[1.0, 0.0], [np.nan, np.nan], [1.0, 1.0]]))

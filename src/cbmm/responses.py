@@ -895,7 +895,7 @@ def _from_triplets(rows, cols, values, row_labels, col_labels, n, j, coding, sou
         first = "; ".join(pair(r, c) for r, c in counts.cells(_DUP)[:3])
         raise ResponseError(f"{source}: {counts.count(_DUP)} duplicated cell(s), first: {first}; "
                             "each (model, item) pair may occur once")
-    _check_empty(counts, row_labels, col_labels, source)
+    _check_empty(counts, row_labels, col_labels, source, coding)
     return Responses(y=None, row_labels=row_labels, col_labels=col_labels, indptr=indptr,
                      indices=indices, values=coded, n_items=j, _cache={"counts": counts})
 
@@ -935,7 +935,7 @@ class _GridNamer:
 
 def _check_scan(counts, coding, source, value_at, namer):
     _check_values(counts, coding, source, value_at, namer)
-    _check_empty(counts, namer.row_labels, namer.col_labels, source)
+    _check_empty(counts, namer.row_labels, namer.col_labels, source, coding)
 
 
 def _check_values(counts, coding, source, value_at, describe):
@@ -967,7 +967,7 @@ def _check_values(counts, coding, source, value_at, describe):
             "say so)", CodingWarning)
 
 
-def _check_empty(counts, row_labels, col_labels, source):
+def _check_empty(counts, row_labels, col_labels, source, coding=None):
     for obs, labels, what in ((counts.row_obs, row_labels, "model row"),
                               (counts.col_obs, col_labels, "item column")):
         empty = np.flatnonzero(obs == 0)
@@ -975,5 +975,7 @@ def _check_empty(counts, row_labels, col_labels, source):
             shown = ", ".join(_show(labels[i]) if labels is not None else str(i)
                               for i in empty[:5])
             more = f" and {empty.size - 5} more" if empty.size > 5 else ""
+            signed = ("; signed coding reads 0 as missing: if the answers are 1/0, give "
+                      "coding='binary'" if coding == "signed" else "")
             raise ResponseError(f"{source}: {empty.size} {what}(s) with no observed entry: "
-                                f"{shown}{more}; drop them before fitting")
+                                f"{shown}{more}; drop them before fitting{signed}")

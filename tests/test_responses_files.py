@@ -226,3 +226,19 @@ def test_a_multiindex_table_is_refused_saying_what_to_do(tmp_path):
 def test_a_headerless_file_gets_a_hint(tmp_path):
     with pytest.raises(DataError, match="the first line looks like data, not a header"):
         load_local(_write(tmp_path / "h.csv", "m0,1,0,1\nm1,0,1,1\nm2,1,1,0\n"))
+
+
+def test_true_and_false_beside_1_and_0_read_alike_in_wide_and_long_tables(tmp_path):
+    """Arrow reads a long table's column of true, 1, FALSE and 0 as answers; a wide column
+    of the same was text for pandas, and refused ("value 'True'")."""
+    wide = _write(tmp_path / "w.csv", "model,i1,i2\nm1,True,1\nm2,1,false\nm3,0,FALSE\n")
+    long = _write(tmp_path / "l.csv", "model,item,correct\nm1,i1,True\nm2,i1,1\nm3,i1,0\n"
+                                      "m1,i2,1\nm2,i2,false\nm3,i2,FALSE\n")
+    expected = pd.DataFrame({"i1": [1.0, 1.0, 0.0], "i2": [1.0, 0.0, 0.0]},
+                            index=["m1", "m2", "m3"])
+    for path in (wide, long):
+        frame = read_responses(path).to_frame()
+        pd.testing.assert_frame_equal(frame.loc[expected.index, expected.columns], expected,
+                                      check_names=False)
+    with pytest.raises(DataError, match="value .yes. at line 2"):  # other words stay refused
+        read_responses(_write(tmp_path / "y.csv", "model,i1\nm1,yes\nm2,1\n"))

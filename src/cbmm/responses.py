@@ -587,9 +587,16 @@ def _as_float(column) -> np.ndarray:
     return _numeric(column if isinstance(column, pd.Series) else pd.Series(column, dtype=object))
 
 
+#: Words for an answer, as Arrow's CSV reader (the long tables') reads them: a wide column
+#: mixing them with 1 and 0 was refused where a long one was read.
+_ANSWER_WORDS = {"true": 1.0, "True": 1.0, "TRUE": 1.0, "false": 0.0, "False": 0.0,
+                 "FALSE": 0.0}
+
+
 def _numeric(series: pd.Series) -> np.ndarray:
-    """A Series of any dtype as float64: numbers and numeric strings as themselves, missing
-    values (None, NaN, NA, empty strings) as NaN, anything else as inf."""
+    """A Series of any dtype as float64: numbers and numeric strings as themselves, the words
+    true and false (:data:`_ANSWER_WORDS`) as 1 and 0, missing values (None, NaN, NA, empty
+    strings) as NaN, anything else as inf."""
     import pandas as pd
 
     if isinstance(series.dtype, pd.CategoricalDtype):
@@ -599,8 +606,10 @@ def _numeric(series: pd.Series) -> np.ndarray:
     failed = np.flatnonzero(numbers.isna().to_numpy() & series.notna().to_numpy())
     if failed.size:
         original = series.to_numpy(dtype=object)[failed]
+        words = [_ANSWER_WORDS.get(v.strip(), np.inf) if isinstance(v, str) else np.inf
+                 for v in original]
         blank = np.array([isinstance(v, str) and not v.strip() for v in original], dtype=bool)
-        out[failed[~blank]] = np.inf
+        out[failed[~blank]] = np.asarray(words)[~blank]
     return out
 
 

@@ -159,6 +159,7 @@ def workdir(tmp_path, table):
     (tmp_path / "afile").write_text("x")
     (tmp_path / "adir").mkdir()
     (tmp_path / "taken.csv").write_text("old")
+    (tmp_path / "allone.csv").write_text("model,q1,q2\nm1,1,1\nm2,1,\n")
     (tmp_path / "prev").mkdir()
     for name in ("abilities.csv", "items.csv", "fit.json"):
         (tmp_path / "prev" / name).write_text("old")
@@ -232,6 +233,8 @@ BAD_ARGUMENTS = [
     (SIM + ["--out", "s.csv", "--missing-rate", "0.5"],
      "--missing-rate 0.5: --missing none draws no missing cell; choose --missing mcar, mar or "
      "mnar"),
+    (["fit", "--responses", "allone.csv", "--out", "o"],  # said 'responses: every ...'
+     "allone.csv: every observed answer is correct: the answers cannot tell the models apart"),
     (SIM + ["--out", "s.csv", "--missing", "mar"],  # drew nothing missing, exit 0
      "--missing mar needs --missing-rate above 0"),
     (["validate", "--responses", "good.csv", "--out", "v.csv", "--se"],  # doubled the time

@@ -83,11 +83,17 @@ def _checked_method(args) -> dict:
 
 
 def _responses(args):
-    """``--responses`` read and validated (:func:`cbmm.as_responses`)."""
-    from .responses import as_responses
+    """``--responses`` read and validated (:func:`cbmm.as_responses`), refused as fit refuses
+    answers that cannot tell the models apart, but naming the file (fit's says
+    "responses")."""
+    from .responses import as_responses, no_information
 
-    return as_responses(_read_responses(args), coding=args.coding, layout=args.layout,
+    data = as_responses(_read_responses(args), coding=args.coding, layout=args.layout,
                         source=str(args.responses))
+    reason = no_information(data, args.coding)
+    if reason:
+        raise CliError(f"{args.responses}: {reason}")
+    return data
 
 
 def _save_folder(result, args) -> None:

@@ -42,7 +42,8 @@ def pair(tmp_path):
 def test_models_items_and_cells_side_by_side(pair):
     result = compare_matrices(*map(read_any_matrix, pair))
     assert result["models"] == {"both": 2, "only_rebuilt": ["c/new"], "only_release": ["b__gone"]}
-    assert result["items"] == {"both": 4, "only_rebuilt": ["ifeval_5"], "only_release": ["ifeval_4"]}
+    assert result["items"] == {"both": 4, "only_rebuilt": ["ifeval_5"], "only_release": ["ifeval_4"],
+                               "matched_by_position": False}
     # m1: 4 cells in both, ifeval_3 differs; m2: ifeval_0 and ifeval_3 in both, both agree
     assert result["cells"] == {
         "compared": 6,
@@ -66,7 +67,9 @@ def test_mmlu_pro_positions_match_the_rebuilt_ids(tmp_path):
         [[1, 1, 0]], index=["o/m"], columns=["mmlu_pro_0", "mmlu_pro_1", "mmlu_pro_3"], dtype=float
     )
     result = compare_matrices(rebuilt, release)
-    assert result["items"] == {"both": 2, "only_rebuilt": ["mmlu_pro_3"], "only_release": ["mmlu_pro_2"]}
+    # each side's own labels: the release's "2", not the "mmlu_pro_2" it was compared as
+    assert result["items"] == {"both": 2, "only_rebuilt": ["mmlu_pro_3"], "only_release": ["2"],
+                               "matched_by_position": True}
     assert result["cells"]["compared"] == 2 and result["cells"]["agree"] == 1
 
 

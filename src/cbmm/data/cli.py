@@ -144,6 +144,8 @@ def _compare(args) -> int:
         print(
             f"{what}: {counts['both']} in both, {len(counts['only_rebuilt'])} only in the "
             f"rebuild, {len(counts['only_release'])} only in the release"
+            + (" (one side's numbered items paired with the other's <prefix>_<number> by "
+               "number)" if counts.get("matched_by_position") else "")
         )
     agreement = "-" if cells["agreement"] is None else f"{100 * cells['agreement']:.2f} %"
     print(

@@ -78,7 +78,10 @@ def compare_matrices(rebuilt: pd.DataFrame, release: pd.DataFrame, *, lowest: in
     -------
     dict
         ``models`` and ``items``: ``both`` (count), ``only_rebuilt`` and
-        ``only_release`` (lists, each side's own labels); ``cells``:
+        ``only_release`` (lists, each side's own labels); ``items["matched_by_position"]``:
+        whether one side's items, named by number, were paired with the other's
+        ``<prefix>_<number>`` by that number (a release that names them by position);
+        ``cells``:
         ``compared`` (observed in both), ``agree``, ``agreement`` (fraction,
         ``None`` when nothing is compared), ``observed_only_rebuilt``,
         ``observed_only_release``; ``per_model``: ``min`` and ``median``
@@ -89,8 +92,16 @@ def compare_matrices(rebuilt: pd.DataFrame, release: pd.DataFrame, *, lowest: in
     labels = {_model_key(m): m for m in rebuilt.index}  # to report the rebuild's own labels
     rebuilt, rebuilt_duplicates = _unique(rebuilt.rename(index=_model_key))
     release, release_duplicates = _unique(release.rename(index=_model_key))
-    rebuilt = rebuilt.set_axis(_item_keys(rebuilt.columns, release.columns), axis=1)
-    release = release.set_axis(_item_keys(release.columns, rebuilt.columns), axis=1)
+    # each side's own item labels, to report them (a side named by position is renamed)
+    own_items = {}
+    for side, other in ((rebuilt, release), (release, rebuilt)):
+        keys = _item_keys(side.columns, other.columns)
+        own_items[id(side)] = dict(zip(keys, map(str, side.columns)))
+    by_position = own_items[id(rebuilt)] != {str(c): str(c) for c in rebuilt.columns} or \
+        own_items[id(release)] != {str(c): str(c) for c in release.columns}
+    rebuilt_items, release_items = own_items[id(rebuilt)], own_items[id(release)]
+    rebuilt = rebuilt.set_axis(list(rebuilt_items), axis=1)
+    release = release.set_axis(list(release_items), axis=1)
 
     models = rebuilt.index.intersection(release.index, sort=False)
     items = rebuilt.columns.intersection(release.columns, sort=False)
@@ -110,8 +121,11 @@ def compare_matrices(rebuilt: pd.DataFrame, release: pd.DataFrame, *, lowest: in
         },
         "items": {
             "both": len(items),
-            "only_rebuilt": list(rebuilt.columns.difference(release.columns, sort=False)),
-            "only_release": list(release.columns.difference(rebuilt.columns, sort=False)),
+            "only_rebuilt": [rebuilt_items[i] for i in
+                             rebuilt.columns.difference(release.columns, sort=False)],
+            "only_release": [release_items[i] for i in
+                             release.columns.difference(rebuilt.columns, sort=False)],
+            "matched_by_position": by_position,
         },
         "cells": {
             "compared": compared,

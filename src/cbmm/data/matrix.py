@@ -171,12 +171,14 @@ def read_matrix(path) -> pd.DataFrame:
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise DataError(f"{path}: not a readable Parquet file ({exc})") from exc
+        raise DataError(f"{path}: not a readable Parquet file ({exc}); a table of answers "
+                        f"(CSV or Parquet) becomes one with `cbmm data import`") from exc
     metadata = table.schema.metadata or {}
     if metadata.get(_FORMAT_KEY) != FORMAT.encode():
         raise DataError(
             f"{path}: not a cbmm response matrix (schema metadata {_FORMAT_KEY.decode()!r} is "
-            f"{metadata.get(_FORMAT_KEY)!r}, expected {FORMAT!r}); build it with `cbmm data build`"
+            f"{metadata.get(_FORMAT_KEY)!r}, expected {FORMAT!r}); a table of answers becomes "
+            "one with `cbmm data import` (a registry's dataset with `cbmm data build`)"
         )
     labels = table.column(LABEL_COLUMN).to_pylist()
     items = table.drop_columns([LABEL_COLUMN])

@@ -8,6 +8,7 @@ computed here independently (medians, speedups, NA cells, ranks).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -597,6 +598,18 @@ def test_a_rankflow_top_beyond_the_models_spans_the_colours_over_those_with_a_wa
         fig = plot_rankflow({"mine": table}, {"mine": 0.3}, top={"mine": 1000})
     bar = next(ax for ax in fig.axes if ax.get_label() != "rankflow")  # the colour bar's
     assert bar.get_xlim() == pytest.approx((1, 60))
+
+
+def test_a_rankflow_of_one_dataset_reads_its_cv_from_its_own_metrics(tmp_path):
+    """The workflow's per-dataset figure: its metrics_real row, not the summary of all."""
+    metrics = tmp_path / "mine.json"
+    metrics.write_text(json.dumps({"dataset": "mine", "cv_a": 0.4321, "n_models": 40}))
+    fig = plot_rankflow({"mine": rankings(40, 4)}, metrics, top={"mine": 10})
+    panel = next(ax for ax in fig.axes if ax.get_label() == "rankflow")
+    assert panel.get_title().endswith("CV($\\hat{a}$) = 0.43")
+    metrics.write_text(json.dumps({"dataset": "mine"}))
+    with pytest.raises(ValueError, match="mine.json: expected one dataset's metrics"):
+        plot_rankflow({"mine": rankings(40, 4)}, metrics, top={"mine": 10})
 
 
 def test_rankflow_labels_keep_the_end_of_long_names():

@@ -547,8 +547,9 @@ def test_the_interpretability_figures_show_the_configured_panels():
     assert figures["rankflow"].spec["kwargs"] == {"top": {"suite_a": 20, "suite_b": 20}}
     own = {f.name: f for f in render.dataset_rankflow_figures(plan)}["rankflow_suite_b"]
     assert own.name == "rankflow_suite_b" and own.subcategory == "suite_b"
+    # the dataset's own metrics, not the summary of all: a failed dataset stopped the others'
     assert own.spec["args"] == [{"suite_b": "results/tables/rankings/suite_b.csv"},
-                                "results/tables/discrimination_summary.csv"]
+                                "results/metrics/real/suite_b.json"]
     assert own.spec["kwargs"] == {"top": {"suite_b": 20}, "names": True}
 
 

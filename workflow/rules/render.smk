@@ -95,7 +95,7 @@ for rankflow in render.dataset_rankflow_figures(PLAN):
         name:
             f"render_{rankflow.name}"
         input:
-            paths.DISCRIMINATION_TABLE,
+            paths.REAL_METRICS.format(dataset=rankflow.subcategory),
             paths.RANKINGS.format(dataset=rankflow.subcategory),
         output:
             figure_outputs([rankflow]),

@@ -13,6 +13,7 @@ by increasing CV of ``a``, shown in each title.
 
 from __future__ import annotations
 
+import json
 import warnings
 from typing import Mapping
 
@@ -44,6 +45,13 @@ def shown_models(ranking: pd.DataFrame, top: int) -> pd.DataFrame:
 def _cv_lookup(summary) -> dict:
     if isinstance(summary, Mapping):
         return {str(k): float(v) for k, v in summary.items()}
+    if not isinstance(summary, pd.DataFrame) and str(summary).endswith(".json"):
+        with open(summary) as stream:  # one dataset's metrics (rule metrics_real's row)
+            row = json.load(stream)
+        if not isinstance(row, dict) or not {"dataset", "cv_a"} <= set(row):
+            raise ValueError(f"{summary}: expected one dataset's metrics, with keys dataset "
+                             "and cv_a")
+        return {str(row["dataset"]): float(row["cv_a"])}
     name = None if isinstance(summary, pd.DataFrame) else str(summary)
     table = read_result_table(summary, ("dataset", "cv_a"), name or "discrimination_summary")
     return dict(zip(table["dataset"].astype(str), table["cv_a"].astype(float)))
@@ -59,7 +67,8 @@ def plot_rankflow(rankings: Mapping, summary, out_paths=(), *, top: Mapping | No
         ``results/tables/rankings/<dataset>.csv`` per suite (columns ``model,
         accuracy, accuracy_rank, theta, theta_rank``).
     summary : DataFrame, path-like or mapping dataset -> float
-        ``discrimination_summary.csv`` (its ``cv_a`` column), or the CVs directly.
+        ``discrimination_summary.csv`` (its ``cv_a`` column), one dataset's metrics
+        (``results/metrics/real/<dataset>.json``), or the CVs directly.
     out_paths : sequence of path-like
         Files to write (``.pdf``/``.png``), atomically.
     top : mapping dataset -> int, optional

@@ -51,10 +51,11 @@ def math500_figures() -> list[Figure]:
                    {"figure": "item_difficulty", "args": [paths.MATH500_ITEMS_TABLE]})]
 
 
-def _rankflow(name, category, subcategory, top: dict, **options) -> Figure:
+def _rankflow(name, category, subcategory, top: dict, summary=paths.DISCRIMINATION_TABLE,
+              **options) -> Figure:
     rankings = {dataset: paths.RANKINGS.format(dataset=dataset) for dataset in top}
     return Figure(name, category, subcategory, {
-        "figure": "rankflow", "args": [rankings, paths.DISCRIMINATION_TABLE],
+        "figure": "rankflow", "args": [rankings, summary],
         "kwargs": {"top": top, **options},
         "caption_args": {"config_summary": {"top": top, **options}},
     })
@@ -71,10 +72,12 @@ def interpretability_figures(plan: Plan) -> list[Figure]:
 
 def dataset_rankflow_figures(plan: Plan) -> list[Figure]:
     """Each interpretability dataset's own rank flow, its models named (each a job of its
-    own, so that one dataset's figure cannot take another's down)."""
+    own, reading the dataset's own metrics, so that one dataset's figure cannot take
+    another's down, nor a change of one dataset draw the others' again)."""
     interpretability = plan.config["real"]["interpretability"]
     return [_rankflow(f"rankflow_{dataset}", "Rankings", dataset,
-                      {dataset: interpretability["rankflow_top"]}, names=True)
+                      {dataset: interpretability["rankflow_top"]},
+                      summary=paths.REAL_METRICS.format(dataset=dataset), names=True)
             for dataset in interpretability["datasets"]]
 
 

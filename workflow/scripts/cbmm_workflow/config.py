@@ -343,10 +343,6 @@ def _check_references(config) -> list[str]:
             problems.append(f"real.interpretability.rankflow: dataset {panel['dataset']!r} "
                             "must also be listed in real.interpretability.datasets (its "
                             "ranking is drawn)")
-    if math500 is not None and math500["dataset"] not in real["interpretability"]["datasets"]:
-        problems.append(f"real.interpretability.math500.dataset: {math500['dataset']!r} must "
-                        "also be listed in real.interpretability.datasets (its fit is the "
-                        "one the MATH-500 figures draw)")
     problems += [f"real.efficiency.strategies: {name!r} is not a strategy of "
                  f"cbmm.select_items ({', '.join(STRATEGIES)})"
                  for name in real["efficiency"]["strategies"] if name not in STRATEGIES]

@@ -1209,6 +1209,7 @@ def test_math500_items_that_cannot_be_fetched_stop_their_job_with_one_line(
     assert "set real.interpretability.math500.items to a local copy" in error
 
 
+@pytest.mark.slow  # a Snakemake run of 15 s: the default suite stays under its 15 minutes
 def test_a_math500_matrix_whose_items_are_not_test_jsonl_lines_stops_with_one_line(tmp_path):
     """A user's MATH-500 matrix whose items are named otherwise than by their line in
     test.jsonl: the tables job and the efficiency job (balanced over subjects) died with

@@ -592,13 +592,12 @@ def _correlation(x, y) -> float:
 
 
 def _rank_correlation(x, y) -> float:
-    """Spearman's rank correlation (no ties in continuous estimates); NaN if undefined."""
+    """Spearman's rank correlation, Pearson's of the ranks (no ties in continuous
+    estimates); NaN if undefined."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if not (np.isfinite(x).all() and np.isfinite(y).all()) or x.size < 2:
+    if not (np.isfinite(x).all() and np.isfinite(y).all()):
         return math.nan
-    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
-    with np.errstate(invalid="ignore"):
-        return float(np.corrcoef(rx, ry)[0, 1])
+    return _correlation(np.argsort(np.argsort(x)), np.argsort(np.argsort(y)))
 
 
 def _degenerate_message(n_items, n_models, degenerate, penalty, marginal=False,

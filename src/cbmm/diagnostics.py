@@ -158,7 +158,6 @@ def identified_core(responses):
         part = responses.take(rows, cols)
 
 
-
 def components(responses):
     """The groups of models and items that the observed answers link.
 
@@ -180,8 +179,8 @@ def components(responses):
         (then items); all 0 when the answers link everything.
     """
     n, j = responses.shape
-    if responses.fully_observed or responses.storage == "dense" and _links_all(responses.observed,
-                                                   responses._counts().row_obs):
+    if responses.fully_observed or (responses.storage == "dense" and _links_all(
+            responses.observed, responses._counts().row_obs)):
         return np.zeros(n, dtype=int), np.zeros(j, dtype=int)
     import scipy.sparse
     from scipy.sparse.csgraph import connected_components
@@ -200,17 +199,18 @@ def components(responses):
 def _links_all(observed, answered) -> bool:
     """Whether the answers link every model of a dense mask: a breadth-first search from
     the model with most answers, whole masks a step (a few passes over the matrix where
-    the 5 s of a general graph search are not worth it).  Every model and item has an
-    answer (:func:`cbmm.as_responses` refuses the others), so the items follow."""
-    models = np.zeros(observed.shape[0], dtype=bool)
-    models[int(np.argmax(answered))] = True
-    items = np.zeros(observed.shape[1], dtype=bool)
+    the 5 s of a general graph search are not worth it), each step reading only the rows
+    and columns reached in the step before.  Every model and item has an answer
+    (:func:`cbmm.as_responses` refuses the others), so the items follow."""
+    reached = np.zeros(observed.shape[0], dtype=bool)
+    reached[int(np.argmax(answered))] = True
+    models, items = reached.copy(), np.zeros(observed.shape[1], dtype=bool)
     while True:
-        new_items = observed[models].any(axis=0) & ~items
+        new_items = observed[reached].any(axis=0) & ~items
         if not new_items.any():
             return bool(models.all())
         items |= new_items
-        new_models = observed[:, new_items].any(axis=1) & ~models
-        if not new_models.any():
+        reached = observed[:, new_items].any(axis=1) & ~models
+        if not reached.any():
             return bool(models.all())
-        models |= new_models
+        models |= reached

@@ -92,14 +92,13 @@ def compare_matrices(rebuilt: pd.DataFrame, release: pd.DataFrame, *, lowest: in
     labels = {_model_key(m): m for m in rebuilt.index}  # to report the rebuild's own labels
     rebuilt, rebuilt_duplicates = _unique(rebuilt.rename(index=_model_key))
     release, release_duplicates = _unique(release.rename(index=_model_key))
-    # each side's own item labels, to report them (a side named by position is renamed)
-    own_items = {}
-    for side, other in ((rebuilt, release), (release, rebuilt)):
-        keys = _item_keys(side.columns, other.columns)
-        own_items[id(side)] = dict(zip(keys, map(str, side.columns)))
-    by_position = own_items[id(rebuilt)] != {str(c): str(c) for c in rebuilt.columns} or \
-        own_items[id(release)] != {str(c): str(c) for c in release.columns}
-    rebuilt_items, release_items = own_items[id(rebuilt)], own_items[id(release)]
+    # compared by these keys (a side named by position renamed), reported by its own labels
+    rebuilt_keys = _item_keys(rebuilt.columns, release.columns)
+    release_keys = _item_keys(release.columns, rebuilt_keys)
+    rebuilt_items = dict(zip(rebuilt_keys, map(str, rebuilt.columns)))
+    release_items = dict(zip(release_keys, map(str, release.columns)))
+    by_position = any(key != own for key, own in (*rebuilt_items.items(),
+                                                  *release_items.items()))
     rebuilt = rebuilt.set_axis(list(rebuilt_items), axis=1)
     release = release.set_axis(list(release_items), axis=1)
 

@@ -775,6 +775,17 @@ def test_reports_on_two_user_datasets_carry_only_what_applies_to_them(tmp_path):
     assert {p: p.read_bytes() for p in workdir.glob("results/figures/rankflow_mine_a.*")} \
         == kept
     assert (workdir / "results/figures/discrimination.png").is_file()
+    # the report: the plain one refuses to start without that figure, `finished` gives
+    # what the run did finish
+    refused = snakemake(workdir, "--report", str(workdir / "report.html"),
+                        configfiles=(TEST_CONFIG, mine))
+    assert refused.returncode != 0 and "rankflow_mine_b.png" in refused.stderr
+    partial = snakemake(workdir, "--report", str(workdir / "finished.html"), "finished",
+                        configfiles=(TEST_CONFIG, mine))
+    assert partial.returncode == 0, partial.stderr[-3000:]
+    html = (workdir / "finished.html").read_text()
+    assert "rankflow_mine_a.png" in html and "discrimination.png" in html
+    assert "rankflow_mine_b.png" not in html
 
 
 def test_a_study_declared_only_in_the_config_gets_its_table_and_figure(tmp_path):

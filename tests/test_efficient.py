@@ -1071,6 +1071,23 @@ def test_a_planned_series_shares_a_binding_cap_equally():
     assert sum(lengths) >= 195 and exposure.rates().max() <= 0.25
 
 
+def test_a_capped_series_shares_the_items_of_its_pool_not_the_whole_bank():
+    # 40 tests that may give only 20 of the bank's 80 items, each item in at most 25 % of
+    # them: 200 uses, 5 per test. Shared over the bank (80 items: 20 per test) the first
+    # 10 tests took them all and the other 30 gave no item.
+    items = true_bank(n_items=80)
+    pool = list(items.index[::4])
+    exposure = cbmm.ItemExposure(max_rate=0.25, planned_tests=40)
+    lengths = []
+    for model, theta in enumerate(np.linspace(-2, 2, 40)):
+        test = cbmm.adaptive_test(simulated_model(items, theta, seed=model).__getitem__,
+                                  items, pool=pool, se_target=1e-3, max_items=20,
+                                  exposure=exposure, seed=model)
+        assert set(test.items) <= set(pool)
+        lengths.append(len(test.items))
+    assert min(lengths) >= 4 and lengths.count(5) >= 30 and sum(lengths) >= 195
+
+
 def test_a_pool_limits_the_items_and_an_empty_pool_stops_the_test():
     items = true_bank()
     pool = list(items.index[:7])

@@ -232,8 +232,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         information (>= 0; 0: information from the first item).
     exposure : ItemExposure, optional
         Exposure control across tests (see :class:`ItemExposure`): this test gives only
-        items it allows, at most its :meth:`~ItemExposure.share` of them, and is counted
-        in it.
+        items it allows, at most its :meth:`~ItemExposure.share` of the ``pool``, and is
+        counted in it.
     content : mapping or pandas.Series, optional
         Each calibrated item's content area (label -> area; labels matched as text;
         labels of other items are ignored): balance the test over the areas in
@@ -283,9 +283,10 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         shares = np.bincount(areas) / len(bank)
         counts = np.zeros(shares.size)
     length, stop = max_items, "max_items"
-    if exposure is not None:
-        allowed, share = exposure._allowance(bank.given_labels)
-        free &= allowed
+    if exposure is not None:  # the share of the items this test may give (a file's answers)
+        pooled = np.flatnonzero(free)
+        allowed, share = exposure._allowance(bank.given_labels[pooled])
+        free[pooled[~allowed]] = False
         if share < max_items:
             length, stop = share, "exposure share"
     log_weights = bank.log_prior.copy()

@@ -295,7 +295,8 @@ def _adaptive_command(args) -> int:
               "held their accuracy at this multiple of the 2PL's width")
     exposure = None if args.max_exposure is None \
         else ItemExposure(args.max_exposure, len(labels))
-    tight = None if exposure is None else tight_exposure(exposure, bank.labels, args.min_items)
+    tight = None if exposure is None \
+        else tight_exposure(exposure, bank.labels[(answers != 0).any(axis=0)], args.min_items)
     if tight:  # before the tests: the first one shows it
         print(f"--max-exposure: {tight.replace('min_items', '--min-items')}")
     draws = np.random.default_rng(args.seed)  # one stream: each model's test draws anew

@@ -317,6 +317,10 @@ def test_a_bad_record_of_a_long_file_is_named_by_its_line(tmp_path):
     with pytest.raises(ValueError, match="model 'm1' answers item 'q0' more than once "
                                          "\\(again at line 6\\)"):
         cbmm.score(records.assign(correct=[1, 0, 1, 0, 1]), calibration)
+    # integer ids (a long table pandas read) are shown as written, not as np.int64(0)
+    numbered = pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 0.5]}, index=["0", "1"])
+    with pytest.raises(ValueError, match="model 'm1' answers item 0 more than once"):
+        cbmm.score(records.assign(correct=[1, 0, 1, 0, 1], item=[0, 1, 0, 1, 0]), numbered)
 
 
 def test_a_bad_cell_or_label_of_a_wide_file_is_named_by_its_line_as_fit_names_it(tmp_path):

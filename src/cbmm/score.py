@@ -494,8 +494,8 @@ def _long_to_wide(records, coding=None):
     duplicated = np.flatnonzero(records.duplicated(["model", "item"]).to_numpy())
     if duplicated.size:
         first = records.iloc[duplicated[0]]
-        raise ValueError(f"responses: model {first['model']!r} answers item "
-                         f"{first['item']!r} more than once (again at {where} "
+        raise ValueError(f"responses: model {_show(first['model'])} answers item "
+                         f"{_show(first['item'])} more than once (again at {where} "
                          f"{records.index[duplicated[0]]})")
     return records.pivot(index="model", columns="item", values="correct")
 

@@ -742,10 +742,16 @@ def test_selection_error_names_what_it_cannot_measure(simulated):
     with pytest.raises(ValueError, match="strategy='stratified' chooses the items again .* "
                                          "give refit"):
         cbmm.selection_error(result.items_frame(), calibration, [10])
-    # the documented defaults work where the fit records its settings
+    # the documented defaults work where the fit records its settings: the folds refitted,
+    # predictive's too (the CLI's curve was refitted, the library's was not)
     pd.testing.assert_frame_equal(cbmm.selection_error(result, calibration, [10], draws=1),
                                   cbmm.selection_error(result, calibration, [10], refit=True,
                                                        draws=1))
+    refitted = cbmm.selection_error(result, calibration, [10], "predictive", refit=True)
+    pd.testing.assert_frame_equal(
+        cbmm.selection_error(result, calibration, [10], "predictive"), refitted)
+    assert not cbmm.selection_error(result.items_frame(), calibration, [10],
+                                    "predictive").equals(refitted)
     with pytest.raises(ValueError, match="strategy must be one of"):
         cbmm.selection_error(result, calibration, [10], "best", refit=True)
     with pytest.raises(ValueError, match="draws must be an integer >= 1, got 0"):

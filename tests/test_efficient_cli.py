@@ -77,8 +77,10 @@ def test_select_for_a_target_error_keeps_the_fewest_items_the_cross_validation_a
     calibration = pd.read_csv(folder / "calibration.csv", index_col=0)
     ks = [k for k in TARGET_GRID if k < 60]
     assert ks == [5, 10, 15, 20, 25, 30, 40, 50]
-    for strategy in ("predictive", "stratified"):  # the folds refitted as the fit was
-        curve = cbmm.selection_error(fit, calibration, ks, strategy, refit=refit_like(fit))
+    for strategy in ("predictive", "stratified"):  # the library's default, the folds refitted
+        curve = cbmm.selection_error(fit, calibration, ks, strategy)
+        pd.testing.assert_frame_equal(curve, cbmm.selection_error(
+            fit, calibration, ks, strategy, refit=refit_like(fit)))
         # a target between the errors of 20 and 25 items (or of whichever k the curve
         # first falls below it at): the fewest items that meet it
         target = (curve.loc[20, "mae"] + curve.loc[25, "mae"]) / 2

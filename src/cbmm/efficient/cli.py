@@ -172,7 +172,6 @@ def _items_for_target(calibration, responses, refit, args) -> int:
 def _predict_command(args) -> int:
     from ..io import write_csv
     from .prediction import predict_accuracy
-    from .refit import refit_like
 
     _check_output_file(args.out, "--out", args.force, csv=True)
     _distinct(("--responses", args.responses), ("--items", args.items), ("--out", args.out),
@@ -182,20 +181,19 @@ def _predict_command(args) -> int:
         raise CliError("--selection says how the items were chosen on --reference's "
                        "answers: give --reference")
     calibration, fitted = _calibration(args.items, args.sigma)
-    refit = None
-    if args.selection not in (None, "predictive"):  # chosen on the fit: refitted per fold
-        if fitted is None:
-            raise CliError(f"--selection {args.selection} refits the calibration without "
-                           "each fold of --reference, as it was fitted: --items must be "
-                           f"the `cbmm fit` folder, not {args.items}")
-        refit = refit_like(fitted)
+    # chosen on the fit: refitted without each fold as the fit records (predict_accuracy's
+    # default, which refits predictive's folds too where there is a fit)
+    if args.selection not in (None, "predictive") and fitted is None:
+        raise CliError(f"--selection {args.selection} refits the calibration without "
+                       "each fold of --reference, as it was fitted: --items must be "
+                       f"the `cbmm fit` folder, not {args.items}")
     table = _read_responses(args)
     reference = None if args.reference is None else _read_responses(args, "--reference")
     with _files_named(args, "--responses", "--reference"):
         # the fit, where there is one: its models' labels tell a reference of its own
         predicted = predict_accuracy(table, calibration if fitted is None else fitted,
                                      reference=reference, selection=args.selection,
-                                     refit=refit, level=args.level, coding=args.coding,
+                                     level=args.level, coding=args.coding,
                                      layout=args.layout)
     _check_some_answered(args, int((predicted["n_items"] > 0).sum()))
     write_csv(predicted.reset_index(), args.out, float_format="%.17g")
@@ -397,8 +395,10 @@ def register(sub, add_input) -> None:
                           help="keep the fewest items whose predicted accuracy misses by at "
                                "most this on average (MAE), cross-validated on the "
                                "calibration models' answers, --responses (see "
-                               "cbmm.selection_error; --items the fit folder unless "
-                               "--strategy predictive); prints the error per number of items")
+                               "cbmm.selection_error: each fold predicted by the fit folder's "
+                               "calibration refitted without it; --items may be an items.csv "
+                               "with --strategy predictive, then not refitted); prints the "
+                               "error per number of items")
     select.add_argument("--ks", type=_integers,
                         help="with --target-mae: the numbers of items to try, comma-separated "
                              f"(default {', '.join(map(str, TARGET_GRID[:8]))}, ..., "
@@ -434,7 +434,8 @@ def register(sub, add_input) -> None:
     predict.add_argument("--selection", choices=STRATEGIES,
                          help="the `cbmm select --strategy` that chose the items, on "
                               "--reference's answers (predictive) or on their fit (the "
-                              "others, --items the fit folder: refitted without each fold): "
+                              "others, --items the fit folder); where --items is the fit "
+                              "folder, its calibration is refitted without each fold: "
                               "cross-validate the interval's width (kept where wider than "
                               "the jackknife's)")
     predict.set_defaults(handler=_predict_command)

@@ -145,8 +145,10 @@ def predict_accuracy(responses, result, *, reference=None, selection: str | None
         How ``result`` was fitted, for a ``selection`` that chooses on the fit (where
         ``reference`` is the calibration's own data): ``refit(data)`` of a models x items
         1 / 0 DataFrame returns the fit (e.g. ``lambda data: cbmm.fit(data)``); True, the
-        settings ``result`` (a FitResult or a saved fit) records; None, the same where
-        ``selection`` needs a refit and ``result`` records them (else an error).  Five
+        settings ``result`` (a FitResult or a saved fit) records; None, the same for any
+        ``selection`` where ``result`` records them; where it does not, ``"predictive"``
+        predicts each fold by the calibration itself, fitted with it, and the others are
+        an error.  Five
         refits; those of the recorded settings start from the calibration (one warm start,
         :class:`~cbmm.efficient.refit.QuietFit`), a ninth of a cold refit's time on
         2,211 x 12,032.
@@ -216,12 +218,14 @@ def _warn_in_sample(known_labels, bank, level) -> None:
 
 def _fold_refit(result, refit, strategy, name):
     """``refit`` as a function (True: :func:`~cbmm.efficient.refit.refit_like` of
-    ``result``), where ``strategy`` (the argument ``name``) chooses on the fit and so needs
-    the calibration refitted without each fold, None as True, or an error naming it where
-    ``result`` records no settings (a table, an items.csv)."""
+    ``result``).  None: the same for any ``strategy`` (the argument ``name``) where
+    ``result`` records its settings (a FitResult, a saved fit), each fold then predicted by
+    a calibration that did not see it; where it records none (a table, an items.csv),
+    ``"predictive"`` (chosen on the answers) goes without, and a strategy that chooses on
+    the fit, which needs the refits, is an error naming it."""
     needed = strategy not in (None, "predictive")
-    if refit is True or (refit is None and needed and (isinstance(result, FitResult)
-                                                       or is_saved_fit(result))):
+    if refit is True or (refit is None and strategy is not None
+                         and (isinstance(result, FitResult) or is_saved_fit(result))):
         refit = refit_like(result)
     elif refit is not None and not callable(refit):
         raise ValueError(f"refit must be a function of the data returning the fit, or "
@@ -287,11 +291,11 @@ def selection_error(result, reference, ks=(10, 25, 50, 100, 200), strategy="stra
     refit : callable or True, optional
         As for :func:`predict_accuracy`: each fold is then chosen on and predicted by the
         calibration refitted without it (five refits, made once for all ``ks``); None
-        refits by the settings ``result`` records for every strategy but
-        ``"predictive"``, which needs none (an error where a table records none), and
-        without one predicts the folds by
-        the calibration itself, fitted with them (on MATH-500 0.0001-0.0016 below the
-        curve with refits at 25-200 items).
+        refits by the settings ``result`` records (as ``cbmm select --target-mae``
+        does).  Where a table records none, ``"predictive"``, which chooses on the
+        answers, predicts the folds by the calibration itself, fitted with them (on
+        MATH-500 0.0001-0.0016 below the curve with refits at 25-200 items), and the
+        other strategies are an error.
     until : float, optional
         Stop at the first k (ascending) whose MAE is at most this: the rows up to it.
         ``predictive``'s folds then choose items up to :data:`SELECTION_STAGES` in turn.

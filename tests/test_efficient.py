@@ -446,6 +446,20 @@ def test_predictive_selection_learns_nothing_from_which_items_a_model_did_not_an
     assert "q0" not in again
 
 
+def test_predictive_selection_over_fewer_models_than_a_reference_needs_warns():
+    rng = np.random.default_rng(6)
+    items = bank_table(np.ones(30), np.zeros(30))
+    table = pd.DataFrame((rng.random((19, 30)) < 0.5).astype(float),
+                         columns=[f"q{j}" for j in range(30)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cbmm.select_items(items, 5, "predictive", responses=table)  # 19: enough for 0.95
+    table.iloc[5:, :] = np.nan  # 5 models answered any item
+    with pytest.warns(UserWarning, match="5 model\\(s\\) answered a calibrated item; .* at "
+                                         "least 19 .*\\(strategy 'stratified'\\)"):
+        cbmm.select_items(items, 5, "predictive", responses=table)
+
+
 def test_predictive_items_see_a_second_skill_and_their_width_is_cross_validated():
     # two skills (correlation 0.3): 40 items of the first, 20 of the second. Items chosen
     # on the 1,000 calibration models' answers predict the accuracy of held-out models

@@ -128,6 +128,7 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     if strategy == "predictive":
         answers, _ = aligned_answers(responses, bank, coding=coding, layout=layout)
         chosen = list(itertools.islice(forward_selection(answers), k))
+        _warn_few_models(int(np.count_nonzero((answers != 0).any(axis=1))))
         varying = int(_differing(answers).sum())
         if k > varying:
             warn(f"k={k}: the responses' answers differ between models on "
@@ -196,6 +197,20 @@ def _anchor(bank, k, rng):
     rest = np.setdiff1d(np.arange(len(curves)), chosen)
     fill = rest[np.argsort(-distance[rest], kind="stable")[:k - len(chosen)]]
     return order[np.concatenate([chosen, fill]).astype(int)]
+
+
+def _warn_few_models(models: int) -> None:
+    """Warn where fewer models chose the ``predictive`` items than a 0.95 interval of
+    their accuracy needs as a reference (19): a regression over so few is no basis."""
+    from .prediction import reference_models_needed
+
+    needed = reference_models_needed(0.95)
+    if models < needed:
+        warn(f"responses: {models} model(s) answered a calibrated item; the predictive "
+             "strategy chooses the items by a regression of their accuracy over them, and "
+             f"predicting with them as the reference needs at least {needed} for a 0.95 "
+             "interval: with fewer, choose the items by the fit (strategy 'stratified')",
+             UserWarning)
 
 
 def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):

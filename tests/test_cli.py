@@ -77,8 +77,7 @@ def test_bad_value_is_one_line_error_and_no_output(tmp_path, table):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert "bad.csv" in lines[0] and "line 5 ('org/model-3')" in lines[0]
-    assert "column 5 ('item5')" in lines[0]
+    assert "bad.csv" in lines[0] and "line 5 (model 'org/model-3', item 'item5')" in lines[0]
     assert not (tmp_path / "out").exists()
 
 
@@ -89,7 +88,7 @@ def test_non_numeric_cell_and_missing_file(tmp_path, table):
     bad.to_csv(path)
     done = run("fit", "--responses", path, "--out", tmp_path / "out")
     assert done.returncode == 2
-    assert "value 'yes' at line 4 ('org/model-2'), column 1 ('item1')" in done.stderr
+    assert "value 'yes' at line 4 (model 'org/model-2', item 'item1')" in done.stderr
     done = run("fit", "--responses", tmp_path / "nope.csv", "--out", tmp_path / "out")
     assert done.returncode == 2 and "no such file" in done.stderr
     assert not (tmp_path / "out").exists()

@@ -120,7 +120,7 @@ def test_ragged_row_names_the_line(tmp_path):
 def test_bad_value_names_file_line_and_column(tmp_path):
     path = _write(tmp_path / "r.csv", ",a,b\nm1,1,0\nm2,0,2\n")
     with pytest.raises(
-        DataError, match=r"r.csv: value 2(\.0)? at line 3 \('m2'\), column 1 \('b'\)"
+        DataError, match=r"r.csv: value 2(\.0)? at line 3 \(model 'm2', item 'b'\)"
     ):
         load_local(path)
     # a quoted line break: lines and records part, so the record is named by its row

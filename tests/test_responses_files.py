@@ -123,7 +123,7 @@ def test_wide_files_duplicate_labels_and_other_errors(tmp_path):
     with pytest.raises(DataError, match="a directory; expected a CSV or Parquet file"):
         load_local(tmp_path)
     with pytest.raises(DataError, match=r"s.csv: ambiguous coding: .*-1 \(1 cell\(s\), first at "
-                                        r"line 3 \('m1'\), column 1 \('b'\)\)"):
+                                        r"line 3 \(model 'm1', item 'b'\)\)"):
         load_local(_write(tmp_path / "s.csv", ",a,b\nm0,1,0\nm1,0,-1\n"))
     with pytest.raises(DataError, match="layout must be"):
         read_table(tmp_path / "s.csv", layout="tall")

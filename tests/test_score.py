@@ -329,7 +329,7 @@ def test_a_bad_cell_or_label_of_a_wide_file_is_named_by_its_line_as_fit_names_it
     calibration = pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 0.5]}, index=["q0", "q1"])
     (tmp_path / "wide.csv").write_text("model,q0,q1\nm0,1,0\nm1,2,1\nm2,0,0\n")
     # the header is line 1: m1's row is line 3 (score said row 1, fit line 3)
-    with pytest.raises(ValueError, match=r"value 2 at line 3 \('m1'\), column 0 \('q0'\)"):
+    with pytest.raises(ValueError, match=r"value 2 at line 3 \(model 'm1', item 'q0'\)"):
         cbmm.score(read_table(tmp_path / "wide.csv"), calibration)
     (tmp_path / "twice.csv").write_text("model,q0,q1\nm0,1,0\nm1,0,1\nm0,0,0\n")
     with pytest.raises(ValueError, match=r"duplicate model labels: 'm0' \(lines 2, 4\)"):

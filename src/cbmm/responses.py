@@ -919,8 +919,10 @@ def _show(value) -> str:
 
 
 class _GridNamer:
-    """Names cells of a wide matrix: ``row 3 ('m3'), column 5 ('i5')``, or ``line 5 ('m3'),
-    column 5 ('i5')`` where the file's line of row 0 is known (``first_line``)."""
+    """Names cells of a wide matrix: ``row 3 ('m3'), column 5 ('i5')``, or ``line 5 (model
+    'm3', item 'i5')`` where the file's line of row 0 is known (``first_line``: a file's
+    column is named by its item, as a long file's records are; its number would not count
+    the labels' column)."""
 
     def __init__(self, row_labels, col_labels, first_line=None):
         self.row_labels, self.col_labels = row_labels, col_labels
@@ -938,7 +940,8 @@ class _GridNamer:
 
     def __call__(self, r, c):
         if self.first_line:
-            return f"line {r + self.first_line} ({_show(self.row_labels[r])}), column {self.col(c)}"
+            return (f"line {r + self.first_line} (model {_show(self.row_labels[r])}, item "
+                    f"{_show(self.col_labels[c])})")
         return f"row {self.row(r)}, column {self.col(c)}"
 
 

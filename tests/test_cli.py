@@ -67,6 +67,13 @@ def test_bootstrap_writes_the_librarys_intervals_at_the_level_and_resampling_ask
         np.testing.assert_allclose(items[f"{name}_lower"], frame["lower"], rtol=1e-12)
         np.testing.assert_allclose(items[f"{name}_upper"], frame["upper"], rtol=1e-12)
 
+    # the full data's fit by the paper's procedure (--start and --n-starts were refused)
+    done = run("bootstrap", "--responses", tmp_path / "good.csv", "--out", tmp_path / "paper",
+               "--n-boot", 3, "--start", "random", "--n-starts", 1, "--tol", 1e-4)
+    assert done.returncode == 0, done.stderr
+    fit = json.loads((tmp_path / "paper" / "bootstrap.json").read_text())["fit"]
+    assert (fit["info"]["start"], fit["info"]["n_starts"], fit["tol"]) == ("random", 1, 1e-4)
+
 
 def test_bad_value_is_one_line_error_and_no_output(tmp_path, table):
     bad = table.copy()

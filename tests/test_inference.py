@@ -260,8 +260,10 @@ def test_bootstrap_replicates_are_reproducible_and_resample_models(tmp_path):
                                        "rank_lower", "rank_upper"]
     with pytest.raises(ValueError, match="n_boot"):
         cbmm.bootstrap(draw.responses, n_boot=1)
-    with pytest.raises(ValueError, match="sets 'start' itself"):
-        cbmm.bootstrap(draw.responses, start="random")
+    # the full data's fit takes any fit's settings, its starts too (they were refused)
+    paper = quiet(cbmm.bootstrap, draw.responses, n_boot=2, **cbmm.paper_settings("cbmm"))
+    assert paper.fit.info["start"] == "random" and paper.fit.info["n_starts"] == 1
+    assert paper.fit.tol == cbmm.paper_settings("cbmm")["tol"]
     with_se = quiet(cbmm.bootstrap, draw.responses, n_boot=2, se=True)
     assert with_se.fit.has_se
 

@@ -160,6 +160,7 @@ def test_a_hang_stops_at_the_time_limit(data, toy):
         result = cbmm.fit(data, name, timeout_s=1.5)
     wall = time.perf_counter() - began
     assert result.status == "failed: timeout after 1.5 s"
+    assert result.info["status_reason"] == "timeout after 1.5 s"  # as every status's
     assert 1.5 <= result.runtime_s < 1.5 + 5
     assert wall < 1.5 + 10
 

@@ -256,6 +256,12 @@ def test_answers_in_groups_that_share_none_are_disconnected():
     # a calibration whose items no answer linked: scoring on it says so
     with pytest.warns(cbmm.DegenerateDataWarning, match="status is disconnected"):
         cbmm.score(np.tile([1.0, 0.0], (1, 50)), result)
+    # a status that says more (here max_iter) keeps it, its reason and warning naming
+    # the groups too (they were silent)
+    with pytest.warns(cbmm.ConvergenceWarning, match="stopped at max_iter=3 .*; and the observed "
+                                                "answers fall into 2 groups"):
+        stopped = cbmm.fit(y, max_iter=3, n_starts=1)
+    assert stopped.status == "max_iter" and len(stopped.info["components"]) == 2
     # one model that answered items of both halves links them
     linked = y.copy()
     linked[0, 50:] = 1.0

@@ -388,12 +388,18 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
             result.status = _judged_status(result, core, penalty, len(starts))
         elif result.status == "converged":  # its own status; compared starts can say more
             result.status = _multimodal(result.info, len(starts)) or result.status
-        disconnected = _disconnected(result.info, core, spec)
-        if disconnected and result.status in ("converged", "multimodal"):
-            result.status, result.info["status_reason"] = "disconnected", disconnected
         if result.status == "max_iter":  # every method's, as the other statuses' reasons
             result.info["status_reason"] = (f"stopped at max_iter={result.max_iter} before "
                                             "its stopping rule was met")
+        if result.failed:  # the reason every status has, as its warning gives it
+            result.info["status_reason"] = result.status.removeprefix("failed: ")
+        disconnected = _disconnected(result.info, core, spec)
+        if disconnected and result.status in ("converged", "multimodal"):
+            result.status, result.info["status_reason"] = "disconnected", disconnected
+        elif disconnected and not result.failed:  # a status that says more keeps it: and
+            reason = result.info.get("status_reason")
+            result.info["status_reason"] = f"{reason}; and {disconnected}" if reason \
+                else disconnected
         if se and not result.failed:
             _add_standard_errors(result, core, penalty, spec, options)
             if "se_problem" in result.info:

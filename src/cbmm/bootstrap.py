@@ -154,7 +154,9 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         not a dead caller), under ``timeout_s`` (None: no limit).
     **fit_kwargs
         Passed to :func:`cbmm.fit` (``sigma``, ``tol``, method options...; ``se=True``
-        gives the fit of the full data its standard errors too).
+        gives the fit of the full data its standard errors too; ``start`` and
+        ``n_starts`` are that fit's, e.g. ``**cbmm.paper_settings("cbmm")``: the
+        replicates start from it).
 
     Returns
     -------
@@ -183,10 +185,6 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
         raise ValueError("bootstrap: timeout_s must be None (no limit) or a finite number of "
                          "seconds > 0, got 'auto'")
     timeout_s = check_timeout(timeout_s, isolate)
-    for name in ("start", "n_starts", "isolate"):
-        if name in fit_kwargs:
-            raise ValueError(f"bootstrap sets {name!r} itself (replicates start from the fit "
-                             "of the full data)")
     data = as_responses(responses, coding=fit_kwargs.pop("coding", None),
                         layout=fit_kwargs.pop("layout", "auto"), storage="auto")
     _check_memory(n_boot, *data.shape)

@@ -146,8 +146,7 @@ def _bootstrap_command(args) -> int:
     _check_output_folder(args.out, BootstrapResult.OUTPUT_FILES, "--out", args.force,
                          foreign=_other_files(BootstrapResult.OUTPUT_FILES))
     _not_overwritten(args, BootstrapResult.OUTPUT_FILES)
-    settings = {k: v for k, v in fit_settings(args).items()
-                if k not in ("start", "n_starts", "se", "seed")}
+    settings = {k: v for k, v in fit_settings(args).items() if k not in ("se", "seed")}
     settings["verbose"] = args.verbose
     result = cbmm.bootstrap(_responses(args), n_boot=args.n_boot, resample=args.resample,
                             level=args.level, seed=args.seed, method=args.method,
@@ -368,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "item parameters")
     boot.add_argument("--level", type=_number(0.0, 1.0), default=0.95,
                       help="interval coverage (default 0.95)")
-    add_fit_settings(boot, without=("start", "n_starts", "se"))
+    add_fit_settings(boot, without=("se",))  # --start, --n-starts: the full data's fit
     boot.add_argument("--verbose", type=_integer(0), default=0, metavar="N",
                       help="log the fit's progress every N iterations and the replicates' "
                            "after every tenth of them, to stderr (default 0: off)")

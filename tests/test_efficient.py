@@ -1665,6 +1665,12 @@ def test_the_audit_flags_unanswerable_and_out_of_range_items():
     assert audit.loc["q4", "reason"] == "" and not audit.loc["q4", list(cbmm.efficient.FLAGS)].any()
     assert list(audit.loc["q5", list(cbmm.efficient.FLAGS)]) == [True, False, False, False]
     assert audit.loc["q5", "reason"] == "every model that answered it (60) answered it wrongly"
+    # answers to some of the items only: the others are judged by nothing, and it says so
+    with pytest.warns(UserWarning, match="responses: 2 of the 6 calibrated items have no "
+                                         "answer in them"):
+        part = cbmm.item_audit(items, answers.drop(columns=["q1", "q4"]))
+    assert part.loc[["q1", "q4"], "not_identified"].all()
+    assert part.loc["q1", "reason"] == "no model of the responses answered it"
     # one model (a file of one new model, say) makes every item unidentified: refused
     with pytest.raises(ValueError, match="^responses: one model answered the calibrated items; "
                                          "the audit compares models"):

@@ -306,12 +306,19 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
              "no_information": negligible & ~negative & ~not_identified,
              "negative_discrimination": negative, "out_of_range": out_of_range}
     table = pd.DataFrame({"a": np.where(set_aside, np.nan, bank.a),  # as the fit gives them
-                          "b": np.where(set_aside, np.sign(bank.b) * np.inf, bank.b),
+                          "b": np.where(set_aside, np.copysign(np.inf, bank.b), bank.b),
                           "difficulty": difficulty,
                           "n_models": n_models, "share_correct": share,
                           "information": information, "slope_z": slope_z, **flags,
                           "key_checked": key_checked},
                          index=pd.Index(bank.given_labels, name="item"))
+    unanswered = int((n_models == 0).sum())
+    if unanswered:  # e.g. answers to a subset of the items: the audit sees only those
+        warn(f"responses: {unanswered} of the {len(bank)} calibrated items have no answer "
+             "in them; the audit judges an item by the answers given, and flags those "
+             "not_identified ('no model of the responses answered it'), whatever the "
+             "fit made of them",
+             UserWarning)
     agreement = _agreement(answers, posterior, bank)
     table["ability_rank_correlation"] = agreement.observed
     table["implied_rank_correlation"] = agreement.implied
@@ -582,7 +589,7 @@ def _reason(row, abilities, agreement: AbilityAgreement, dependence: WrongWayDep
         reasons.append("the calibration fit set it aside: every model it kept answered it "
                        + ("correctly" if row.b > 0 else "wrongly") + " (no estimate of a or b)")
     elif row.not_identified:
-        reasons.append("no model answered it" if row.n_models == 0 else
+        reasons.append("no model of the responses answered it" if row.n_models == 0 else
                        f"every model that answered it ({row.n_models}) answered it "
                        + ("correctly" if row.share_correct == 1 else "wrongly"))
     if row.negative_discrimination:

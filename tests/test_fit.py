@@ -305,6 +305,13 @@ def test_raw_parameters_undo_the_canonical_form():
     np.testing.assert_allclose(np.outer(theta, a) + b, result.scores(), rtol=1e-10, atol=1e-10)
     for mine, theirs in zip(cbmm.canonicalize(theta, a, b), (result.theta, result.a, result.b)):
         np.testing.assert_allclose(mine, theirs, rtol=1e-12, atol=1e-12)
+    # labelled parameters keep their labels (they came back as bare arrays)
+    labelled = (pd.Series(theta, index=[f"m{i}" for i in range(40)], name="theta"),
+                pd.Series(a, index=[f"q{j}" for j in range(15)]), b)
+    for mine, given in zip(cbmm.canonicalize(*labelled), labelled):
+        assert type(mine) is type(given)
+    assert list(cbmm.canonicalize(*labelled)[0].index) == list(labelled[0].index)
+    assert cbmm.canonicalize(*labelled)[0].name == "theta"
     stripped = dataclasses.replace(result, info={})
     with pytest.raises(ValueError, match="records no raw scale"):
         stripped.raw_parameters()

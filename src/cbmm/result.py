@@ -7,6 +7,7 @@ import io
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -40,17 +41,22 @@ def canonicalize(theta, a, b):
     theta is standardised to mean 0 and standard deviation 1 over models
     (population sd, ``ddof=0``); ``a <- a * sd`` and ``b <- b + a * mean``
     compensate, so ``X = theta a^T + 1 b^T`` is unchanged.  A constant theta
-    (sd = 0) is only centred.
+    (sd = 0) is only centred.  pandas Series come back as Series with their labels,
+    arrays as arrays.
     """
-    theta = np.asarray(theta, dtype=float)
-    a = np.asarray(a, dtype=float)
-    b = np.asarray(b, dtype=float)
+    pd = sys.modules.get("pandas")  # not imported for it: no Series without it
+    given = (theta, a, b)
+    theta, a, b = (np.asarray(values, dtype=float) for values in given)
     mean = theta.mean()
     sd = theta.std()
     b = b + a * mean
     if sd > 0 and np.isfinite(sd):
-        return (theta - mean) / sd, a * sd, b
-    return theta - mean, a, b
+        theta, a = (theta - mean) / sd, a * sd
+    else:
+        theta = theta - mean
+    return tuple(pd.Series(values, index=original.index, name=original.name)
+                 if pd is not None and isinstance(original, pd.Series) else values
+                 for values, original in zip((theta, a, b), given))
 
 
 @dataclass

@@ -296,3 +296,14 @@ def test_degenerate_labels_match_loaded_index(tmp_path):
     assert fit.degenerate_items == [0] and fit.degenerate_models == [105]
     assert loaded.degenerate_items == ["0"] and loaded.degenerate_models == ["105"]
     assert "0" in loaded.a.index and "105" in loaded.theta.index
+    # an array's fit has no labels: it loads as arrays, its lists as positions (it loaded
+    # with the labels '0', '1', ..., which a position does not index)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bare = cbmm.fit(y)
+    bare.save(tmp_path / "bare")
+    again = cbmm.FitResult.load(tmp_path / "bare")
+    assert isinstance(again.theta, np.ndarray) and isinstance(again.a, np.ndarray)
+    np.testing.assert_array_equal(again.theta, bare.theta)
+    assert again.degenerate_items == bare.degenerate_items == [0]
+    assert again.degenerate_models == bare.degenerate_models == [5]

@@ -272,6 +272,8 @@ class FitResult:
             "init_scale": float(self.init_scale),
             "n_models": int(np.size(self.theta)),
             "n_items": int(np.size(self.a)),
+            # without labels (arrays) the tables number the rows, and load gives arrays back
+            "labelled": hasattr(self.theta, "index") and hasattr(self.a, "index"),
             "degenerate_items": [_json_label(v) for v in self.degenerate_items],
             "degenerate_models": [_json_label(v) for v in self.degenerate_models],
             "loss_history": [_json_float(v) for v in self.loss_history],
@@ -357,7 +359,8 @@ class FitResult:
         two tables, and :meth:`load` (and :func:`cbmm.score`) refuse a folder whose
         tables do not match it, so a folder holding parts of two saves, or an interrupted
         save, is never read as a result (:func:`cbmm.io.write_with_manifest`).  Labels are
-        written as text and read back as the same text.
+        written as text and read back as the same text; a fit without labels (of an
+        array) is read back as arrays.
 
         Parameters
         ----------
@@ -389,15 +392,19 @@ class FitResult:
         import pandas as pd
 
         meta, abilities, items = read_result_folder(out_dir)
-        theta = pd.Series(abilities["theta"].to_numpy(), index=abilities["model"], name="theta")
-        a = pd.Series(items["a"].to_numpy(), index=items["item"], name="a")
-        b = pd.Series(items["b"].to_numpy(), index=items["item"], name="b")
+        labelled = meta.get("labelled", True)  # folders of 0.2.0 record none: labelled
+
+        def column(table, name, label):
+            values = table[name].to_numpy()
+            return pd.Series(values, index=table[label], name=name) if labelled else values
+
+        theta, a, b = (column(abilities, "theta", "model"), column(items, "a", "item"),
+                       column(items, "b", "item"))
         errors = {}
         if "theta_se" in abilities.columns:
-            errors["theta_se"] = pd.Series(abilities["theta_se"].to_numpy(),
-                                           index=abilities["model"], name="theta_se")
+            errors["theta_se"] = column(abilities, "theta_se", "model")
             for name in ("a_se", "b_se"):
-                errors[name] = pd.Series(items[name].to_numpy(), index=items["item"], name=name)
+                errors[name] = column(items, name, "item")
         return cls(
             theta=theta, a=a, b=b,
             loss=_from_json_float(meta["loss"]),
@@ -405,9 +412,11 @@ class FitResult:
             n_iter=meta["n_iter"], status=meta["status"], runtime_s=meta["runtime_s"],
             method=meta["method"], sigma=meta["sigma"], tol=meta["tol"],
             max_iter=meta["max_iter"], seed=meta["seed"], init_scale=meta["init_scale"],
-            # labels are read back as text (the tables'), and so are these lists of them
-            degenerate_items=[str(v) for v in meta["degenerate_items"]],
-            degenerate_models=[str(v) for v in meta["degenerate_models"]],
+            # labels are read back as text (the tables'), and so are these lists of them;
+            # without labels they are positions
+            degenerate_items=[str(v) if labelled else int(v) for v in meta["degenerate_items"]],
+            degenerate_models=[str(v) if labelled else int(v)
+                               for v in meta["degenerate_models"]],
             info=meta["info"], **errors,
         )
 

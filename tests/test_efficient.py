@@ -596,7 +596,10 @@ def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
     _, table, result = simulated
     calibration, held = table.iloc[:800], table.iloc[800:810]
     chosen = cbmm.select_items(result, 12, "predictive", responses=calibration)
-    predicted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
+    # a table of the items records no settings to refit: each fold is predicted by the fit
+    # itself (a FitResult's folds are refitted, as with refit=True: below)
+    items = result.items_frame()
+    predicted = cbmm.predict_accuracy(held[chosen], items, reference=calibration,
                                       selection="predictive")
     # by hand: each fold predicted from 12 items chosen on the others' answers
     crossed, jackknife = check_cross_validated_width(
@@ -605,7 +608,12 @@ def test_the_cross_validated_width_is_the_folds_error_quantile(simulated):
     assert (crossed > jackknife).all()  # the predictive items' in-sample errors are small
     # the reference's rows in another order: the same folds, the same intervals
     pd.testing.assert_frame_equal(predicted, cbmm.predict_accuracy(
-        held[chosen], result, reference=calibration.iloc[::-1], selection="predictive"))
+        held[chosen], items, reference=calibration.iloc[::-1], selection="predictive"))
+    refitted = cbmm.predict_accuracy(held[chosen], result, reference=calibration,
+                                     selection="predictive")
+    pd.testing.assert_frame_equal(refitted, cbmm.predict_accuracy(
+        held[chosen], result, reference=calibration, selection="predictive", refit=True))
+    assert not refitted.equals(predicted)
 
 
 def test_items_chosen_on_the_fit_get_their_width_cross_validated_on_refits(simulated):

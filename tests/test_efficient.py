@@ -1099,13 +1099,15 @@ def test_a_planned_series_shares_a_binding_cap_equally():
     assert sum(lengths) >= 195 and exposure.rates().max() <= 0.25
 
 
-def test_a_capped_series_shares_the_items_of_its_pool_not_the_whole_bank():
+def test_a_capped_series_shares_the_items_it_draws_from_not_the_whole_bank():
     # 40 tests that may give only 20 of the bank's 80 items, each item in at most 25 % of
     # them: 200 uses, 5 per test. Shared over the bank (80 items: 20 per test) the first
     # 10 tests took them all and the other 30 gave no item.
     items = true_bank(n_items=80)
     pool = list(items.index[::4])
-    exposure = cbmm.ItemExposure(max_rate=0.25, planned_tests=40)
+    with pytest.raises(ValueError, match="items must be a list of item labels"):
+        cbmm.ItemExposure(0.25, 40, items="q0")
+    exposure = cbmm.ItemExposure(max_rate=0.25, planned_tests=40, items=pool)
     lengths = []
     for model, theta in enumerate(np.linspace(-2, 2, 40)):
         test = cbmm.adaptive_test(simulated_model(items, theta, seed=model).__getitem__,

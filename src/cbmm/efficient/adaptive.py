@@ -146,14 +146,23 @@ class ItemExposure:
         Largest share of the tests that may give an item, in (0, 1].
     planned_tests : int
         Tests planned (>= 1).
+    items : list of labels, optional
+        The items the planned tests draw from, where that is not the whole bank (e.g.
+        the 100 anchor items a file of answers holds, of a 500-item calibration): each
+        test's share is of theirs.  Default: each test's bank.  Shared over the bank, 10
+        tests of such a file under a 10 % cap would take 50 items each, and the other 30
+        none.
     """
 
-    def __init__(self, max_rate: float = 0.1, planned_tests: int = 1):
+    def __init__(self, max_rate: float = 0.1, planned_tests: int = 1, items=None):
         if isinstance(max_rate, bool) or not isinstance(max_rate, numbers.Real) \
                 or not (math.isfinite(max_rate) and 0 < max_rate <= 1):
             raise ValueError(f"max_rate must be a number in (0, 1], got {max_rate!r}")
         self.max_rate = float(max_rate)
         self.planned_tests = check_integer("planned_tests", planned_tests, minimum=1)
+        if isinstance(items, str):  # its characters are no items
+            raise ValueError(f"items must be a list of item labels, got the text {items!r}")
+        self.items = None if items is None else [str(label) for label in items]
         self.tests = 0
         self.uses: dict = {}
 
@@ -232,8 +241,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         information (>= 0; 0: information from the first item).
     exposure : ItemExposure, optional
         Exposure control across tests (see :class:`ItemExposure`): this test gives only
-        items it allows, at most its :meth:`~ItemExposure.share` of the ``pool``, and is
-        counted in it.
+        items it allows, at most its :meth:`~ItemExposure.share` (of the exposure's
+        ``items``, default the bank), and is counted in it.
     content : mapping or pandas.Series, optional
         Each calibrated item's content area (label -> area; labels matched as text;
         labels of other items are ignored): balance the test over the areas in
@@ -283,10 +292,11 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         shares = np.bincount(areas) / len(bank)
         counts = np.zeros(shares.size)
     length, stop = max_items, "max_items"
-    if exposure is not None:  # the share of the items this test may give (a file's answers)
-        pooled = np.flatnonzero(free)
-        allowed, share = exposure._allowance(bank.given_labels[pooled])
-        free[pooled[~allowed]] = False
+    if exposure is not None:
+        allowed, share = exposure._allowance(bank.given_labels)
+        if exposure.items is not None:  # the series' items, not the whole bank
+            share = exposure.share(exposure.items)
+        free &= allowed
         if share < max_items:
             length, stop = share, "exposure share"
     log_weights = bank.log_prior.copy()

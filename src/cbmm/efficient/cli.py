@@ -291,10 +291,10 @@ def _adaptive_command(args) -> int:
         print(f"interval scale {scale:.3f}: the 95% intervals of --reference's models' own "
               "tests, replayed against the calibration refitted without each fifth of them, "
               "held their accuracy at this multiple of the 2PL's width")
+    held = bank.labels[(answers != 0).any(axis=0)]  # the tests' items: the file's
     exposure = None if args.max_exposure is None \
-        else ItemExposure(args.max_exposure, len(labels))
-    tight = None if exposure is None \
-        else tight_exposure(exposure, bank.labels[(answers != 0).any(axis=0)], args.min_items)
+        else ItemExposure(args.max_exposure, len(labels), items=held)
+    tight = None if exposure is None else tight_exposure(exposure, held, args.min_items)
     if tight:  # before the tests: the first one shows it
         print(f"--max-exposure: {tight.replace('min_items', '--min-items')}")
     draws = np.random.default_rng(args.seed)  # one stream: each model's test draws anew

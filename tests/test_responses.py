@@ -391,6 +391,20 @@ def test_a_bad_cell_is_reported_against_its_own_column(column):
         cbmm.as_responses(frame)
 
 
+def test_labels_read_as_the_first_item_are_named_as_such():
+    # pd.read_csv without index_col: the labels became a column 'Unnamed: 0'
+    frame = pd.DataFrame({"Unnamed: 0": ["m0", "m1", "m2"], **{f"i{k}": [1, 0, 1]
+                                                              for k in range(5)}})
+    with pytest.raises(ResponseError, match="its first column 'Unnamed: 0' holds text: the "
+                                            "models' labels\\? make it the index"):
+        cbmm.as_responses(frame)
+    # text in another column too: no such guess
+    frame["i3"] = ["x", "y", "z"]
+    with pytest.raises(ResponseError) as raised:
+        cbmm.as_responses(frame)
+    assert "holds text" not in str(raised.value)
+
+
 def test_duplicate_labels_are_refused_with_their_positions():
     with pytest.raises(ResponseError, match=r"duplicate item ids: 'q' \(columns 0, 2\)"):
         cbmm.as_responses(pd.DataFrame(np.eye(3), columns=["q", "r", "q"]))

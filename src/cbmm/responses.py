@@ -624,6 +624,12 @@ def _from_frame(frame, coding, source):
         if j <= 3 and (not frame.index.is_unique or any(
                 _holds_text(frame.iloc[:, k]) for k in range(j))):
             raise ResponseError(f"{exc}; {_LONG_HINT}") from None
+        # the labels read as the first item (pd.read_csv without index_col)
+        if j > 1 and _holds_text(frame.iloc[:, 0]) and not any(
+                _holds_text(frame.iloc[:, k]) for k in range(1, min(j, 20))):
+            raise ResponseError(f"{exc}; its first column {_show(frame.columns[0])} holds text: "
+                                "the models' labels? make it the index (DataFrame."
+                                "set_index, or pd.read_csv(..., index_col=0))") from None
         raise
 
 

@@ -42,7 +42,7 @@ import cbmm.simulate
 from cbmm.data import read_matrix
 from cbmm.efficient import item_list
 from cbmm.efficient.audit import key_check_summary
-from cbmm.efficient.study import calibrations, model_splits, summarise_adaptive
+from cbmm.efficient.study import calibrations, held_out, model_splits, summarise_adaptive
 from cbmm.fidelity import load_published
 from cbmm.figures import plot_runtime
 from cbmm.metrics import SIMULATION_METRICS
@@ -1042,6 +1042,19 @@ def test_an_efficiency_study_its_dataset_cannot_split_stops_its_job_with_one_lin
                               "calibrate on; at least 2 are needed")
     assert "Traceback" not in log
     assert not (workdir / "results/efficiency").exists() and not (workdir / target).exists()
+    # 2 calibration models split, but tinyBenchmarks' estimators need 3 (a traceback from
+    # their refit on one model before)
+    share = next(s / 100 for s in range(1, 100)
+                 if models - held_out(models, s / 100) == 2)
+    config = overlay(tmp_path, "two", {"real": {
+        **NO_REAL_DATA, "efficiency": {"datasets": ["suite_a"], "test_share": share}}})
+    result = snakemake(workdir, "--cores", "1", target, configfiles=(TEST_CONFIG, config))
+    assert result.returncode != 0
+    log = (workdir / "logs/efficiency/suite_a.log").read_text()
+    errors = [line for line in log.splitlines() if " ERROR " in line]
+    assert len(errors) == 1 and "Traceback" not in log, log
+    assert "real.efficiency.tinybenchmarks, dataset 'suite_a': its " in errors[0]
+    assert "leave 2 to calibrate on" in errors[0] and "need at least 3" in errors[0]
 
 
 def test_an_efficiency_study_with_no_k_below_the_items_stops_its_job_with_one_line(tmp_path):

@@ -4,7 +4,8 @@ and their summary; also balanced over a column of the item table, where the rule
 given one), by cbmm.efficient.study.
 
 Splits the dataset's models cannot make (``real.efficiency.test_share`` that leaves
-fewer than 2 calibration models), and numbers of items ``real.efficiency.k`` none of
+fewer than 2 calibration models, or fewer than tinyBenchmarks' 3 where
+``real.efficiency.tinybenchmarks`` is on), and numbers of items ``real.efficiency.k`` none of
 which is below the dataset's, end the job with one line in its log naming the key and
 the dataset; the other jobs go on (the profile's keep-going).  A k not below them is
 skipped with a warning."""
@@ -15,6 +16,7 @@ import pandas as pd
 
 from cbmm.data import read_matrix
 from cbmm.efficient import study
+from cbmm.efficient.tinybenchmarks import MIN_CALIBRATION_MODELS
 from cbmm.io import write_csv
 from cbmm_workflow.jobs import start_log
 
@@ -28,6 +30,13 @@ try:  # splits this dataset's models cannot make: one line, not a traceback from
     study.model_splits(len(table), splits, settings["test_share"], settings["seed"])
 except ValueError as exc:
     log.error("real.efficiency, dataset %r: %s", snakemake.wildcards.dataset, exc)
+    sys.exit(1)
+calibrating = len(table) - study.held_out(len(table), settings["test_share"])
+if settings["tinybenchmarks"] and calibrating < MIN_CALIBRATION_MODELS:
+    log.error("real.efficiency.tinybenchmarks, dataset %r: its %d models leave %d to calibrate "
+              "on (test_share %g); tinyBenchmarks' estimators need at least %d: set the key "
+              "to false, or give the dataset more models", snakemake.wildcards.dataset,
+              len(table), calibrating, settings["test_share"], MIN_CALIBRATION_MODELS)
     sys.exit(1)
 measured = study.measurable_ks(settings["k"], table.shape[1])
 if not measured:  # an empty table and figure would say nothing of why

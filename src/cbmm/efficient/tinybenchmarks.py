@@ -31,7 +31,7 @@ from .bank import ItemBank
 from .refit import quiet_fit, refitted_bank
 
 __all__ = ["anchor_points", "tinybenchmarks_estimates", "tinybenchmarks_predictions",
-           "CLUSTERINGS", "LAMBDAS"]
+           "CLUSTERINGS", "LAMBDAS", "MIN_CALIBRATION_MODELS"]
 
 #: The features k-means clusters the items by.
 CLUSTERINGS = ("correctness", "irt")
@@ -41,6 +41,8 @@ LAMBDAS = np.linspace(0.0, 1.0, 101)
 _MLE_GRID = np.linspace(-6.0, 6.0, 1201)
 #: Share of the calibration models on which the clustering and lambda are chosen.
 _VALIDATION_SHARE = 0.2
+#: Calibration models the estimators need: one to validate on, and two to refit.
+MIN_CALIBRATION_MODELS = 3
 
 
 def anchor_points(values: np.ndarray, bank: ItemBank, k: int, clustering: str, seed):
@@ -203,6 +205,10 @@ def tinybenchmarks_predictions(values: np.ndarray, calibration, held, bank: Item
         ``lambda`` of least error on the validation fifth; and ``gp-IRT``: the clustering
         and ``lambda`` of least error there.
     """
+    if len(calibration) < MIN_CALIBRATION_MODELS:
+        raise ValueError(f"tinyBenchmarks' estimators choose their clustering and lambda on a "
+                         f"fifth of the calibration models and refit on the rest: at least "
+                         f"{MIN_CALIBRATION_MODELS} are needed, got {len(calibration)}")
     order = np.random.default_rng([seed, 0x7b]).permutation(calibration)
     cut = max(1, int(len(order) * _VALIDATION_SHARE))
     validation, training = order[:cut], order[cut:]

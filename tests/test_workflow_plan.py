@@ -264,7 +264,13 @@ def test_missing_software_stops_with_how_to_fix_it(unregister):
     with pytest.raises(configuration.ConfigError) as caught:
         configuration.check_software(config)
     assert "pip install frobnicate" in str(caught.value)
-    assert "remove the method from the `methods:` list" in str(caught.value)
+    assert "or remove frob from `methods:` in your config" in str(caught.value)
+    # a method only cross-validated is named under the key that lists it
+    config = configuration.load_config(merged(TEST_OVERLAY, {"real": {"validation": {
+        "datasets": ["suite_a"], "methods": ["cbmm", "frob"]}}}))
+    with pytest.raises(configuration.ConfigError) as caught:
+        configuration.check_software(config)
+    assert "or remove frob from `real.validation.methods:` in your config" in str(caught.value)
     configuration.check_software(configuration.load_config(merged(TEST_OVERLAY)))
 
 

@@ -394,7 +394,20 @@ def check_software(config) -> None:
     try:
         cbmm.check_methods(used_methods(config))
     except cbmm.MethodUnavailableError as exc:
+        missing = []
+        for name in used_methods(config):
+            try:
+                cbmm.check_methods([name])
+            except cbmm.MethodUnavailableError:
+                missing.append(name)
+        # the lists that name them (a method validated alone is not in `methods:`)
+        keys = [key for key, names in (("methods", config["methods"]),
+                                        ("real.validation.methods",
+                                         config["real"]["validation"]["methods"]))
+                if set(missing) & set(names)]
+        where = " and ".join(f"`{key}:`" for key in keys) or "`methods:`"
         raise ConfigError(
-            f"{exc}\nInstall the missing software as shown, or remove the method from the "
-            "`methods:` list of your config (e.g. --config 'methods=[cbmm,lbfgsb]')."
+            f"{exc}\nInstall the missing software as shown, or remove "
+            f"{', '.join(missing)} from {where} in your config (e.g. --config "
+            "'methods=[cbmm,lbfgsb]')."
         ) from None

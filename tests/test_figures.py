@@ -624,6 +624,18 @@ def test_rankflow_labels_keep_the_end_of_long_names():
     assert _short("org/short") == "short"
 
 
+def test_rankflow_names_models_whose_short_names_coincide_apart():
+    """orgX/Big Model and orgY/Big Model were both shown as "Big Model", and two long names
+    cut in the middle alike shared their label."""
+    from cbmm.figures.rankflow import _names
+
+    long = [f"lab/{'a' * 20}{middle}{'z' * 20}" for middle in "mn"]
+    shown = _names(["orgX/Big Model", "orgY/Big Model", "orgX/Small", *long])
+    assert shown["orgX/Big Model"] == "orgX/Big Model" and shown["orgX/Small"] == "Small"
+    assert [shown[name][-4:] for name in long] == [" [1]", " [2]"]
+    assert len(set(shown.values())) == len(shown)
+
+
 def test_rankflow_names_the_models_of_a_users_suite(tmp_path):
     table = rankings(40, 4)
     fig = plot_rankflow({"mine": table}, {"mine": 0.3}, out(tmp_path, "rankflow_mine"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections import Counter
 from typing import Mapping
 
 import matplotlib.patheffects as patheffects
@@ -135,6 +136,7 @@ def _slots(shown: pd.DataFrame, primary: str, secondary: str) -> pd.Series:
 def _draw_panel(ax, shown, norm, labels, names=False):
     cmap = plt.get_cmap(_CMAP)
     n = len(shown)
+    named = _names(shown["model"])
     left = _slots(shown, "accuracy_rank", "theta_rank")
     right = _slots(shown, "theta_rank", "accuracy_rank")
     by_model = shown.set_index("model")
@@ -155,14 +157,14 @@ def _draw_panel(ax, shown, norm, labels, names=False):
                                    gid=f"{column}:{rank}"))
         for model in labels:
             if model in slots.index:
-                ax.text(x0 + _BAR_WIDTH / 2, slots[model] + 0.5, model.split("/")[-1],
+                ax.text(x0 + _BAR_WIDTH / 2, slots[model] + 0.5, named[model],
                         ha="center", va="center", fontsize=5, color="white",
                         path_effects=[patheffects.withStroke(linewidth=1.2, foreground="black")])
     if names:
         size = max(3.0, min(6.0, 180.0 / n))
         for slots, x, align in ((left, -0.03, "right"), (right, 1.03, "left")):
             for model, slot in slots.items():
-                ax.text(x, slot + 0.5, _short(model), ha=align, va="center", fontsize=size,
+                ax.text(x, slot + 0.5, named[model], ha=align, va="center", fontsize=size,
                         gid=f"name:{model}")
     ax.set_xlim(-0.9 if names else -0.02, 1.9 if names else 1.02)
     ax.set_ylim(n, 0)  # rank 1 at the top
@@ -176,15 +178,35 @@ def _draw_panel(ax, shown, norm, labels, names=False):
     ax.set_label("rankflow")
 
 
-def _short(model: str, most: int = 32) -> str:
-    """A model's name as shown: without its organisation, at most ``most`` characters, cut
-    in the middle (its end tells variants apart: MATH-500's ``..._zero_shot`` and
-    ``..._one_shot`` prompts of one model)."""
-    name = str(model).split("/")[-1]
+def _short(model: str, most: int = 32, organisation: bool = False) -> str:
+    """A model's name as shown: without its organisation (unless ``organisation``), at
+    most ``most`` characters, cut in the middle (its end tells variants apart: MATH-500's
+    ``..._zero_shot`` and ``..._one_shot`` prompts of one model)."""
+    name = str(model) if organisation else str(model).split("/")[-1]
     if len(name) <= most:
         return name
     tail = (most - 1) // 2
     return name[:most - 1 - tail] + "\N{HORIZONTAL ELLIPSIS}" + name[-tail:]
+
+
+def _names(models, most: int = 32) -> dict:
+    """Each model's shown name (:func:`_short`), distinct: names two models share get
+    their organisation back, and any still shared a number (``orgX/Big Model`` and
+    ``orgY/Big Model`` were both "Big Model")."""
+    shown = {model: _short(model, most) for model in models}
+    for model in _twins(shown):
+        shown[model] = _short(model, most, organisation=True)
+    numbered = Counter()
+    for model in _twins(shown):
+        numbered[shown[model]] += 1
+        shown[model] = f"{shown[model]} [{numbered[shown[model]]}]"
+    return shown
+
+
+def _twins(shown: dict) -> list:
+    """The models whose shown name another model has too."""
+    counts = Counter(shown.values())
+    return [model for model, name in shown.items() if counts[name] > 1]
 
 
 def caption(config_summary: dict | None = None) -> str:

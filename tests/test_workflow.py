@@ -145,6 +145,15 @@ def test_a_killed_run_resumes_after_unlock_without_redoing_finished_fits(test_ru
                 for p in folder.iterdir()} == files, f"{folder} was fitted again"
 
 
+def test_a_log_setting_reruns_no_job(test_run, tmp_path):
+    """fit.progress_every says how often fits log their progress: as a param it reran
+    every fit job and all that follows them (13 jobs of a user's 3-dataset run)."""
+    quiet = overlay(tmp_path, "quiet", {"fit": {"progress_every": 0}})
+    dry = snakemake(test_run["workdir"], "-n", configfiles=(TEST_CONFIG, quiet))
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "Nothing to be done" in dry.stdout + dry.stderr, (dry.stdout + dry.stderr)[-3000:]
+
+
 @pytest.mark.slow  # 30 s of runs killed and resumed
 def test_an_interrupted_batch_resumes_from_its_finished_fits(tmp_path):
     """A batch of four one-second fits killed after two: the rerun fits only the rest."""
@@ -651,7 +660,8 @@ def test_dry_run_of_the_paper_schedules_the_expected_jobs(tmp_path):
         "uncertainty": len(real["uncertainty"]["datasets"]),
         "validate_method": len(real["validation"]["datasets"]) * len(
             real["validation"]["methods"]),
-        "heldout_table": len(real["validation"]["datasets"]), "render_uncertainty": 1,
+        "heldout_table": len(real["validation"]["datasets"]),
+        **{f"render_abilities_{d}": 1 for d in real["uncertainty"]["datasets"]},
         "efficiency": len(real["efficiency"]["datasets"]),
         "item_audit": len(real["efficiency"]["datasets"]),
         **{f"render_efficiency_{d}": 1 for d in real["efficiency"]["datasets"]},

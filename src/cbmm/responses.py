@@ -66,7 +66,9 @@ _EXPECTED = {
 #: What to say when a wide table's answers are ids: a long table with other column names.
 _LONG_HINT = ("a long table? its columns must be named model, item, correct (DataFrame."
               "rename; files: cbmm.data.read_table(..., model_column=, item_column=, "
-              "correct_column=) or `cbmm fit --model-column --item-column --correct-column`)")
+              "correct_column=), `cbmm fit --model-column --item-column --correct-column`, "
+              "or in the workflow the options model_column, item_column, correct_column of "
+              "the dataset's entry)")
 
 
 class CodingWarning(UserWarning):

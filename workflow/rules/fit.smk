@@ -32,7 +32,6 @@ rule fit_simulation:
         tol=config["fit"]["tol"],
         max_iter=config["fit"]["max_iter"],
         init_scale=config["fit"]["init_scale"],
-        progress_every=config["fit"]["progress_every"],
         method_modules=PLAN.method_modules,
         # a change of a user's method module reruns the fit jobs (their fits' keys change)
         method_code=METHOD_CODE,
@@ -62,7 +61,6 @@ rule fit_real:
         units=real_batch,
         dataset=lambda wc: wc.dataset,
         sigma=config["fit"]["sigma"],
-        progress_every=config["fit"]["progress_every"],
         method_modules=PLAN.method_modules,
         method_code=METHOD_CODE,
     script:

@@ -8,7 +8,6 @@ cells beside the item-mean baseline.  These fits are the library's, not the pape
 
 localrules:
     heldout_table,
-    render_uncertainty,
 
 
 rule uncertainty:
@@ -75,18 +74,25 @@ rule heldout_table:
         "../scripts/aggregate_rows.py"
 
 
-rule render_uncertainty:
-    input:
-        [paths.ABILITIES_TABLE.format(dataset=d) for d in PLAN.uncertainty_datasets()],
-    output:
-        figure_outputs(render.uncertainty_figures(PLAN)),
-    log:
-        paths.log_file("render", "uncertainty"),
-    benchmark:
-        paths.benchmark_file("render", "uncertainty")
-    conda:
-        "../../envs/core.yaml"
-    params:
-        figures=[figure.spec for figure in render.uncertainty_figures(PLAN)],
-    script:
-        "../scripts/render.py"
+# Each dataset's abilities figure in a job of its own, as its rank flow: one dataset that
+# failed cannot withhold the others' figures.
+for abilities in render.uncertainty_figures(PLAN):
+
+    rule:
+        name:
+            f"render_{abilities.name}"
+        input:
+            paths.ABILITIES_TABLE.format(dataset=abilities.subcategory),
+        output:
+            figure_outputs([abilities]),
+        log:
+            paths.log_file("render", abilities.name),
+        benchmark:
+            paths.benchmark_file("render", abilities.name)
+        localrule: True
+        conda:
+            "../../envs/core.yaml"
+        params:
+            figures=[abilities.spec],
+        script:
+            "../scripts/render.py"

@@ -23,6 +23,8 @@ from cbmm_workflow.store import batch_rows, fit_key
 log = start_log(snakemake.log[0], job="fit_real")
 use_job_threads(snakemake.threads)
 p, matrix = snakemake.params, snakemake.input.matrix
+# a log setting, read from the config rather than params: changing it reruns no job
+PROGRESS_EVERY = snakemake.config["fit"]["progress_every"]
 import_method_modules(p.method_modules)
 load_method_software(p.units)
 log_start_up(log)
@@ -54,7 +56,7 @@ def fit_unit(unit):
     # the paper's procedure (random start, its rule), then this unit's settings and options
     settings = {**cbmm.paper_settings(unit["method"]), **settings_of(unit), **unit["options"]}
     result = cbmm.fit(responses, unit["method"], timeout_s=unit["timeout_s"],
-                      verbose=p.progress_every, **settings)
+                      verbose=PROGRESS_EVERY, **settings)
     n_models, n_items = responses.shape
     row = {"dataset": p.dataset, "n_models": n_models, "n_items": n_items, "method": unit["method"],
            "stopping": unit["stopping"], "init_scale": unit["init_scale"], "seed": unit["seed"],

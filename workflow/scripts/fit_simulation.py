@@ -28,6 +28,8 @@ from cbmm_workflow.store import batch_rows, fit_key
 log = start_log(snakemake.log[0], job="fit_simulation")
 use_job_threads(snakemake.threads)
 p = snakemake.params
+# a log setting, read from the config rather than params: changing it reruns no job
+PROGRESS_EVERY = snakemake.config["fit"]["progress_every"]
 import_method_modules(p.method_modules)
 load_method_software(p.units)
 log_start_up(log)
@@ -66,7 +68,7 @@ def fit_unit(unit):
             sigma=truth.sigma, **{k: settings[k] for k in ("tol", "max_iter", "seed", "init_scale")})
     else:
         result = cbmm.fit(responses, unit["method"], sigma=truth.sigma,
-                          timeout_s=unit["timeout_s"], verbose=p.progress_every, **settings)
+                          timeout_s=unit["timeout_s"], verbose=PROGRESS_EVERY, **settings)
     row = {"study": unit["study"], "level": float(unit["level"]), "method": unit["method"],
            "replicate": unit["replicate"], "status": result.status,
            "runtime_s": result.runtime_s, "n_iter": result.n_iter, "loss": result.loss,

@@ -898,6 +898,24 @@ def test_settings_written_in_another_order_are_the_same_parameters():
     assert json.dumps(other.efficiency_settings()) == json.dumps(plan.efficiency_settings())
 
 
+def test_an_interrupted_job_logs_one_line_not_a_traceback(tmp_path):
+    """Ctrl-C stops every running job; the profile prints the failed jobs' logs, which
+    were each a KeyboardInterrupt traceback. Other errors keep theirs."""
+    scripts = Path(__file__).resolve().parents[1] / "workflow" / "scripts"
+    for error, path in (("KeyboardInterrupt", tmp_path / "stopped.log"),
+                        ("ValueError('bad')", tmp_path / "failed.log")):
+        code = ("import sys\nsys.path.insert(0, sys.argv[1])\n"
+                "from cbmm_workflow.jobs import start_log\n"
+                f"log = start_log(sys.argv[2], job='fit')\nraise {error}\n")
+        done = subprocess.run([sys.executable, "-c", code, str(scripts), str(path)])
+        assert done.returncode != 0  # Python exits by the SIGINT itself (-2), or with 1
+    stopped = (tmp_path / "stopped.log").read_text()
+    assert "Traceback" not in stopped
+    assert stopped.rstrip().endswith("ERROR interrupted; the same command resumes the run")
+    failed = (tmp_path / "failed.log").read_text()
+    assert "Traceback" in failed and failed.rstrip().endswith("ValueError: bad")
+
+
 def test_the_end_of_a_run_names_the_job_logs_that_warn(tmp_path):
     """A job's warnings (here the efficiency study's skipped k, in the words of
     workflow/scripts/efficiency.py) reach the console at the end of the run: per rule the

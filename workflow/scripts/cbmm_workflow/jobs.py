@@ -42,6 +42,15 @@ def start_log(log_path, *, job: str) -> logging.Logger:
     logger = logging.getLogger(job)
     stream.write(f"SLURM_JOB_ID={os.environ.get('SLURM_JOB_ID', 'none')}\n")
     log_start_up(logger)
+    uncaught = sys.excepthook
+
+    def interrupted(kind, value, traceback):
+        if issubclass(kind, KeyboardInterrupt):  # Ctrl-C: nothing went wrong to read about
+            logger.error("interrupted; the same command resumes the run")
+            return
+        uncaught(kind, value, traceback)
+
+    sys.excepthook = interrupted
     return logger
 
 

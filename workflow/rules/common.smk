@@ -46,7 +46,16 @@ def check_software(config):
     try:
         configuration.check_software(config)
     except configuration.ConfigError as exc:
-        raise WorkflowError(str(exc)) from None
+        # e.g. --report of an own-dataset run without its --configfile: the paper's methods
+        given = (
+            ""
+            if workflow.overwrite_configfiles
+            else (
+                "\n(No --configfile was given: this is the paper's configuration, "
+                "config/config.yaml. Pass the one your run used.)"
+            )
+        )
+        raise WorkflowError(f"{exc}{given}") from None
 
 
 def uses_conda_envs():

@@ -645,7 +645,7 @@ def item_standard_errors(responses, a, b, population, *, sigma=1.0):
     -------
     a_se, b_se : ndarray (J,)
         NaN for an ``a_j`` held at 0 (its ``b_j`` keeps one), for both of an item whose slope
-        ran away (above :data:`MAX_SLOPE`; the others' are given it held where it is) or
+        runs away (:func:`runaway_items`; the others' are given it held where it is) or
         that every model answered alike (its ``b_j`` runs off: no finite maximum), and for
         parameters the data carry no information on.
 

@@ -396,7 +396,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         disconnected = _disconnected(result.info, core, spec)
         if disconnected and result.status in ("converged", "multimodal"):
             result.status, result.info["status_reason"] = "disconnected", disconnected
-        elif disconnected and not result.failed:  # a status that says more keeps it: and
+        elif disconnected and not result.failed:  # a status that says more keeps it, with both
             reason = result.info.get("status_reason")
             result.info["status_reason"] = f"{reason}; and {disconnected}" if reason \
                 else disconnected

@@ -333,7 +333,9 @@ def _judged(out, responses, sigma):
         out.info["status_reason"] = (
             f"no finite maximum: {runaway.size} item(s) whose answers split the models by "
             f"ability almost perfectly: their slopes passed {MAX_SLOPE:g} logits per sd of "
-            "the abilities, or a step there fits them as well, and they grow without bound")
+            f"the abilities, or a step there fits them as well (within {PROFILE_TOLERANCE:g} "
+            "of log-likelihood, the histogram re-estimated): the data set their slopes no "
+            "bound")
     return out
 
 

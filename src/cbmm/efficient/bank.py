@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load 
     import pandas as pd
 
 __all__ = ["GRID", "SETTLED_PROBABILITY", "ItemBank", "Posterior", "aligned_answers",
-           "coded_answers", "grid_moments", "log_weights", "normalised_weights"]
+           "coded_answers", "grid_moments", "log_weights", "normalised_weights",
+           "reference_models_needed"]
 
 #: An item whose probability of a correct answer is below this for every model of a bank's
 #: population, or above one minus it for every one, is settled (:attr:`ItemBank.settled`).
@@ -248,6 +249,14 @@ def aligned_answers(responses, bank: ItemBank, *, coding=None, layout="auto"):
 
     table = pd.DataFrame({"a": bank.a, "b": bank.b}, index=bank.labels)
     return aligned_responses(responses, table, coding, layout)
+
+
+def reference_models_needed(level: float) -> int:
+    """Reference models a ``level`` interval of predicted accuracy needs (its
+    :class:`~cbmm.efficient.prediction.Reference`, and the ``predictive`` strategy's
+    warning): ``n`` such that its jackknife quantile, the ``ceil((n + 1) level)``-th
+    smallest of ``n`` errors, exists (19 at 0.95, 9 at 0.9)."""
+    return int(np.ceil(level / (1 - level) - 1e-9))  # 0.9 / 0.1 is 9.000000000000002
 
 
 def coded_answers(values: np.ndarray) -> np.ndarray:

@@ -54,7 +54,7 @@ import numpy as np
 from .._checks import check_integer, check_level
 from .._warn import warn
 from ..result import FitResult, is_saved_fit
-from .bank import ItemBank, Posterior, aligned_answers
+from .bank import ItemBank, Posterior, aligned_answers, reference_models_needed
 from .refit import refit_like, refitted_bank
 from .selection import (
     PREDICTIVE_PENALTY,
@@ -419,13 +419,6 @@ def answered_enough(answered, n_items: int) -> np.ndarray:
     """Which models, having ``answered`` items each of ``n_items``, can be reference
     models: those that left at most :data:`REFERENCE_UNANSWERED` of them unanswered."""
     return np.asarray(answered) >= n_items - np.floor(REFERENCE_UNANSWERED * n_items + 1e-9)
-
-
-def reference_models_needed(level: float) -> int:
-    """Reference models a ``level`` interval needs: ``n`` such that its jackknife
-    quantile, the ``ceil((n + 1) level)``-th smallest of ``n`` errors, exists (19 at
-    0.95, 9 at 0.9)."""
-    return int(np.ceil(level / (1 - level) - 1e-9))  # 0.9 / 0.1 is 9.000000000000002
 
 
 def reconstruct(answers: np.ndarray, bank: ItemBank, level: float = 0.95,

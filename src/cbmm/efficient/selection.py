@@ -56,7 +56,7 @@ import numpy as np
 
 from .._checks import check_integer
 from .._warn import warn
-from .bank import ItemBank, aligned_answers
+from .bank import ItemBank, aligned_answers, reference_models_needed
 from .tinybenchmarks import cluster_representatives
 
 __all__ = ["select_items", "forward_selection", "draw_count", "STRATEGIES", "SEEDED_STRATEGIES",
@@ -202,8 +202,6 @@ def _anchor(bank, k, rng):
 def _warn_few_models(models: int) -> None:
     """Warn where fewer models chose the ``predictive`` items than a 0.95 interval of
     their accuracy needs as a reference (19): a regression over so few is no basis."""
-    from .prediction import reference_models_needed
-
     needed = reference_models_needed(0.95)
     if models < needed:
         warn(f"responses: {models} model(s) answered a calibrated item; the predictive "

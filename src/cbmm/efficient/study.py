@@ -36,9 +36,9 @@ from .adaptive import (ADAPTIVE_DEFAULTS, ItemExposure, item_list, item_list_tex
                        replayed_test, tight_exposure)
 from .._checks import check_integer
 from .._warn import warn
-from .bank import ItemBank, Posterior, coded_answers
+from .bank import ItemBank, Posterior, coded_answers, reference_models_needed
 from .prediction import (REFERENCE_ANSWERED, SELECTION_DRAWS, Reference, answered_enough,
-                         reconstruct, reference_models_needed)
+                         reconstruct)
 from .refit import quiet_fit
 from .selection import draw_count, forward_selection, select_items
 from .tinybenchmarks import tinybenchmarks_predictions

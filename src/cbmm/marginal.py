@@ -31,8 +31,7 @@ parameter; ``converged`` is then an optimum.
 perfectly, its likelihood rises without bound as its slope grows.  Past
 :data:`MAX_SLOPE` the item is held where it is while the others converge, and the fit is
 ``unbounded`` (``info["runaway_items"]``); the others' standard errors are given with it
-held.  Under the histogram EM can stop on the way, and an item that a step at the bound
-fits as well is listed too (:func:`runaway_items`).
+held.
 
 **Abilities.**  Posterior means (EAP) and posterior standard deviations under the
 fitted items (here on the histogram's nodes; the ``mml`` method reports them under the
@@ -68,7 +67,7 @@ from .stopping import relative_change
 __all__ = ["GRID_HALF_WIDTH", "MAX_NODE_STEP", "MAX_SLOPE", "MAX_QUADRATURE_POINTS", "MAX_SE_ITEMS",
            "POPULATIONS", "QUADRATURE_POINTS", "checked_population", "fit_marginal",
            "item_standard_errors", "log_density", "negative_marginal_loglik",
-           "observed_information", "quadrature", "runaway_items", "solve_marginal"]
+           "observed_information", "quadrature", "solve_marginal"]
 
 #: The abilities' distributions :func:`solve_marginal` fits.
 POPULATIONS = ("histogram", "normal")
@@ -151,12 +150,7 @@ def _log_probabilities(alpha, beta, nodes):
 
 def _e_step(answers, alpha, beta, nodes, log_w):
     """Posterior over the nodes (``N x Q``) and the marginal log-likelihood."""
-    return _posterior(answers.log_joint(*_log_probabilities(alpha, beta, nodes)) + log_w)
-
-
-def _posterior(log_post):
-    """Normalised posterior (``N x Q``) and marginal log-likelihood of unnormalised log
-    posteriors."""
+    log_post = answers.log_joint(*_log_probabilities(alpha, beta, nodes)) + log_w
     top = log_post.max(axis=1, keepdims=True)
     post = np.exp(log_post - top)
     total = post.sum(axis=1, keepdims=True)
@@ -299,7 +293,7 @@ def solve_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
     run = functools.partial(fit_marginal, responses, sigma=sigma, tol=tol,
                             population=population, progress=progress)
     if n_quad != "auto":
-        return _judged(run(a0, b0, max_iter=max_iter, n_quad=n_quad), responses, sigma)
+        return _judged(run(a0, b0, max_iter=max_iter, n_quad=n_quad), sigma)
     out = run(a0, b0, max_iter=max_iter, n_quad=QUADRATURE_POINTS)
     while not out.status.startswith("failed") and out.n_iter < max_iter:
         nodes = np.asarray(out.info["population"]["nodes"])
@@ -315,126 +309,21 @@ def solve_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
         finer.loss_history = out.loss_history + finer.loss_history[1:]
         finer.runtime_s += out.runtime_s
         out = finer
-    return _judged(out, responses, sigma)
+    return _judged(out, sigma)
 
 
-def _judged(out, responses, sigma):
-    """``unbounded`` where items have no finite maximum in reach (:func:`runaway_items`;
-    listed, by column, in ``info["runaway_items"]``): their estimates are wherever EM
-    stopped."""
-    if out.status.startswith("failed"):
-        return out
-    runaway = np.flatnonzero(runaway_items(responses, np.asarray(out.a, dtype=float) / sigma,
-                                           np.asarray(out.b, dtype=float) / sigma,
-                                           out.info["population"]))
-    if runaway.size:
+def _judged(out, sigma):
+    """``unbounded`` where an item's slope passed :data:`MAX_SLOPE` (listed, by column, in
+    ``info["runaway_items"]``): its estimate is wherever EM stopped."""
+    runaway = np.flatnonzero(np.asarray(out.a, dtype=float) / sigma > MAX_SLOPE)
+    if runaway.size and not out.status.startswith("failed"):
         out.status = "unbounded"
         out.info["runaway_items"] = runaway.tolist()
         out.info["status_reason"] = (
-            f"no finite maximum: {runaway.size} item(s) whose answers split the models by "
-            f"ability almost perfectly: their slopes passed {MAX_SLOPE:g} logits per sd of "
-            f"the abilities, or a step there fits them as well (within {PROFILE_TOLERANCE:g} "
-            "of log-likelihood, the histogram re-estimated): the data set their slopes no "
-            "bound")
+            f"no finite maximum: {runaway.size} item(s) whose slopes passed {MAX_SLOPE:g} "
+            "logits per sd of the abilities and grow without bound (their answers split the "
+            "models by ability almost perfectly)")
     return out
-
-
-#: A step (the slope at :data:`MAX_SLOPE`) that fits an item within this many units of
-#: log-likelihood of its estimate, the population re-estimated with it and the other items
-#: held, has no finite maximum below it: the profile is a lower bound of the step's fit
-#: with the other items free (a user's ridge: -0.02 here, +0.54 after EM with all free;
-#: the steepest ordinary item of a 6-item test: -0.7; the others: -3 and below).
-PROFILE_TOLERANCE = 0.1
-#: Items whose step loses more than this with the population held are not profiled.
-_PROFILE_SCREEN = 10.0
-#: EM cycles of the population alone (the items held) per profile.
-_PROFILE_CYCLES = 300
-#: Locations of the step tried, in sd of the abilities from the item's ``-beta / alpha``.
-_STEP_SHIFTS = np.linspace(-0.3, 0.3, 13)
-
-
-def runaway_items(responses, alpha, beta, population) -> np.ndarray:
-    """Which items have no finite maximum in reach (J booleans): a slope past
-    :data:`MAX_SLOPE`, or, under an estimated histogram, a step there that fits the
-    answers within :data:`PROFILE_TOLERANCE` of the estimate once the histogram is
-    re-estimated with it, the other items held.
-
-    The second is the ridge of an item whose answers split the models by ability almost
-    perfectly: the histogram opens a gap at the split as the slope grows, and EM climbs
-    so slowly that it stops on the way, its gradient within a hundredth of a standard
-    error of 0 (300 simulated models with one such item: a slope of 4.8 said
-    ``converged``, where ``tol=1e-10`` went on to the bound).  A normal population cannot
-    open the gap, and its optimum there is finite (4.1).
-    """
-    runaway = alpha > MAX_SLOPE
-    if population.get("kind") != "histogram":
-        return runaway
-    nodes, log_w = _population(population)
-    check = np.setdiff1d(np.flatnonzero((alpha > 0) & ~runaway),
-                         responses.degenerate_items())
-    if not check.size:
-        return runaway
-    answers = _Answers(responses)
-    log_p, log_q = _log_probabilities(alpha, beta, nodes)
-    joint = answers.log_joint(log_p, log_q)
-    post, _ = _posterior(joint + log_w)
-    location = -beta / np.where(alpha > 0, alpha, 1.0)
-    # the screen, every item at once: a step at its location, the population held
-    held = _step_gain(answers, post, log_p, log_q, check, location[check], nodes)
-    base = None
-    for item in check[held >= -_PROFILE_SCREEN]:
-        if base is None:  # the estimate's, re-estimated as the steps' are
-            base = _population_loglik(joint, log_w, _PROFILE_CYCLES)
-        correct = _columns(answers.correct, [item])
-        wrong = _columns(answers.answered - answers.correct, [item])
-        steps = _log_probabilities(np.full(_STEP_SHIFTS.size, MAX_SLOPE),
-                                   -MAX_SLOPE * (location[item] + _STEP_SHIFTS), nodes)
-        runaway[item] = max(
-            _population_loglik(joint + correct * (step_p - log_p[item])
-                               + wrong * (step_q - log_q[item]), log_w, _PROFILE_CYCLES)
-            for step_p, step_q in zip(*steps)) - base >= -PROFILE_TOLERANCE
-    return runaway
-
-
-def _step_gain(answers, post, log_p, log_q, items, locations, nodes):
-    """The change of the marginal log-likelihood, the population held, from each of
-    ``items`` (positions, repeats allowed) to a step at its ``locations``: per answer,
-    the log of its likelihood ratio averaged over its model's posterior ``post``, in
-    blocks of :data:`_STEP_BLOCK` items (two ``N x`` block matrices)."""
-    gain = np.zeros(len(items))
-    for block in np.array_split(np.arange(len(items)), math.ceil(len(items) / _STEP_BLOCK)):
-        chosen = items[block]
-        step_p, step_q = _log_probabilities(np.full(block.size, MAX_SLOPE),
-                                            -MAX_SLOPE * locations[block], nodes)
-        for given, new, old in ((answers.correct, step_p, log_p[chosen]),
-                                (answers.answered - answers.correct, step_q, log_q[chosen])):
-            change = new - old
-            top = change.max(axis=1, keepdims=True)
-            with np.errstate(divide="ignore"):
-                log_ratio = np.log(post @ np.exp(change - top).T) + top.T  # N x block
-            gain[block] += np.where(_columns(given, chosen) > 0, log_ratio, 0.0).sum(axis=0)
-    return gain
-
-
-#: Items per block of :func:`_step_gain`.
-_STEP_BLOCK = 256
-
-
-def _columns(matrix, columns) -> np.ndarray:
-    """``matrix[:, columns]`` as a dense array (of a dense or CSR matrix)."""
-    part = matrix[:, columns]
-    return part.toarray() if hasattr(part, "toarray") else np.asarray(part)
-
-
-def _population_loglik(joint, log_w, cycles):
-    """The marginal log-likelihood of the models' log-likelihoods ``joint`` (N x Q) after
-    ``cycles`` EM cycles of the histogram ``log_w`` alone (the items held)."""
-    for _ in range(cycles):
-        post, _ = _posterior(joint + log_w)
-        with np.errstate(divide="ignore"):
-            log_w = np.maximum(np.log(post.mean(axis=0)), _LOG_FLOOR)
-        log_w -= np.logaddexp.reduce(log_w)
-    return _posterior(joint + log_w)[1]
 
 
 def fit_marginal(responses, a0, b0, *, sigma=1.0, tol=1e-6, max_iter=1000,
@@ -647,7 +536,7 @@ def item_standard_errors(responses, a, b, population, *, sigma=1.0):
     -------
     a_se, b_se : ndarray (J,)
         NaN for an ``a_j`` held at 0 (its ``b_j`` keeps one), for both of an item whose slope
-        runs away (:func:`runaway_items`; the others' are given it held where it is) or
+        ran away (above :data:`MAX_SLOPE`; the others' are given it held where it is) or
         that every model answered alike (its ``b_j`` runs off: no finite maximum), and for
         parameters the data carry no information on.
 
@@ -662,10 +551,10 @@ def item_standard_errors(responses, a, b, population, *, sigma=1.0):
     if j > MAX_SE_ITEMS:
         raise ValueError(f"marginal standard errors for {j} items need a {2 * j} x {2 * j} "
                          f"matrix; at most {MAX_SE_ITEMS} items (use cbmm.bootstrap instead)")
-    alpha, beta = np.asarray(a, dtype=float) / sigma, np.asarray(b, dtype=float) / sigma
-    information = observed_information(responses, alpha, beta, *_population(population))
-    # a runaway item has no finite estimate to bound,
-    bounded = ~runaway_items(responses, alpha, beta, population)
+    alpha = np.asarray(a, dtype=float) / sigma
+    information = observed_information(responses, alpha, np.asarray(b, dtype=float) / sigma,
+                                       *_population(population))
+    bounded = alpha <= MAX_SLOPE   # a runaway item has no finite estimate to bound,
     bounded[responses.degenerate_items()] = False   # nor has one answered all alike
     free = np.concatenate([(alpha > 0) & bounded, bounded])
     free &= np.diag(information) > 0

@@ -171,7 +171,8 @@ class ItemExposure:
         return self._allowance(labels)[0]
 
     def share(self, labels) -> int:
-        """The most items the next test may give from the bank of ``labels``: the uses
+        """The most items the next test may give from the bank of ``labels`` (or of the
+        exposure's ``items``, where it was given them): the uses
         left on them at the end of the planned tests, shared equally among the planned
         tests not yet run, this one included (at least 1). Once every planned test has
         run (always, with the default ``planned_tests=1``), every use left. A test that
@@ -179,12 +180,17 @@ class ItemExposure:
         return self._allowance(labels)[1]
 
     def _allowance(self, labels):
-        """:meth:`allowed` and :meth:`share` from one count of the labels' uses."""
+        """:meth:`allowed` and :meth:`share` from one count of the labels' uses (and one of
+        ``items``', where given)."""
         horizon = max(self.planned_tests, self.tests + 1)
         limit = max(1, math.floor(self.max_rate * horizon + 1e-9))
-        used = np.array([self.uses.get(label, 0) for label in labels], dtype=np.int64)
-        left = int(np.maximum(limit - used, 0).sum())
+        used = self._uses_of(labels)
+        shared = used if self.items is None else self._uses_of(self.items)
+        left = int(np.maximum(limit - shared, 0).sum())
         return used < limit, max(1, left // (horizon - self.tests))
+
+    def _uses_of(self, labels) -> np.ndarray:
+        return np.array([self.uses.get(label, 0) for label in labels], dtype=np.int64)
 
     def record(self, items) -> None:
         """Count one finished test that gave ``items``."""
@@ -294,8 +300,6 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     length, stop = max_items, "max_items"
     if exposure is not None:
         allowed, share = exposure._allowance(bank.given_labels)
-        if exposure.items is not None:  # the series' items, not the whole bank
-            share = exposure.share(exposure.items)
         free &= allowed
         if share < max_items:
             length, stop = share, "exposure share"

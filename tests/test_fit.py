@@ -271,8 +271,9 @@ def test_missing_software_is_reported_by_check_methods():
 
     cbmm.register_method("needs_frobnicate", lambda *a, **k: None, availability=unavailable)
     try:
-        with pytest.raises(cbmm.MethodUnavailableError, match="pip install frobnicate"):
+        with pytest.raises(cbmm.MethodUnavailableError, match="pip install frobnicate") as raised:
             cbmm.check_methods(["cbmm", "needs_frobnicate", "not_a_method"])
+        assert raised.value.methods == ["needs_frobnicate", "not_a_method"]  # the ones named
         with pytest.raises(cbmm.MethodUnavailableError, match="pip install frobnicate"):
             cbmm.fit(np.array([[1.0, 0.0], [0.0, 1.0]]), method="needs_frobnicate")
     finally:

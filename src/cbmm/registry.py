@@ -48,7 +48,12 @@ AUTO_TIMEOUT_FACTOR = 10.0
 
 
 class MethodUnavailableError(RuntimeError):
-    """A method's software is missing; the message says how to install it or drop it."""
+    """A method's software is missing; the message says how to install it or drop it.
+    ``methods``: the methods it is about, where :func:`check_methods` raised it."""
+
+    def __init__(self, message: str, methods=()):
+        super().__init__(message)
+        self.methods = list(methods)
 
 
 def _no_modules(options) -> tuple:
@@ -411,16 +416,18 @@ def check_methods(names) -> None:
     Call it before a long run: it reports unknown names and missing software
     (with the exact install command) for all methods at once.
     """
-    problems = []
+    problems, unusable = [], []
     for name in names:
         if name not in _METHODS:
             problems.append(f"- {name}: unknown method (registered: {', '.join(sorted(_METHODS))})")
+            unusable.append(name)
             continue
         try:
             _METHODS[name].availability()
         except MethodUnavailableError as exc:
             problems.append(f"- {name}: {exc}")
+            unusable.append(name)
     if problems:
         raise MethodUnavailableError(
-            "some requested methods cannot run:\n" + "\n".join(problems)
+            "some requested methods cannot run:\n" + "\n".join(problems), unusable
         )

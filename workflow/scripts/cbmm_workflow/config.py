@@ -394,12 +394,7 @@ def check_software(config) -> None:
     try:
         cbmm.check_methods(used_methods(config))
     except cbmm.MethodUnavailableError as exc:
-        missing = []
-        for name in used_methods(config):
-            try:
-                cbmm.check_methods([name])
-            except cbmm.MethodUnavailableError:
-                missing.append(name)
+        missing = exc.methods
         # the lists that name them (a method validated alone is not in `methods:`)
         keys = [key for key, names in (("methods", config["methods"]),
                                         ("real.validation.methods",

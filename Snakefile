@@ -60,7 +60,7 @@ include: "workflow/rules/efficiency.smk"
 
 
 # Every table and figure the configuration asks for.
-ALL_OUTPUTS = [*PLAN.all_tables(), *PLAN.all_figures(), paths.FIDELITY]
+ALL_OUTPUTS = [*PLAN.all_tables(), *PLAN.all_figures(), *PLAN.fidelity_table()]
 
 
 rule all:

@@ -440,6 +440,22 @@ def test_validate_fails_with_exit_1_when_every_fold_failed(workdir):
     assert table["log_loss"].isna().all() and table["additive_log_loss"].notna().all()
 
 
+def test_validate_holds_each_folds_fit_to_its_timeout(workdir, main_in):
+    """--timeout limits each fold's fit, as `cbmm fit`'s (before, validate had no
+    --timeout: a hanging method's folds waited for the default limit)."""
+    done = run_with(TOY_METHODS, "validate", "--responses", "good.csv", "--out", "v.csv",
+                    "--method", "hang", "--folds", "2", "--timeout", "1", cwd=workdir)
+    assert done.returncode == 1, done.stderr
+    assert "the hang fit failed in all 2 folds (failed: timeout after 1 s)" in done.stdout
+    status, _, err = main_in(["validate", "--responses", "good.csv", "--out", "w.csv",
+                              "--timeout", "5", "--no-isolate"], workdir)
+    assert status == 2 and "--timeout needs the worker" in err
+    assert not (workdir / "w.csv").exists()
+    status, _, err = main_in(["validate", "--responses", "good.csv", "--out", "w.csv",
+                              "--folds", "2", "--no-isolate"], workdir)
+    assert status == 0, err
+
+
 def test_validate_fails_when_manopt_diverges_in_every_fold(workdir, main_in):
     pytest.importorskip("pymanopt")
     status, out, err = main_in(["validate", "--responses", "good.csv", "--out", "v.csv",

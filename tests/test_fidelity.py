@@ -14,6 +14,7 @@ from cbmm.fidelity import (
     FIDELITY_COLUMNS,
     PUBLISHED_COLUMNS,
     QUANTITIES,
+    concerns_run,
     fidelity_table,
     load_published,
     write_fidelity,
@@ -244,3 +245,26 @@ def test_a_run_on_a_users_own_data_gets_only_the_rows_that_concern_it(tmp_path):
     # every row of those studies at the run's levels that was computed is kept
     computed = everything[everything["ours_n"] > 0]["id"]
     assert set(computed) <= set(covered["id"])
+
+
+def test_whether_a_run_gets_a_fidelity_table_is_known_before_it_runs(tmp_path):
+    """concerns_run, from the tables' paths and the run's names alone, agrees with the rows
+    fidelity_table(covered_only=True) gives once the tables exist: none for a user's suite in
+    the interpretability study (the table was written with its header alone before), some
+    with a simulation study, a paper suite or the MATH-500 tables under another name."""
+    discrimination = tmp_path / "discrimination_summary.csv"
+    pd.DataFrame({"dataset": ["mine"], "n_models": [40], "n_items": [30], "cv_a": [0.4],
+                  "spearman_top20": [0.5], "spearman_all": [0.9]}).to_csv(discrimination,
+                                                                         index=False)
+    own = [discrimination]
+    assert fidelity_table(own, covered_only=True).empty
+    assert not concerns_run(own, {"mine"})
+    assert concerns_run(own, {"mine", "IFEval"})  # a paper suite: its rows
+    sim = _sim_table(tmp_path)
+    assert not fidelity_table([sim, discrimination], covered_only=True).empty
+    assert concerns_run([sim, discrimination], {"mine", "temperature"})
+    items = tmp_path / "math500_items.csv"
+    pd.DataFrame({"item": ["q1", "q2"], "level": [1, 2], "b": [-0.1, -0.5],
+                  "accuracy": [0.4, 0.6]}).to_csv(items, index=False)
+    assert not fidelity_table([items], covered_only=True).empty
+    assert concerns_run([items], {"my_math"})

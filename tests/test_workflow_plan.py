@@ -485,6 +485,7 @@ def test_the_targets_of_the_test_configuration():
     assert {f"{stem}.{ext}" for stem in stems for ext in ("pdf", "png")} <= figures
     assert {"runtime_summary.csv", "speedup.csv", "stability_summary.csv", "stability_theta.tex",
             "stability_a.tex", "stability_b.tex", "math500_models.tex"} <= figures
+    assert plan.fidelity_table() == [paths.FIDELITY]
 
 
 def test_without_real_data_only_the_simulation_is_a_target():
@@ -519,6 +520,7 @@ def test_the_own_dataset_config_runs_that_dataset_alone(tmp_path):
     assert {Path(p).stem for p in plan.all_figures()} == {
         "discrimination", "rankflow_my_suite", "abilities_my_suite", "efficiency_my_suite",
         "item_audit_my_suite"}
+    assert plan.fidelity_table() == []  # no published number concerns it: no empty table
 
 
 def test_every_table_target_is_a_table_of_cbmm_tables():

@@ -105,18 +105,23 @@ def _save_folder(result, args) -> None:
                        "pass --force to replace it") from None
 
 
+def _worker_settings(args) -> dict:
+    """``timeout_s`` and ``isolate`` of :func:`cbmm.fit` from --timeout and --no-isolate."""
+    if not args.isolate and args.timeout not in ("auto", None):
+        raise CliError("--timeout needs the worker process; drop it or --no-isolate")
+    return {"timeout_s": args.timeout if args.isolate else None, "isolate": args.isolate}
+
+
 def _fit_command(args) -> int:
     import cbmm
 
-    if not args.isolate and args.timeout not in ("auto", None):
-        raise CliError("--timeout needs the worker process; drop it or --no-isolate")
+    worker = _worker_settings(args)
     options = _checked_method(args)
     _check_output_folder(args.out, cbmm.FitResult.OUTPUT_FILES, "--out", args.force,
                          foreign=_other_files(cbmm.FitResult.OUTPUT_FILES))
     _not_overwritten(args, cbmm.FitResult.OUTPUT_FILES)
-    result = cbmm.fit(_responses(args), method=args.method, **fit_settings(args),
-                      timeout_s=args.timeout if args.isolate else None,
-                      isolate=args.isolate, verbose=args.verbose, **options)
+    result = cbmm.fit(_responses(args), method=args.method, **fit_settings(args), **worker,
+                      verbose=args.verbose, **options)
     _save_folder(result, args)
     print(f"{result.method}: {result.status} ({result.n_iter} iterations, "
           f"loss {result.loss:.6g}, {result.runtime_s:.3f} s) -> {args.out}")
@@ -163,12 +168,13 @@ def _validate_command(args) -> int:
     from .io import write_csv
     from .validation import BASELINES, best_baseline
 
+    worker = _worker_settings(args)
     options = _checked_method(args)
     _check_output_file(args.out, "--out", args.force, csv=True)
     _distinct(("--responses", args.responses), ("--out", args.out))
     settings = {k: v for k, v in fit_settings(args).items() if k != "seed"}
     scores = cbmm.cross_validate(_responses(args), args.method, folds=args.folds, seed=args.seed,
-                                 verbose=args.verbose, **settings, **options)
+                                 verbose=args.verbose, **settings, **worker, **options)
     write_csv(scores, args.out, float_format="%.17g")
     failed = int(scores["status"].str.startswith("failed").sum())
     if failed == len(scores):  # nothing to summarise: a failed run, like `cbmm fit`'s
@@ -289,6 +295,20 @@ def add_fit_settings(command, without=()) -> None:
                                  help=text)
 
 
+def add_worker_options(command, fitted: str) -> None:
+    """``--timeout`` and ``--no-isolate``: where and how long ``fitted`` runs."""
+    from .api import TIMEOUT
+
+    command.add_argument("--timeout", type=_declared("timeout_s", TIMEOUT),
+                         default=TIMEOUT.default, metavar="SECONDS|auto|none",
+                         help=f"time limit of {fitted}; a fit past it is recorded as failed "
+                              f"(default {TIMEOUT.default}: ten times the method's expected "
+                              "cost + 60 s; none: no limit)")
+    command.add_argument("--no-isolate", dest="isolate", action="store_false",
+                         help=f"run {fitted} in this process (debugging: no crash isolation, "
+                              "no time limit)")
+
+
 def fit_settings(args) -> dict:
     """The values of :func:`add_fit_settings`'s arguments, by ``cbmm.fit``'s names."""
     from .api import FIT_OPTIONS
@@ -298,7 +318,7 @@ def fit_settings(args) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
-    from .api import FIT_OPTIONS, TIMEOUT
+    from .api import FIT_OPTIONS
     from .registry import available_methods
     from .data.cli import register as register_data
     from .efficient.cli import register as register_efficient
@@ -330,14 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--option", action="append", metavar="KEY=VALUE",
                      help="method option, repeatable, e.g. --option accelerate=squarem "
                           "(`cbmm methods` lists each method's options and types)")
-    fit.add_argument("--timeout", type=_declared("timeout_s", TIMEOUT), default=TIMEOUT.default,
-                     metavar="SECONDS|auto|none",
-                     help="time limit of the fit; a fit past it is recorded as failed "
-                          f"(default {TIMEOUT.default}: ten times the method's expected cost + "
-                          "60 s; none: no limit)")
-    fit.add_argument("--no-isolate", dest="isolate", action="store_false",
-                     help="run the fit in this process (debugging: no crash isolation, "
-                          "no time limit)")
+    add_worker_options(fit, "the fit")
     fit.add_argument("--verbose", type=_integer(0), default=0, metavar="N",
                      help="log progress every N iterations to stderr (default 0: off)")
     fit.add_argument("--force", action="store_true", help="replace earlier results in --out")
@@ -389,6 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--out", required=True, type=_file_path, help="output CSV")
     validate.add_argument("--folds", type=_integer(2), default=5, help="folds (default 5)")
     add_fit_settings(validate, without=("se",))  # held-out answers use the estimates alone
+    add_worker_options(validate, "each fold's fit")
     validate.add_argument("--verbose", type=_integer(0), default=0, metavar="N",
                           help="log each fold's fit every N iterations and when it is done, "
                                "to stderr (default 0: off)")

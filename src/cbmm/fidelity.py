@@ -32,7 +32,7 @@ from .metrics import METRIC_DEFINITIONS
 from .tables import TABLE_DIR, TABLE_FILES, failed_mask, runtime_summary, speedup_table
 
 __all__ = ["QUANTITIES", "PUBLISHED_COLUMNS", "FIDELITY_COLUMNS", "load_published",
-           "fidelity_table", "write_fidelity"]
+           "fidelity_table", "write_fidelity", "concerns_run"]
 
 #: What each ``quantity`` of the published file means, and the table our value comes from
 #: (its name in :data:`cbmm.tables.TABLE_FILES`).
@@ -159,6 +159,13 @@ class _Tables:
         if file not in self._cache:
             self._cache[file] = pd.read_csv(self.paths[file])
         return self._cache[file]
+
+    def has(self, name: str) -> bool:
+        """Whether the table ``name`` of :data:`cbmm.tables.TABLE_FILES` is among them (one
+        of its files, for a pattern)."""
+        if name == "simulation":
+            return bool(self.studies())
+        return TABLE_FILES[name] in self.paths
 
     def datasets(self) -> set[str]:
         """The datasets of the suite tables among the tables (discrimination, runtime,
@@ -401,6 +408,24 @@ def _number(value: float, digits: int = 4) -> str:
     if not np.isfinite(value):
         return ""
     return f"{value:.{digits}g}"
+
+
+def concerns_run(tables, names, published=None) -> bool:
+    """Whether :func:`fidelity_table` with ``covered_only`` will have a row for a run, judged
+    before the run from what it will make: its aggregated tables' paths ``tables`` and the
+    studies and datasets it fits (``names``).  A published number concerns it where the
+    number names one of them, or names none and is computed from one of its tables.  The
+    workflow builds no fidelity table for a run that none concerns (a user's own data)."""
+    published = load_published() if published is None else published
+    available = _Tables(tables)
+    for row in published.itertuples(index=False):
+        named = {row.study, row.dataset} - {""}
+        table = QUANTITIES[row.quantity][1]
+        computed = table is not None and available.has(table)
+        # the MATH-500 tables are the paper's MATH-500 study whatever the dataset's name
+        if named & set(names) or computed and (not named or table.startswith("math500")):
+            return True
+    return False
 
 
 def fidelity_table(tables, published=None, *, covered_only: bool = False) -> pd.DataFrame:

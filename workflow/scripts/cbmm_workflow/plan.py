@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 import cbmm
 import numpy as np
+from cbmm.fidelity import concerns_run
 from cbmm.registry import get_method, method_order
 
 from . import paths
@@ -363,6 +364,16 @@ class Plan:
                 paths.EFFICIENCY_TABLE, paths.ADAPTIVE_TABLE, paths.ADAPTIVE_SUMMARY_TABLE,
                 paths.ITEM_AUDIT_TABLE)]
         return tables
+
+    def fidelity_table(self) -> list[str]:
+        """The fidelity table, where a published number concerns the run (none for a run
+        on a user's own data alone: it would be empty)."""
+        real = self.config["real"]
+        names = {*self.studies, *real["runtime"]["datasets"], *real["stability"]["datasets"],
+                 *real["interpretability"]["datasets"]}
+        if self.math500 is not None:
+            names.add(self.math500["dataset"])
+        return [paths.FIDELITY] if concerns_run(self.all_tables(), names) else []
 
     def all_figures(self) -> list[str]:
         """Every figure and paper table (summaries, LaTeX) the configuration asks for."""

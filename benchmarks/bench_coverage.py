@@ -15,6 +15,14 @@ Usage::
 
 Designs: ``paper`` (N = J = 1000, the paper's default), ``leaderboard`` (2211 x 541, the
 IFEval shape), or ``N:J[:missing_rate]``.
+
+``--few-models CSV`` measures the abilities' intervals of fits of few models instead
+(``cbmm.coverage.FEW_MODELS``): the truth is the default fit of a real matrix (e.g.
+MATH-500), each draw takes ``--models`` of its abilities at random and all its items,
+answers them from the 2PL and is fitted with standard errors; about 600 abilities per
+size (``--replicates`` ignored)::
+
+    python benchmarks/bench_coverage.py --few-models MATH_500.csv [--models 10,20,40,80]
 """
 
 from __future__ import annotations
@@ -62,14 +70,56 @@ def one_replicate(n, j, missing_rate, prior, seed, level):
     return covered, with_se.status, fitted, se_seconds
 
 
+def few_models(path, sizes, level):
+    """Coverage of the abilities' intervals of fits of ``sizes`` models drawn from the fit
+    of the matrix at ``path``: each size's share covered and the sd of (estimate -
+    truth) / se (1 where the standard errors are right)."""
+    import pandas as pd
+    from scipy.stats import norm
+
+    z = norm.ppf(0.5 + level / 2)
+    truth = cbmm.fit(pd.read_csv(path, index_col=0))
+    theta = truth.theta.to_numpy()
+    alpha, beta = (np.asarray(v, dtype=float) / truth.sigma for v in (truth.a, truth.b))
+    finite = np.isfinite(alpha) & np.isfinite(beta)
+    alpha, beta = alpha[finite], beta[finite]
+    print(f"truth: the default fit of {path} ({theta.size} models, {alpha.size} items with "
+          f"finite parameters, median a/sigma {np.median(alpha):.2f})")
+    print(f"{'models':>6} {'draws':>5} {'theta':>7} {'sd z':>6}  statuses")
+    for n in sizes:
+        inside, ratios, statuses = [], [], {}
+        draws = max(10, 600 // n)
+        for rep in range(draws):
+            rng = np.random.default_rng([n, rep])
+            drawn = theta[rng.choice(theta.size, n, replace=False)]
+            p = 1 / (1 + np.exp(-(np.outer(drawn, alpha) + beta)))
+            answers = (rng.random(p.shape) < p).astype(float)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fitted = cbmm.fit(answers, se=True)
+            statuses[fitted.status] = statuses.get(fitted.status, 0) + 1
+            true = (drawn - drawn.mean()) / drawn.std()
+            ok = np.isfinite(fitted.theta_se)
+            error = (fitted.theta - true)[ok]
+            inside.extend(np.abs(error) <= z * fitted.theta_se[ok])
+            ratios.extend(error / fitted.theta_se[ok])
+        print(f"{n:6d} {draws:5d} {np.mean(inside):7.3f} {np.std(ratios):6.2f}  "
+              + ", ".join(f"{s} {c}" for s, c in statuses.items()), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--few-models", metavar="CSV")
+    parser.add_argument("--models", default="10,20,40,80")
     parser.add_argument("--replicates", type=int, default=30)
     parser.add_argument("--designs", default="paper,leaderboard")
     parser.add_argument("--priors", default="normal,none")
     parser.add_argument("--level", type=float, default=0.95)
     args = parser.parse_args()
     print(machine())
+    if args.few_models:
+        few_models(args.few_models, [int(n) for n in args.models.split(",")], args.level)
+        return
     print(f"{args.replicates} replicates per row, {args.level:.0%} Wald intervals")
     print(f"{'design':>14} {'prior':>6} {'theta':>7} {'a':>7} {'b':>7} {'se theta':>9} "
           f"{'se a':>7} {'se b':>7} {'fit s':>7} {'se s':>7}  statuses")

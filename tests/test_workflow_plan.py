@@ -860,6 +860,22 @@ def test_a_method_module_that_exits_or_crashes_at_import_is_a_config_error(tmp_p
         "invalid configuration:", "- method_modules: " + message.format(path=module)]
 
 
+def test_held_out_fits_run_to_the_converged_rule_with_each_methods_options():
+    """The validation study's fits stop by real.converged, as the rankings' do (the
+    library's defaults left L-BFGS-B `not_stationary` in every fold of MATH-500: a baseline
+    stopped short), with accelerate for cbmm alone and fit.method_options on top."""
+    plan = test_plan({"real": {"converged": {"tol": 1e-9, "max_iter": 20000}},
+                      "fit": {"method_options": {"lbfgsb": {"prior": "none"}}}})
+    assert plan.validation_settings("cbmm") == {"tol": 1e-9, "max_iter": 20000,
+                                                "accelerate": "auto"}
+    assert plan.validation_settings("lbfgsb") == {"tol": 1e-9, "max_iter": 20000,
+                                                  "prior": "none"}
+    # what the job passes on is what cbmm.fit accepts for the method
+    responses = np.array([[1, 0, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1], [1, 1, 1, 0.]])
+    for method in ("cbmm", "lbfgsb"):
+        cbmm.cross_validate(responses, method, folds=2, **plan.validation_settings(method))
+
+
 def test_a_datasets_efficiency_study_depends_on_its_own_settings_only():
     """Adding a dataset (or changing MATH-500's content balance) changed the study's
     parameters for every dataset, and Snakemake ran every finished study again (24 minutes

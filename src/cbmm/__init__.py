@@ -10,7 +10,7 @@ from . import methods as _methods  # noqa: F401  (registers the methods)
 from . import simulate  # noqa: F401  (cbmm.simulate.simulate after import cbmm, as the docs write)
 from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
 from .bootstrap import BootstrapResult, bootstrap
-from .coverage import coverage_check
+from .coverage import IntervalWarning, coverage_check
 from .efficient import (AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test,
                         item_audit, predict_accuracy, select_items, selection_error)
 from .initialization import initial_values
@@ -28,7 +28,8 @@ __all__ = [
     "coverage_check",
     "FitResult", "SolverOutput", "canonicalize", "check_methods",
     "available_methods", "register_method", "MethodUnavailableError",
-    "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning", "CodingWarning", "Responses",
+    "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning", "CodingWarning",
+    "IntervalWarning", "Responses",
     "ResponseError",
     "as_responses",
     "initial_values", "loss", "loss_and_gradient", "__version__",

@@ -34,6 +34,7 @@ import numpy as np
 
 from ._checks import check_integer, check_positive
 from ._warn import warn
+from .coverage import warn_few_models
 from .diagnostics import (STATIONARY_BELOW, components, identified_core, scaled_gradient,
                           separation)
 from .engine import Objective
@@ -405,6 +406,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
             if "se_problem" in result.info:
                 warn(f"{method}: no standard errors for some or all parameters (NaN): "
                      f"{result.info['se_problem']}", ConvergenceWarning)
+            warn_few_models(core.shape[0])
         if kept is not None:
             result = _with_set_aside(result, data, core, kept)
         if verbose:
@@ -804,6 +806,13 @@ def _add_standard_errors(result, data, penalty, spec, options) -> None:
         except np.linalg.LinAlgError as exc:
             result.info["se_problem"] = str(exc)
             se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
+    if n == 2 and not spec.population_scale:
+        # two abilities of mean 0 and sd 1 are -1 and +1 whatever the answers: a zero-width
+        # interval that would vouch for their order
+        result.info["se_problem"] = ("the 2 models' abilities are -1 and +1 by the scale "
+                                     "(mean 0, sd 1), with no standard error; how sure their "
+                                     "order is: cbmm.bootstrap's prob_better")
+        se = (np.full(n, np.nan), *se[1:])
     result.theta_se = _label(se[0], data.row_labels, "theta_se")
     result.a_se = _label(se[1], data.col_labels, "a_se")
     result.b_se = _label(se[2], data.col_labels, "b_se")

@@ -173,6 +173,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
 
     from ._checks import check_integer, check_level
     from .api import FitFailedError, _progress_logging, check_timeout, fit, run_in_worker
+    from .coverage import warn_few_models
     from .registry import get_method
     from .responses import as_responses
 
@@ -189,6 +190,8 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
                         layout=fit_kwargs.pop("layout", "auto"), storage="auto")
     _check_memory(n_boot, *data.shape)
     full = fit(data, method, seed=seed, **fit_kwargs)
+    if resample == "items":  # the abilities' intervals, short for the same reason as fit's
+        warn_few_models(data.shape[0])
     spec = get_method(method)
     if data.storage == "sparse" and not spec.reads_sparse:
         data = data.to_dense()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._checks import check_level, is_integer
+from ._warn import warn
 from .io import file_record, write_with_manifest
 from .model import SIGMA_RANGE
 from .stopping import PAPER_TOL
@@ -312,6 +313,14 @@ class FitResult:
         level = check_level(level)
         if not self.has_se:
             raise ValueError("this fit has no standard errors: fit with cbmm.fit(..., se=True)")
+        if self.status != "converged":  # the fit warned once; a table of intervals is read later
+            from .api import ConvergenceWarning
+
+            reason = self.info.get("status_reason")
+            warn(f"confint: the intervals of a {self.status} fit"
+                 + (f" ({reason})" if reason else "")
+                 + " are about that point, which is not an answer (docs/trust.md, Status)",
+                 ConvergenceWarning)
         z = float(norm.ppf(0.5 + level / 2))
         out = {}
         for name, values, se in (("theta", self.theta, self.theta_se), ("a", self.a, self.a_se),

@@ -51,6 +51,7 @@ rule validate_method:
         mem_mb=lambda wc, attempt: 8000 * attempt,
     params:
         sigma=config["fit"]["sigma"],
+        settings=lambda wc: PLAN.validation_settings(wc.method),
         folds=config["real"]["validation"]["folds"],
         seed=config["real"]["validation"]["seed"],
         method_modules=PLAN.method_modules,

@@ -1,5 +1,5 @@
 """Held-out fit of one method on one dataset (rule validate_method): cbmm.cross_validate
-with the method's default fit, one row per fold, with the dataset's name: the fit's
+with the method's fit under the converged rule (real.converged), one row per fold, with the dataset's name: the fit's
 held-out log loss, Brier score and AUC beside the item-mean, model-mean and additive
 (Rasch) baselines."""
 
@@ -14,7 +14,8 @@ p, matrix = snakemake.params, snakemake.input.matrix
 import_method_modules(p.method_modules)
 dataset, method = snakemake.wildcards.dataset, snakemake.wildcards.method
 responses = cbmm.as_responses(read_matrix(matrix), source=matrix)
-table = cbmm.cross_validate(responses, method, folds=p.folds, seed=p.seed, sigma=p.sigma)
+table = cbmm.cross_validate(responses, method, folds=p.folds, seed=p.seed, sigma=p.sigma,
+                            **p.settings)
 table.insert(0, "dataset", dataset)
 best, means = best_baseline(table)
 log.info("%s, %s: held-out log loss %.4f (best baseline %s %.4f, item means %.4f), statuses %s",

@@ -1,7 +1,7 @@
 """Held-out fit of one method on one dataset (rule validate_method): cbmm.cross_validate
-with the method's fit under the converged rule (real.converged), one row per fold, with the dataset's name: the fit's
-held-out log loss, Brier score and AUC beside the item-mean, model-mean and additive
-(Rasch) baselines."""
+with the method run to the converged rule (real.converged), one row per fold, with the
+dataset's name: the fit's held-out log loss, Brier score and AUC beside the item-mean,
+model-mean and additive (Rasch) baselines."""
 
 import cbmm
 from cbmm.data import read_matrix

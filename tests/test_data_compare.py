@@ -102,6 +102,10 @@ def test_cli_names_duplicate_labels_it_compared_by_their_first_row(pair, tmp_pat
         ("missing.csv", None, "no such file"),
         ("matrix.tsv", "x", "expected a .parquet matrix or a release .csv"),
         ("bad.csv", ",i0,i1\nm0,1,2\n", "value 2.0 at row 'm0', column 'i1'"),
+        # read as a matrix it named its item ids as answers
+        ("long.csv", "model,item,correct\nm0,q1,1\nm0,q2,0\n",
+         "long.csv: a long table (columns model, item, correct); compare reads matrices: a "
+         "table of answers becomes one with `cbmm data import`"),
     ],
 )
 def test_bad_input_is_one_line_and_writes_nothing(tmp_path, capsys, pair, name, content, problem):

@@ -129,6 +129,18 @@ def test_bad_value_names_file_line_and_column(tmp_path):
         load_local(path)
 
 
+def test_a_header_with_a_quoted_line_break_before_quoted_commas_reads_as_pandas_does(tmp_path):
+    """An item id holding a line break (question text as ids) and a model label holding a
+    comma: the header was skipped as one line, and the quotes after it were misread
+    ("Expected 3 fields in line 3, saw 4")."""
+    path = _write(tmp_path / "q.csv", ',"multi\nline",b\n"a,b",1,0\nm2,,1\n"say ""x""",0,0\n')
+    frame = read_table(path)
+    expected = pd.read_csv(path, index_col=0)
+    assert list(frame.columns) == ["multi\nline", "b"] == list(expected.columns)
+    assert list(frame.index) == ["a,b", "m2", 'say "x"']
+    np.testing.assert_array_equal(frame.to_numpy(dtype=float), expected.to_numpy(dtype=float))
+
+
 def test_a_table_that_cannot_tell_the_models_apart_is_refused_by_name(tmp_path):
     # the workflow's local datasets are built by load_local: refused there, not at the fit
     path = _write(tmp_path / "ones.csv", ",a,b\nm1,1,1\nm2,1,\nm3,1,1\n")
@@ -276,3 +288,42 @@ def test_naming_a_long_tables_columns_reads_it_as_long(tmp_path):
     assert responses.to_frame().loc[["m1", "m2"], "q1"].tolist() == [1, 0]
     with pytest.raises(TypeError, match="path must be a file path"):
         read_responses(None)
+
+
+@pytest.mark.parametrize("index", [pd.RangeIndex(100, 103, name="model_id"),
+                                   pd.RangeIndex(0, 3, name="model"), pd.RangeIndex(5, 8)])
+def test_a_parquet_tables_stored_range_of_labels_is_its_model_labels(tmp_path, index):
+    """pandas keeps a RangeIndex as metadata, not a column: a named one, or one that is not
+    0, 1, ..., is the user's labels (they were refused as "no stored index", and naming the
+    index with label_column failed too); the unnamed 0, 1, ... still is no labels."""
+    frame = pd.DataFrame({"q1": [1.0, 0.0, 1.0], "q2": [0.0, 1.0, 1.0]}, index=index)
+    path = tmp_path / "r.parquet"
+    frame.to_parquet(path)
+    labels = [str(v) for v in index]
+    assert list(read_table(path).index) == labels
+    if index.name:
+        assert list(read_table(path, label_column=index.name).index) == labels
+    frame.reset_index(drop=True).to_parquet(path)
+    with pytest.raises(DataError, match="no model labels: no stored index"):
+        read_table(path)
+
+
+@pytest.mark.parametrize("text", ['{"a": [1, 0]}', '{\n  "a": {"m1": 1}\n}\n',
+                                  '{"model":"m1","q1":1}\n{"model":"m2","q1":0}\n',
+                                  '[{"model": "m1", "q1": 1}]'])
+def test_json_named_csv_is_told_to_be_json(tmp_path, text):
+    """JSON in a .csv file was read as CSV: "no model rows after the header", "the header
+    has no item columns", or a value '0:0' of a model '{"model":"m1"'."""
+    path = _write(tmp_path / "r.csv", text)
+    with pytest.raises(DataError, match=r"r.csv: JSON text \(it starts with '[{[]'\), not CSV"):
+        read_table(path)
+    # a label column headed in brackets is a header
+    path = _write(tmp_path / "ok.csv", "[model],a,b\nm1,1,0\nm2,0,1\n")
+    assert list(read_table(path).columns) == ["a", "b"]
+
+
+def test_a_path_that_is_no_regular_file_is_named_so():
+    """/dev/null exists: "no such file" was wrong there."""
+    with pytest.raises(DataError, match=r"/dev/null: not a regular file \(a device, pipe or "
+                                        r"socket\)"):
+        read_table("/dev/null")

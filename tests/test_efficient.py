@@ -1199,6 +1199,11 @@ def test_content_balancing_moves_on_when_an_area_runs_out():
      "content: 1 item\\(s\\) listed more than once: \\['q0'\\]"),
     (lambda item: 1, {"interval_scale": -1.0}, "interval_scale must be a finite number >= 0"),
     ("yes", {}, "respond must be a function"),
+    (lambda item: 1, {"pool": []}, "pool: empty; give the items the test may draw from"),
+    # a Series of answers: its type and how to use it, not its 300 lines
+    (pd.Series(1, index=[f"q{k}" for k in range(300)]), {},
+     r"respond must be a function of an item label, got Series \(answers by item\? "
+     r"respond=answers.get\)$"),
 ])
 def test_adaptive_test_names_bad_input(respond, kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -386,9 +386,21 @@ def test_folds_left_empty_by_the_training_rule_are_refused():
     nothing (it printed nan and 'converged')."""
     diagonal = np.full((4, 4), np.nan)
     np.fill_diagonal(diagonal, [0, 1, 0, 1])
-    with pytest.raises(ValueError, match=r"folds=2: fold\(s\) \[0, 1\] hold no cell once "
-                                         "each model and item keeps a training answer"):
+    with pytest.raises(ValueError, match=r"no cell can be held out: each of the 4 observed "
+                                         r"answers is its model's only answer or its item's"):
         cbmm.cross_validate(diagonal, folds=2)
+    # one item: no number of folds helps (the message said "use fewer folds" at 2 too)
+    one_item = np.array([[1], [0], [1], [1], [0.]])
+    with pytest.raises(ValueError, match=r"no cell can be held out: .*5 model\(s\) x 1 item"):
+        cbmm.cross_validate(one_item, folds=2)
+    # cells some folds cannot hold: fewer folds do help
+    sparse = np.full((6, 6), np.nan)
+    sparse[0, :] = sparse[:, 0] = 1
+    sparse[0, 0], sparse[1, 1], sparse[2, 0] = 0, 0, 0
+    with pytest.raises(ValueError, match=r"folds=5: fold\(s\) .* hold no cell once each model "
+                                         r"and item keeps a training answer \(too sparse for so "
+                                         r"many folds\); use fewer folds$"):
+        cbmm.cross_validate(sparse, folds=5)
 
 
 def test_a_fold_or_draw_whose_answers_are_all_alike_is_a_failure_not_an_error():

@@ -403,6 +403,14 @@ def test_labels_read_as_the_first_item_are_named_as_such():
     with pytest.raises(ResponseError) as raised:
         cbmm.as_responses(frame)
     assert "holds text" not in str(raised.value)
+    # labels of its own (a file read with its label column): the text column is metadata,
+    # or the labels where another column was taken for them; set_index was no advice there
+    meta = pd.DataFrame({"family": ["a", "b", "a"], **{f"i{k}": [1, 0, 1] for k in range(5)}},
+                        index=pd.Index(["m0", "m1", "m2"], name="model"))
+    with pytest.raises(ResponseError, match=r"its column 'family' holds text, not answers: "
+                                            r"metadata to leave out .* --label-column") as raised:
+        cbmm.as_responses(meta)
+    assert "set_index" not in str(raised.value)
 
 
 def test_duplicate_labels_are_refused_with_their_positions():
@@ -595,3 +603,19 @@ def test_a_row_left_empty_by_signed_coding_says_what_signed_coding_does():
             cbmm.as_responses(np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]]), coding="signed")
     with pytest.raises(cbmm.ResponseError, match="drop them before fitting$"):
         cbmm.as_responses(np.array([[1.0, 0.0], [np.nan, np.nan], [1.0, 1.0]]))
+
+
+def test_a_scipy_matrix_storing_no_zero_is_told_its_zeros_are_missing():
+    """scipy stores a dense 0/1 array's 1s alone: its wrong answers become missing, and the
+    fit said only "every observed answer is correct" (or named empty items)."""
+    from cbmm.responses import CodingWarning
+
+    answers = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0.]])
+    with pytest.warns(CodingWarning, match="a scipy sparse matrix storing no 0: its unstored "
+                                           "entries are missing, not wrong"):
+        cbmm.as_responses(scipy.sparse.csr_array(answers))
+    rows, cols = np.indices(answers.shape)
+    stored = scipy.sparse.coo_array((answers.ravel(), (rows.ravel(), cols.ravel())))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cbmm.as_responses(stored).n_observed == 9  # the 0s stored: no warning

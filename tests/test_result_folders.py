@@ -115,10 +115,22 @@ def test_a_folder_missing_a_file_or_holding_another_saves_file_is_refused(tmp_pa
     with pytest.raises(ResultFolderError, match=r"b: no fit.json beside abilities.csv, items.csv: "
                                                 "an interrupted save"):
         cbmm.score(data, tmp_path / "b" / "items.csv")
-    # a folder written before fit.json listed its files: its rows are checked against its size
+    # fit.json edited: its sigma (every score rescaled silently before), or its list of
+    # files taken out to let an edited items.csv pass
+    for edit in ({"sigma": 2.0}, {"files": None}):
+        first.save(tmp_path / "meta", replace=True)
+        meta = json.loads((tmp_path / "meta" / "fit.json").read_text())
+        meta.update(edit)
+        (tmp_path / "meta" / "fit.json").write_text(json.dumps({k: v for k, v in meta.items()
+                                                                if v is not None}))
+        with pytest.raises(ResultFolderError, match=r"meta/fit.json: edited after it was "
+                                                    r"written \(its fields no longer match"):
+            cbmm.FitResult.load(tmp_path / "meta")
+    # a folder written before fit.json listed its files (and sealed itself): its rows are
+    # checked against its size
     first.save(tmp_path / "old")
     meta = json.loads((tmp_path / "old" / "fit.json").read_text())
-    del meta["files"]
+    del meta["files"], meta["manifest_sha256"]
     (tmp_path / "old" / "fit.json").write_text(json.dumps(meta))
     assert cbmm.FitResult.load(tmp_path / "old").theta.equals(first.theta)
     lines = (tmp_path / "old" / "abilities.csv").read_text().splitlines()

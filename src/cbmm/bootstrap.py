@@ -97,9 +97,7 @@ class BootstrapResult:
         manifest of the tables (their sizes and SHA-256) and comes last, as in
         :meth:`cbmm.FitResult.save` (``replace=False``: ``FileExistsError`` when the folder
         holds any of them, so of two concurrent saves one succeeds)."""
-        import json
-
-        from .io import write_with_manifest
+        from .io import sealed_manifest, write_with_manifest
 
         files = {name: frame.encode() for name, frame in zip(self.OUTPUT_FILES[:3], (
             self.abilities_frame().to_csv(index=False, float_format="%.17g"),
@@ -107,7 +105,7 @@ class BootstrapResult:
             self.prob_better.to_csv(float_format="%.17g")))}
 
         def manifest(records):
-            return (json.dumps({**self.summary(), "files": records}, indent=2) + "\n").encode()
+            return sealed_manifest({**self.summary(), "files": records})
 
         write_with_manifest(out_dir, files, self.OUTPUT_FILES[3], manifest, replace=replace)
 

@@ -167,6 +167,30 @@ def read_csv(path, **options):
     return pd.read_csv(path, converters=converters, **options)
 
 
+#: The key of a manifest's SHA-256 of its own other fields (:func:`sealed_manifest`).
+SEAL = "manifest_sha256"
+
+
+def _seal(record: dict) -> str:
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+
+
+def sealed_manifest(record: dict) -> bytes:
+    """``record`` as the JSON of a manifest, with the SHA-256 of its own fields under
+    :data:`SEAL`: a manifest edited after it was written (its sigma, its list of files) is
+    told from the one written (:func:`seal_broken`), as its files are by their records."""
+    return (json.dumps({**record, SEAL: _seal(record)}, indent=2) + "\n").encode()
+
+
+def seal_broken(record: dict) -> bool:
+    """Whether a manifest read back (a dict) is not the one :func:`sealed_manifest` wrote:
+    its fields changed, or its seal did.  A manifest written before seals (2026-12-07) has
+    none and is taken as it is."""
+    if SEAL not in record:
+        return False
+    return _seal({k: v for k, v in record.items() if k != SEAL}) != record[SEAL]
+
+
 def file_record(data: bytes) -> dict:
     """What a manifest records of one file: its size and SHA-256."""
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}

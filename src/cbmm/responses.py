@@ -626,13 +626,27 @@ def _from_frame(frame, coding, source):
         if j <= 3 and (not frame.index.is_unique or any(
                 _holds_text(frame.iloc[:, k]) for k in range(j))):
             raise ResponseError(f"{exc}; {_LONG_HINT}") from None
-        # the labels read as the first item (pd.read_csv without index_col)
         if j > 1 and _holds_text(frame.iloc[:, 0]) and not any(
                 _holds_text(frame.iloc[:, k]) for k in range(1, min(j, 20))):
-            raise ResponseError(f"{exc}; its first column {_show(frame.columns[0])} holds text: "
-                                "the models' labels? make it the index (DataFrame."
-                                "set_index, or pd.read_csv(..., index_col=0))") from None
+            column = _show(frame.columns[0])
+            if _default_index(frame.index):  # the labels read as the first item
+                raise ResponseError(f"{exc}; its first column {column} holds text: the "
+                                    "models' labels? make it the index (DataFrame.set_index, "
+                                    "or pd.read_csv(..., index_col=0))") from None
+            # labels of its own (a file read with its label column): a column of metadata,
+            # or the labels where another column was taken for them
+            raise ResponseError(f"{exc}; its column {column} holds text, not answers: "
+                                "metadata to leave out of the table, or the models' labels "
+                                "(then name it as the label column: --label-column on the "
+                                "command line, label_column= reading a file)") from None
         raise
+
+
+def _default_index(index) -> bool:
+    """Whether ``index`` is pandas' default 0, 1, ... (no labels of the user's)."""
+    import pandas as pd  # a DataFrame's: already imported
+
+    return index.name is None and index.equals(pd.RangeIndex(len(index)))
 
 
 def _holds_text(column) -> bool:
@@ -801,6 +815,13 @@ def _from_scipy(matrix, coding, source):
     if _CODES.get(values.dtype) is None or not values.dtype.isnative:
         _check_kind(values.dtype, source)
         values = _as_float(values)
+    if coding != "signed" and values.size and (np.asarray(values, dtype=float) > 0).all():
+        # built from a dense 0/1 array, scipy keeps its 1s alone: every 0 became missing
+        warn(f"{source}: a scipy sparse matrix storing no 0: its unstored entries are missing, "
+             "not wrong, so every observed answer is correct; if its wrong answers were 0s "
+             "of a dense array (scipy stores none), store them (e.g. coo_array((values, "
+             "(rows, cols))) with the 0s among the values) or give +1/-1 with coding='signed'",
+             CodingWarning)
     namer = _GridNamer(None, None)
 
     def cell(k, _):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._checks import check_level, is_integer
 from ._warn import warn
-from .io import file_record, write_with_manifest
+from .io import file_record, seal_broken, sealed_manifest, write_with_manifest
 from .model import SIGMA_RANGE
 from .stopping import PAPER_TOL
 
@@ -385,7 +385,7 @@ class FitResult:
                  for name, frame in tables.items()}
 
         def manifest(records):
-            return (json.dumps({**self.summary(), "files": records}, indent=2) + "\n").encode()
+            return sealed_manifest({**self.summary(), "files": records})
 
         write_with_manifest(out_dir, files, "fit.json", manifest, replace=replace)
 
@@ -497,6 +497,9 @@ def read_result_folder(out_dir):
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
         raise ResultFolderError(f"{meta_path}: not a complete fit.json ({exc}); the save was "
                                 "interrupted or the file was edited") from None
+    if seal_broken(meta):  # an edited sigma rescaled every score silently
+        raise ResultFolderError(f"{meta_path}: edited after it was written (its fields no "
+                                "longer match its manifest_sha256); refit, or save again")
     tables = {}
     for name, label in (("abilities.csv", "model"), ("items.csv", "item")):
         path = out / name

@@ -109,7 +109,9 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         One row per model (index: the model labels, or 0..N-1), columns
         ``theta`` (estimate), ``se`` (standard error from the observed
         information, including the prior's; the posterior sd with
-        ``prior="population"``), ``n_items`` (answered items of
+        ``prior="population"``; the items held at their estimates, so the
+        calibration's own error is not in it: with 40 calibration models, 95 %
+        intervals held a simulated truth 0.86-0.92 of the time), ``n_items`` (answered items of
         the calibration), ``n_correct`` and ``status``: ``"converged"``,
         ``"max_iter"``, ``"all correct"``, ``"all wrong"`` (no finite MLE:
         theta is +-inf without the prior, the MAP value or posterior mean with it) or

@@ -105,9 +105,17 @@ def cross_validate(responses, method: str = "cbmm", folds: int = 5, seed: int = 
     helds = [_held_out(assignment == fold, rows, cols, data.shape) for fold in range(folds)]
     empty = [fold for fold, held in enumerate(helds) if not held.any()]
     if empty:  # its cells are every model's or item's last training answer
+        per_model = np.bincount(rows, minlength=data.shape[0])[rows]
+        per_item = np.bincount(cols, minlength=data.shape[1])[cols]
+        if not ((per_model > 1) & (per_item > 1)).any():  # no number of folds helps
+            raise ValueError(f"no cell can be held out: each of the {rows.size} observed "
+                             "answers is its model's only answer or its item's (data of "
+                             f"{data.shape[0]} model(s) x {data.shape[1]} item(s)); "
+                             "cross-validation needs models with two answers or more to "
+                             "items answered by two models or more")
         raise ValueError(f"folds={folds}: fold(s) {empty} hold no cell once each model and "
-                         "item keeps a training answer (too sparse for so many folds); use "
-                         "fewer folds")
+                         "item keeps a training answer (too sparse for so many folds)"
+                         + ("; use fewer folds" if folds > 2 else ""))
     table = []
     contradicted = 0  # held-out answers a certain prediction (p = 0 or 1) got wrong
     with _progress_lines(fit_kwargs.get("verbose", 0)) as report:  # checked by fit

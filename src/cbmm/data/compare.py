@@ -15,6 +15,7 @@ Cells are compared where both matrices observe them.
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,11 @@ def read_any_matrix(path) -> pd.DataFrame:
     if path.suffix == ".csv":
         if not path.is_file():
             raise DataError(f"{path}: no such file")
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            header = next(csv.reader(handle), [])
+        if {"model", "item", "correct"} <= set(header):  # read as wide, its ids were answers
+            raise DataError(f"{path}: a long table (columns model, item, correct); compare reads "
+                            "matrices: a table of answers becomes one with `cbmm data import`")
         table = read_release(path)
         return pd.DataFrame(check_binary(table, str(path)), index=table.index, columns=table.columns)
     raise DataError(f"{path}: expected a .parquet matrix or a release .csv")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,12 @@ def _header(path: Path) -> list[str]:
             raise _not_text(path, exc) from exc
         except csv.Error as exc:
             raise DataError(f"{path}: cannot parse the header line ({exc})") from exc
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
+        start = handle.read(64).lstrip()
+    if re.match(r'\{\s*["}]|\[\s*[\[{"\]0-9-]', start):  # read as CSV it said "no rows"
+        raise DataError(f"{path}: JSON text (it starts with {start[0]!r}), not CSV: write it "
+                        "as CSV or Parquet (e.g. pandas.read_json(...).to_csv(...); JSON Lines: "
+                        "read_json(..., lines=True))")
     # lines a spreadsheet or a script writes above the header (read as one, they named
     # no item or an item "sep=")
     if header and header[0].lower().startswith("sep=") and not any(header[1:]):
@@ -279,7 +286,9 @@ def read_csv_matrix(path, *, label_column: str | None = None) -> pd.DataFrame:
     # labels are text as written ("NA" and "null" are models); empty or NA answers missing
     missing = {k: _MISSING for k in range(len(header)) if k != label_pos}
     try:
-        frame = pd.read_csv(path, skiprows=1, header=None, index_col=label_pos,
+        # header=0 with names: the header is skipped as a record (skiprows=1 skipped one
+        # line, which split a header with a quoted line break and misread the quotes after)
+        frame = pd.read_csv(path, header=0, names=range(len(header)), index_col=label_pos,
                             dtype={label_pos: str}, encoding="utf-8-sig",
                             keep_default_na=False, na_values=missing)
     except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -350,7 +359,9 @@ def _read(path, layout, label_column, model_column, item_column, correct_column)
     if path.is_dir():
         raise DataError(f"{path}: a directory; expected a CSV or Parquet file")
     if not path.is_file():
-        raise DataError(f"{path}: no such file")
+        raise DataError(f"{path}: " + ("not a regular file (a device, pipe or socket); expected "
+                                       "a CSV or Parquet file" if path.exists()
+                                       else "no such file"))
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".txt", ".parquet", ".pq"):
         packed = (" (compressed: decompress it first)" if suffix in (".gz", ".zip", ".bz2", ".xz")
@@ -424,12 +435,23 @@ def _read_wide_parquet(path: Path, label_column: str | None) -> pd.DataFrame:
     if isinstance(frame.columns, pd.MultiIndex) or isinstance(frame.index, pd.MultiIndex):
         raise DataError(f"{path}: a table with several levels of column or row labels (a "
                         "MultiIndex); write it with one level of item ids and model labels")
-    if label_column is None and isinstance(frame.index, pd.RangeIndex):
+    # pandas stores a RangeIndex as metadata, not a column: one named or not 0, 1, ... is
+    # the user's labels where no column is (refused as "no stored index" before); the
+    # unnamed 0, 1, ... is none
+    index = frame.index
+    default = (isinstance(index, pd.RangeIndex) and index.name is None and index.start == 0
+               and index.step == 1)
+    if label_column is not None and label_column == index.name \
+            and label_column not in frame.columns:
+        label_column = None  # the stored index it names
+    elif label_column is None and isinstance(index, pd.RangeIndex):
         if LABEL_COLUMN in frame.columns:
             label_column = LABEL_COLUMN
         elif len(frame.columns) and not pd.api.types.is_numeric_dtype(frame.iloc[:, 0]) \
                 and not pd.api.types.is_bool_dtype(frame.iloc[:, 0]):
             label_column = frame.columns[0]
+        elif not default:
+            pass  # the stored range is the labels
         else:
             first = frame.columns[0] if len(frame.columns) else None
             raise DataError(

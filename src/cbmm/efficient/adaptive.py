@@ -93,7 +93,10 @@ class AdaptiveTest:
     Attributes
     ----------
     theta, se : float
-        Posterior mean and sd of the ability (the calibration's canonical scale).
+        Posterior mean and sd of the ability (the calibration's canonical scale), the
+        items held at their calibrated values: their error is not in ``se`` (on a
+        400-model simulated calibration ``theta -+ 1.96 se`` held the truth 0.93 of the
+        time, 0.95 with the true items).
     items : list
         The items given, in order (their labels as the calibration gives them).
     answers : list of int
@@ -275,7 +278,10 @@ def adaptive_test(respond: Callable, result, *, pool=None,
         Bad arguments or calibration, or an answer that is not 0/1 (naming the item).
     """
     if not callable(respond):
-        raise ValueError(f"respond must be a function of an item label, got {respond!r}")
+        shown = repr(respond)
+        shown = shown if len(shown) <= 80 and "\n" not in shown else type(respond).__name__
+        hint = (" (answers by item? respond=answers.get)" if hasattr(respond, "get") else "")
+        raise ValueError(f"respond must be a function of an item label, got {shown}{hint}")
     check_positive("se_target", se_target)
     if exposure is not None and not isinstance(exposure, ItemExposure):
         raise ValueError(f"exposure must be an ItemExposure or None, got {exposure!r}")
@@ -485,6 +491,9 @@ def _pool(bank, pool) -> np.ndarray:
     if unknown:
         raise ValueError(f"pool: {len(unknown)} item(s) not among the calibrated items: "
                          f"{unknown[:5]}")
+    if not labels:  # a test of no item is the prior alone
+        raise ValueError("pool: empty; give the items the test may draw from, or None for "
+                         "every calibrated item")
     return np.asarray(bank.labels.isin(labels))
 
 

@@ -352,6 +352,11 @@ def test_adaptive_balances_each_test_over_the_areas_of_a_content_file(calibrated
                           "--out", tmp_path / "tests.csv")
     assert status == 2 and "name the column of content areas with --content-column " \
                            "(one of ['level', 'subject'])" in err
+    status, _, err = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
+                          "--items", folder / "fit", "--content", tmp_path / "content.csv",
+                          "--content-column", "item", "--out", tmp_path / "tests.csv")
+    assert status == 2 and "--content-column item: the column of " in err \
+        and "item ids, not of their content areas (those columns: ['level', 'subject'])" in err
     status, _, _ = call(capsys, "adaptive", "--responses", tmp_path / "answers.csv",
                         "--items", folder / "fit", "--content", tmp_path / "content.csv",
                         "--content-column", "subject", "--se-target", 0.25,

@@ -227,6 +227,9 @@ def _content(path: Path, column: str | None):
             raise CliError(f"--content {path}: name the column of content areas with "
                            f"--content-column (one of {others})")
         column = others[0]
+    elif column == "item":
+        raise CliError(f"--content-column item: the column of {path}'s item ids, not of their "
+                       f"content areas (those columns: {others})")
     elif column not in others:
         raise CliError(f"--content-column {column}: not a column of {path} (it has "
                        f"{others})")

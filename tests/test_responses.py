@@ -619,3 +619,16 @@ def test_a_scipy_matrix_storing_no_zero_is_told_its_zeros_are_missing():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert cbmm.as_responses(stored).n_observed == 9  # the 0s stored: no warning
+
+
+def test_a_long_table_read_as_wide_is_told_its_layout():
+    """Read with layout='wide', a long table's model column is the labels and item,
+    correct its items: the hint said to name the columns model, item, correct, as they
+    were."""
+    frame = pd.DataFrame({"item": ["q1", "q2", "q1", "q2"], "correct": [1, 0, 0, 1]},
+                         index=pd.Index(["m1", "m1", "m2", "m2"], name="model"))
+    with pytest.raises(ResponseError, match=r"a long table \(columns model, item, correct\) "
+                                            r"read as a wide one: give layout 'long' or "
+                                            r"'auto'") as raised:
+        cbmm.as_responses(frame, layout="wide")
+    assert "must be named" not in str(raised.value)

@@ -625,6 +625,10 @@ def _from_frame(frame, coding, source):
         # and answers; say so rather than leave a puzzling message about either
         if j <= 3 and (not frame.index.is_unique or any(
                 _holds_text(frame.iloc[:, k]) for k in range(j))):
+            if [frame.index.name, *frame.columns] == list(LONG_COLUMNS):  # read as wide
+                raise ResponseError(f"{exc}; a long table (columns model, item, correct) read "
+                                    "as a wide one: give layout 'long' or 'auto' (--layout)"
+                                    ) from None
             raise ResponseError(f"{exc}; {_LONG_HINT}") from None
         if j > 1 and _holds_text(frame.iloc[:, 0]) and not any(
                 _holds_text(frame.iloc[:, k]) for k in range(1, min(j, 20))):

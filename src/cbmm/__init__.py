@@ -10,7 +10,8 @@ from . import methods as _methods  # noqa: F401  (registers the methods)
 from . import simulate  # noqa: F401  (cbmm.simulate.simulate after import cbmm, as the docs write)
 from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
 from .bootstrap import BootstrapResult, bootstrap
-from .coverage import IntervalWarning, coverage_check
+from .coverage import coverage_check
+from .intervals import IntervalWarning
 from .efficient import (AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test,
                         item_audit, predict_accuracy, select_items, selection_error)
 from .initialization import initial_values

@@ -34,7 +34,7 @@ import numpy as np
 
 from ._checks import check_integer, check_positive
 from ._warn import warn
-from .coverage import warn_few_models
+from .intervals import warn_few_models
 from .diagnostics import (STATIONARY_BELOW, components, identified_core, scaled_gradient,
                           separation)
 from .engine import Objective
@@ -45,7 +45,7 @@ from .model import SIGMA_RANGE, check_sigma, fit_measures, loss
 from .prior import Penalty
 from .registry import Option, get_method
 from .responses import ResponseError, as_responses, no_information
-from .result import FitResult, SolverOutput, canonicalize
+from .result import ConvergenceWarning, FitResult, SolverOutput, canonicalize
 from .stopping import PAPER_TOL
 
 __all__ = ["fit", "paper_settings", "run_in_worker", "check_timeout", "DegenerateDataWarning",
@@ -72,11 +72,6 @@ NOT_AN_OPTIMUM = ("max_iter", "not_stationary", "unbounded")
 class FitFailedError(ValueError):
     """The fit that a result rests on (a bootstrap's, a coverage check's) failed; its
     status says why.  A ValueError for the callers that caught one before."""
-
-
-class ConvergenceWarning(UserWarning):
-    """A fit is not an answer: stopped at ``max_iter``, short of a stationary point, its
-    starts disagree, or it failed (its time limit, a crash: no estimate)."""
 
 
 #: fit's ``timeout_s``, declared once (the command line's ``--timeout`` and the

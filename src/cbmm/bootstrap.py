@@ -171,7 +171,7 @@ def bootstrap(responses, n_boot: int = 200, resample: str = "items", level: floa
 
     from ._checks import check_integer, check_level
     from .api import FitFailedError, _progress_logging, check_timeout, fit, run_in_worker
-    from .coverage import warn_few_models
+    from .intervals import warn_few_models
     from .registry import get_method
     from .responses import as_responses
 

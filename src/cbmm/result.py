@@ -23,8 +23,8 @@ from .stopping import PAPER_TOL
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
 
-__all__ = ["SolverOutput", "FitResult", "ResultFolderError", "canonicalize", "read_result_folder",
-           "read_labelled_csv"]
+__all__ = ["SolverOutput", "FitResult", "ConvergenceWarning", "ResultFolderError",
+           "canonicalize", "read_result_folder", "read_labelled_csv"]
 
 #: How a missing number is written in the CSV files of a result (pandas' default), and
 #: what the readers take for one besides.  Labels are never missing: "NA" is a model name.
@@ -58,6 +58,11 @@ def canonicalize(theta, a, b):
     return tuple(pd.Series(values, index=original.index, name=original.name)
                  if pd is not None and isinstance(original, pd.Series) else values
                  for values, original in zip((theta, a, b), given))
+
+
+class ConvergenceWarning(UserWarning):
+    """A fit is not an answer: stopped at ``max_iter``, short of a stationary point, its
+    starts disagree, or it failed (its time limit, a crash: no estimate)."""
 
 
 @dataclass
@@ -314,8 +319,6 @@ class FitResult:
         if not self.has_se:
             raise ValueError("this fit has no standard errors: fit with cbmm.fit(..., se=True)")
         if self.status != "converged":  # the fit warned once; a table of intervals is read later
-            from .api import ConvergenceWarning
-
             reason = self.info.get("status_reason")
             warn(f"confint: the intervals of a {self.status} fit"
                  + (f" ({reason})" if reason else "")

@@ -318,8 +318,9 @@ def test_json_named_csv_is_told_to_be_json(tmp_path, text):
     with pytest.raises(DataError, match=r"r.csv: JSON text \(it starts with '[{[]'\), not CSV"):
         read_table(path)
     # a label column headed in brackets is a header
-    path = _write(tmp_path / "ok.csv", "[model],a,b\nm1,1,0\nm2,0,1\n")
-    assert list(read_table(path).columns) == ["a", "b"]
+    for header in ("[model]", "[2024] model"):
+        path = _write(tmp_path / "ok.csv", f"{header},a,b\nm1,1,0\nm2,0,1\n")
+        assert list(read_table(path).columns) == ["a", "b"]
 
 
 def test_a_path_that_is_no_regular_file_is_named_so():

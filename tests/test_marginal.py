@@ -581,6 +581,11 @@ def test_an_edited_population_is_named_in_the_error(skewed_calibration, tmp_path
     meta = json.loads(meta_path.read_text())
     meta["info"]["population"]["weights"][0] = -1.0
     meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match=r"fit\.json: edited after it was written"):
+        cbmm.score(_signed(calibration)[:5], tmp_path / "fit", prior="population",
+                   coding="signed")
+    del meta["manifest_sha256"]  # a save from before the seal: the population is checked
+    meta_path.write_text(json.dumps(meta))
     with pytest.raises(ValueError, match=r"fit\.json: the calibration's population .*weights"):
         cbmm.score(_signed(calibration)[:5], tmp_path / "fit", prior="population",
                    coding="signed")
@@ -641,6 +646,7 @@ def test_a_damaged_fit_json_is_one_line_naming_it_in_every_command(edit, named, 
     meta_path = tmp_path / "fit" / "fit.json"
     meta = json.loads(meta_path.read_text())
     edit(meta)
+    meta.pop("manifest_sha256")  # a save from before the seal reaches the fields' checks
     meta_path.write_text(json.dumps(meta))
     answers, fit = str(tmp_path / "answers.csv"), str(tmp_path / "fit")
     for command in (["score", "--responses", answers, "--items", fit, "--prior", "population"],

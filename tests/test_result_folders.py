@@ -126,6 +126,14 @@ def test_a_folder_missing_a_file_or_holding_another_saves_file_is_refused(tmp_pa
         with pytest.raises(ResultFolderError, match=r"meta/fit.json: edited after it was "
                                                     r"written \(its fields no longer match"):
             cbmm.FitResult.load(tmp_path / "meta")
+    # rewritten by a JSON tool that prints 1.0 as 1 (jq), or re-indented: not an edit
+    first.save(tmp_path / "meta", replace=True)
+    meta = json.loads((tmp_path / "meta" / "fit.json").read_text())
+    assert isinstance(meta["sigma"], float)
+    text = json.dumps({k: int(v) if isinstance(v, float) and v.is_integer() else v
+                       for k, v in reversed(meta.items())}, indent=1)
+    (tmp_path / "meta" / "fit.json").write_text(text)
+    assert cbmm.FitResult.load(tmp_path / "meta").theta.equals(first.theta)
     # a folder written before fit.json listed its files (and sealed itself): its rows are
     # checked against its size
     first.save(tmp_path / "old")

@@ -172,7 +172,19 @@ SEAL = "manifest_sha256"
 
 
 def _seal(record: dict) -> str:
-    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(_as_floats(record), sort_keys=True).encode()).hexdigest()
+
+
+def _as_floats(value):
+    """``value`` with every number a float: a JSON tool that writes 1.0 as 1 (jq) does not
+    edit the manifest."""
+    if isinstance(value, dict):
+        return {k: _as_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_floats(v) for v in value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 def sealed_manifest(record: dict) -> bytes:
@@ -185,7 +197,8 @@ def sealed_manifest(record: dict) -> bytes:
 def seal_broken(record: dict) -> bool:
     """Whether a manifest read back (a dict) is not the one :func:`sealed_manifest` wrote:
     its fields changed, or its seal did.  A manifest written before seals (2026-12-07) has
-    none and is taken as it is."""
+    none and is taken as it is, so the seal guards against edits, not against one who
+    deletes it too."""
     if SEAL not in record:
         return False
     return _seal({k: v for k, v in record.items() if k != SEAL}) != record[SEAL]

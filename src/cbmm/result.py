@@ -502,7 +502,7 @@ def read_result_folder(out_dir):
                                 "interrupted or the file was edited") from None
     if seal_broken(meta):  # an edited sigma rescaled every score silently
         raise ResultFolderError(f"{meta_path}: edited after it was written (its fields no "
-                                "longer match its manifest_sha256); refit, or save again")
+                                "longer match its manifest_sha256); refit, or undo the edit")
     tables = {}
     for name, label in (("abilities.csv", "model"), ("items.csv", "item")):
         path = out / name

@@ -52,7 +52,7 @@ def _header(path: Path) -> list[str]:
             raise DataError(f"{path}: cannot parse the header line ({exc})") from exc
     with open(path, encoding="utf-8-sig", errors="replace") as handle:
         start = handle.read(64).lstrip()
-    if re.match(r'\{\s*["}]|\[\s*[\[{"\]0-9-]', start):  # read as CSV it said "no rows"
+    if re.match(r'\{\s*["}]|\[\s*[\[{"\]]', start):  # read as CSV it said "no rows"
         raise DataError(f"{path}: JSON text (it starts with {start[0]!r}), not CSV: write it "
                         "as CSV or Parquet (e.g. pandas.read_json(...).to_csv(...); JSON Lines: "
                         "read_json(..., lines=True))")

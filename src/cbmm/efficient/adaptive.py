@@ -280,7 +280,8 @@ def adaptive_test(respond: Callable, result, *, pool=None,
     if not callable(respond):
         shown = repr(respond)
         shown = shown if len(shown) <= 80 and "\n" not in shown else type(respond).__name__
-        hint = (" (answers by item? respond=answers.get)" if hasattr(respond, "get") else "")
+        hint = (" (answers by item? respond=answers.get)"
+                if hasattr(respond, "get") and getattr(respond, "ndim", 1) == 1 else "")
         raise ValueError(f"respond must be a function of an item label, got {shown}{hint}")
     check_positive("se_target", se_target)
     if exposure is not None and not isinstance(exposure, ItemExposure):

@@ -97,17 +97,15 @@ class BootstrapResult:
         manifest of the tables (their sizes and SHA-256) and comes last, as in
         :meth:`cbmm.FitResult.save` (``replace=False``: ``FileExistsError`` when the folder
         holds any of them, so of two concurrent saves one succeeds)."""
-        from .io import sealed_manifest, write_with_manifest
+        from .io import write_with_manifest
 
         files = {name: frame.encode() for name, frame in zip(self.OUTPUT_FILES[:3], (
             self.abilities_frame().to_csv(index=False, float_format="%.17g"),
             self.items_frame().to_csv(index=False, float_format="%.17g"),
             self.prob_better.to_csv(float_format="%.17g")))}
+        write_with_manifest(out_dir, files, self.OUTPUT_FILES[3], self.summary(),
+                            replace=replace)
 
-        def manifest(records):
-            return sealed_manifest({**self.summary(), "files": records})
-
-        write_with_manifest(out_dir, files, self.OUTPUT_FILES[3], manifest, replace=replace)
 
 def _joined(key, tables) -> pd.DataFrame:
     import pandas as pd

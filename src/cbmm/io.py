@@ -167,7 +167,7 @@ def read_csv(path, **options):
     return pd.read_csv(path, converters=converters, **options)
 
 
-#: The key of a manifest's SHA-256 of its own other fields (:func:`sealed_manifest`).
+#: The key of a manifest's SHA-256 of its own other fields (:func:`write_with_manifest`).
 SEAL = "manifest_sha256"
 
 
@@ -187,7 +187,7 @@ def _as_floats(value):
     return value
 
 
-def sealed_manifest(record: dict) -> bytes:
+def _sealed_manifest(record: dict) -> bytes:
     """``record`` as the JSON of a manifest, with the SHA-256 of its own fields under
     :data:`SEAL`: a manifest edited after it was written (its sigma, its list of files) is
     told from the one written (:func:`seal_broken`), as its files are by their records."""
@@ -195,7 +195,7 @@ def sealed_manifest(record: dict) -> bytes:
 
 
 def seal_broken(record: dict) -> bool:
-    """Whether a manifest read back (a dict) is not the one :func:`sealed_manifest` wrote:
+    """Whether a manifest read back (a dict) is not the one :func:`write_with_manifest` wrote:
     its fields changed, or its seal did.  A manifest written before seals (2026-12-07) has
     none and is taken as it is, so the seal guards against edits, not against one who
     deletes it too."""
@@ -209,14 +209,15 @@ def file_record(data: bytes) -> dict:
     return {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def write_with_manifest(folder, files: dict, manifest: str, make_manifest, *,
+def write_with_manifest(folder, files: dict, manifest: str, fields: dict, *,
                         replace: bool = True) -> None:
     """Write a set of files into ``folder`` so that a reader sees all of one write or none.
 
-    ``files`` maps names to bytes; the file ``manifest`` holds
-    ``make_manifest({name: file_record(data)})`` (bytes), which binds the others: a reader
-    that checks them against it (as :meth:`cbmm.FitResult.load` does) never takes a
-    folder holding parts of two writes, or of an interrupted one, for a whole result.
+    ``files`` maps names to bytes; the file ``manifest`` holds the JSON of ``fields`` with
+    ``"files"``: ``{name: file_record(data)}``, sealed by the SHA-256 of its own fields
+    (:data:`SEAL`).  It binds the others: a reader that checks them against it (as
+    :meth:`cbmm.FitResult.load` does) never takes a folder holding parts of two writes, or
+    of an interrupted one, for a whole result, nor one whose manifest was edited.
 
     ``replace=True``: the old manifest is removed first, the files are renamed into
     place, the new manifest comes last.  ``replace=False``: the folder is claimed by
@@ -242,7 +243,8 @@ def write_with_manifest(folder, files: dict, manifest: str, make_manifest, *,
             raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(folder / name))
     if not replace:
         _refuse_existing(folder, names)
-    content = make_manifest({name: file_record(data) for name, data in files.items()})
+    content = _sealed_manifest({**fields, "files": {name: file_record(data)
+                                                    for name, data in files.items()}})
     created = _create_parents(folder)
     temporaries = {}
     claimed = done = False

@@ -16,7 +16,7 @@ import numpy as np
 
 from ._checks import check_level, is_integer
 from ._warn import warn
-from .io import file_record, seal_broken, sealed_manifest, write_with_manifest
+from .io import file_record, seal_broken, write_with_manifest
 from .model import SIGMA_RANGE
 from .stopping import PAPER_TOL
 
@@ -386,11 +386,7 @@ class FitResult:
         tables = {"abilities.csv": self.abilities_frame(), "items.csv": self.items_frame()}
         files = {name: frame.to_csv(index=False, float_format="%.17g").encode()
                  for name, frame in tables.items()}
-
-        def manifest(records):
-            return sealed_manifest({**self.summary(), "files": records})
-
-        write_with_manifest(out_dir, files, "fit.json", manifest, replace=replace)
+        write_with_manifest(out_dir, files, "fit.json", self.summary(), replace=replace)
 
     @classmethod
     def load(cls, out_dir) -> "FitResult":

@@ -870,6 +870,12 @@ def test_held_out_fits_run_to_the_converged_rule_with_each_methods_options():
                                                 "accelerate": "auto"}
     assert plan.validation_settings("lbfgsb") == {"tol": 1e-9, "max_iter": 20000,
                                                   "prior": "none"}
+    # the rule's accelerate over the method's own, as the rankings' fits get it
+    plan = test_plan({"real": {"converged": {"tol": 1e-9, "max_iter": 20000}},
+                      "fit": {"method_options": {"cbmm": {"accelerate": "none",
+                                                          "prior": "none"}}}})
+    assert plan.validation_settings("cbmm") == {"tol": 1e-9, "max_iter": 20000,
+                                                "accelerate": "auto", "prior": "none"}
     # what the job passes on is what cbmm.fit accepts for the method
     responses = np.array([[1, 0, 1, 0], [1, 1, 0, 0], [0, 0, 1, 1], [1, 1, 1, 0.]])
     for method in ("cbmm", "lbfgsb"):

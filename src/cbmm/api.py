@@ -34,12 +34,12 @@ import numpy as np
 
 from ._checks import check_integer, check_positive
 from ._warn import warn
-from .intervals import warn_few_models
 from .diagnostics import (STATIONARY_BELOW, components, identified_core, scaled_gradient,
                           separation)
 from .engine import Objective
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
+from .intervals import warn_few_models
 from .methods._prior import penalty_of, takes_prior
 from .model import SIGMA_RANGE, check_sigma, fit_measures, loss
 from .prior import Penalty
@@ -801,7 +801,7 @@ def _add_standard_errors(result, data, penalty, spec, options) -> None:
         except np.linalg.LinAlgError as exc:
             result.info["se_problem"] = str(exc)
             se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
-    if n == 2 and not spec.population_scale:
+    if n == 2 and not spec.population_scale and "se_problem" not in result.info:
         # two abilities of mean 0 and sd 1 are -1 and +1 whatever the answers: a zero-width
         # interval that would vouch for their order
         result.info["se_problem"] = ("the 2 models' abilities are -1 and +1 by the scale "

@@ -22,12 +22,12 @@ from .intervals import IntervalWarning, warn_few_models
 
 __all__ = ["COVERAGE_SLACK", "coverage_check"]
 
-
 #: coverage_check warns where the intervals of a parameter held the truth in fewer than
 #: ``level - COVERAGE_SLACK`` of the cases: beyond the draws' noise at 20 of them (the
 #: share is over every parameter of every draw), and far enough below the level to be a
 #: fault, not a rounding (MMLU's shape: a 0.26, b 0.27, theta 0.78 at 95 %).
 COVERAGE_SLACK = 0.05
+
 
 def coverage_check(responses, method: str = "cbmm", *, n_rep: int = 20, level: float = 0.95,
                    seed: int = 0, **fit_kwargs):

@@ -633,7 +633,7 @@ def _from_frame(frame, coding, source):
         if j > 1 and _holds_text(frame.iloc[:, 0]) and not any(
                 _holds_text(frame.iloc[:, k]) for k in range(1, min(j, 20))):
             column = _show(frame.columns[0])
-            if _default_index(frame.index):  # the labels read as the first item
+            if default_index(frame.index):  # the labels read as the first item
                 raise ResponseError(f"{exc}; its first column {column} holds text: the "
                                     "models' labels? make it the index (DataFrame.set_index, "
                                     "or pd.read_csv(..., index_col=0))") from None
@@ -646,7 +646,7 @@ def _from_frame(frame, coding, source):
         raise
 
 
-def _default_index(index) -> bool:
+def default_index(index) -> bool:
     """Whether ``index`` is pandas' default 0, 1, ... (no labels of the user's)."""
     import pandas as pd  # a DataFrame's: already imported
 

@@ -25,7 +25,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ..responses import (FIRST_LINE, LONG_COLUMNS, ResponseError, Responses, as_responses,
-                         headerless_column, no_information, spaced_twins)
+                         default_index, headerless_column, no_information, spaced_twins)
 from .matrix import LABEL_COLUMN, DataError, read_matrix
 
 __all__ = ["load_local", "read_csv_matrix", "read_responses", "read_table"]
@@ -436,11 +436,9 @@ def _read_wide_parquet(path: Path, label_column: str | None) -> pd.DataFrame:
         raise DataError(f"{path}: a table with several levels of column or row labels (a "
                         "MultiIndex); write it with one level of item ids and model labels")
     # pandas stores a RangeIndex as metadata, not a column: one named or not 0, 1, ... is
-    # the user's labels where no column is (refused as "no stored index" before); the
-    # unnamed 0, 1, ... is none
+    # the user's labels where no column is (refused as "no stored index" before), and is
+    # kept by falling through; the unnamed 0, 1, ... is none
     index = frame.index
-    default = (isinstance(index, pd.RangeIndex) and index.name is None and index.start == 0
-               and index.step == 1)
     if label_column is not None and label_column == index.name \
             and label_column not in frame.columns:
         label_column = None  # the stored index it names
@@ -450,9 +448,7 @@ def _read_wide_parquet(path: Path, label_column: str | None) -> pd.DataFrame:
         elif len(frame.columns) and not pd.api.types.is_numeric_dtype(frame.iloc[:, 0]) \
                 and not pd.api.types.is_bool_dtype(frame.iloc[:, 0]):
             label_column = frame.columns[0]
-        elif not default:
-            pass  # the stored range is the labels
-        else:
+        elif default_index(index):
             first = frame.columns[0] if len(frame.columns) else None
             raise DataError(
                 f"{path}: no model labels: no stored index, no column {LABEL_COLUMN!r}, and the "

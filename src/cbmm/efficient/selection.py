@@ -128,7 +128,7 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
     if strategy == "predictive":
         answers, _ = aligned_answers(responses, bank, coding=coding, layout=layout)
         chosen = list(itertools.islice(forward_selection(answers), k))
-        _warn_few_models(int(np.count_nonzero((answers != 0).any(axis=1))))
+        _warn_too_few_to_choose_on(int(np.count_nonzero((answers != 0).any(axis=1))))
         varying = int(_differing(answers).sum())
         if k > varying:
             warn(f"k={k}: the responses' answers differ between models on "
@@ -199,7 +199,7 @@ def _anchor(bank, k, rng):
     return order[np.concatenate([chosen, fill]).astype(int)]
 
 
-def _warn_few_models(models: int) -> None:
+def _warn_too_few_to_choose_on(models: int) -> None:
     """Warn where fewer models chose the ``predictive`` items than a 0.95 interval of
     their accuracy needs as a reference (19): a regression over so few is no basis."""
     needed = reference_models_needed(0.95)

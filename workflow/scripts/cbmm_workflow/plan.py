@@ -226,12 +226,12 @@ class Plan:
     def validation_settings(self, method: str) -> dict:
         """``cbmm.fit`` settings of a method's held-out fits: the converged rule's tol and
         max_iter (the library's defaults leave L-BFGS-B `not_stationary`: a baseline
-        stopped short), its ``accelerate`` where the method takes it, and the method's
-        options."""
+        stopped short), the method's options, and the rule's ``accelerate`` over them where
+        the method takes it (as :meth:`real_batches` gives the rule's options)."""
         tol, max_iter, rule_options = self.stopping_settings(CONVERGED)
         takes = get_method(method).options
         options = {k: v for k, v in rule_options.items() if k in takes}
-        return {"tol": tol, "max_iter": max_iter, **options, **self.method_options(method)}
+        return {"tol": tol, "max_iter": max_iter, **self.method_options(method), **options}
 
     @functools.cached_property
     def real_fits(self) -> list[RealFit]:

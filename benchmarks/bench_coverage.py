@@ -23,6 +23,14 @@ answers them from the 2PL and is fitted with standard errors; about 600 abilitie
 size (``--replicates`` ignored)::
 
     python benchmarks/bench_coverage.py --few-models MATH_500.csv [--models 10,20,40,80]
+
+``--score CSV`` measures :func:`cbmm.score`'s intervals against the calibration's size
+(``cbmm.intervals.FEW_CALIBRATION_MODELS``): each draw calibrates on ``--models`` abilities
+of the real fit (with standard errors) and scores 100 new ones answering 50 of its items
+or all of them, once with the calibration's item error carried (the default) and once with
+the items held fixed (``item_error=False``); about 1200 calibration models per row::
+
+    python benchmarks/bench_coverage.py --score MATH_500.csv [--models 20,40,80,160,320]
 """
 
 from __future__ import annotations
@@ -70,21 +78,31 @@ def one_replicate(n, j, missing_rate, prior, seed, level):
     return covered, with_se.status, fitted, se_seconds
 
 
-def few_models(path, sizes, level):
-    """Coverage of the abilities' intervals of fits of ``sizes`` models drawn from the fit
-    of the matrix at ``path``: each size's share covered and the sd of (estimate -
-    truth) / se (1 where the standard errors are right)."""
+def real_truth(path):
+    """The abilities and the items' (alpha, beta) of the default fit of the matrix at
+    ``path`` (items with finite parameters), as the truth to draw from."""
     import pandas as pd
-    from scipy.stats import norm
 
-    z = norm.ppf(0.5 + level / 2)
-    truth = cbmm.fit(pd.read_csv(path, index_col=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        truth = cbmm.fit(pd.read_csv(path, index_col=0))
     theta = truth.theta.to_numpy()
     alpha, beta = (np.asarray(v, dtype=float) / truth.sigma for v in (truth.a, truth.b))
     finite = np.isfinite(alpha) & np.isfinite(beta)
     alpha, beta = alpha[finite], beta[finite]
     print(f"truth: the default fit of {path} ({theta.size} models, {alpha.size} items with "
           f"finite parameters, median a/sigma {np.median(alpha):.2f})")
+    return theta, alpha, beta
+
+
+def few_models(path, sizes, level):
+    """Coverage of the abilities' intervals of fits of ``sizes`` models drawn from the fit
+    of the matrix at ``path``: each size's share covered and the sd of (estimate -
+    truth) / se (1 where the standard errors are right)."""
+    from scipy.stats import norm
+
+    z = norm.ppf(0.5 + level / 2)
+    theta, alpha, beta = real_truth(path)
     print(f"{'models':>6} {'draws':>5} {'theta':>7} {'sd z':>6}  statuses")
     for n in sizes:
         inside, ratios, statuses = [], [], {}
@@ -107,19 +125,62 @@ def few_models(path, sizes, level):
               + ", ".join(f"{s} {c}" for s, c in statuses.items()), flush=True)
 
 
+def scored(path, sizes, level):
+    """Coverage of :func:`cbmm.score`'s intervals of new models against calibrations of
+    ``sizes`` models drawn from the fit of the matrix at ``path``, with the calibration's
+    item error carried and with the items fixed, for new models answering 50 items or all;
+    the truth of a new model is its ability on the calibration's drawn abilities' scale."""
+    import pandas as pd
+    from scipy.stats import norm
+
+    z = norm.ppf(0.5 + level / 2)
+    theta, alpha, beta = real_truth(path)
+    items = [f"i{j}" for j in range(alpha.size)]
+    print(f"{'models':>6} {'items':>5} {'draws':>5} {'carried':>8} {'sd z':>5} {'fixed':>6} "
+          f"{'sd z':>5}")
+    for n in sizes:
+        for answered in (50, alpha.size):
+            inside = {True: [], False: []}
+            ratios = {True: [], False: []}
+            draws = max(6, 1200 // n)
+            for rep in range(draws):
+                rng = np.random.default_rng([n, rep, answered])
+                calibration, new = (theta[rng.choice(theta.size, size)] for size in (n, 100))
+                answers = [pd.DataFrame((rng.random((t.size, alpha.size)) < 1 / (1 + np.exp(
+                    -(np.outer(t, alpha) + beta)))).astype(float), columns=items)
+                    for t in (calibration, new)]
+                asked = list(rng.choice(items, answered, replace=False))
+                true = (new - calibration.mean()) / calibration.std()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fit = cbmm.fit(answers[0], se=True)
+                    for carried in (True, False):
+                        got = cbmm.score(answers[1][asked], fit, item_error=carried)
+                        ok = (got["status"] == "converged").to_numpy()
+                        error = got["theta"].to_numpy()[ok] - true[ok]
+                        inside[carried].extend(np.abs(error) <= z * got["se"].to_numpy()[ok])
+                        ratios[carried].extend(error / got["se"].to_numpy()[ok])
+            print(f"{n:6d} {answered:5d} {draws:5d} {np.mean(inside[True]):8.3f} "
+                  f"{np.std(ratios[True]):5.2f} {np.mean(inside[False]):6.3f} "
+                  f"{np.std(ratios[False]):5.2f}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--few-models", metavar="CSV")
-    parser.add_argument("--models", default="10,20,40,80")
+    parser.add_argument("--score", metavar="CSV")
+    parser.add_argument("--models")
     parser.add_argument("--replicates", type=int, default=30)
     parser.add_argument("--designs", default="paper,leaderboard")
     parser.add_argument("--priors", default="normal,none")
     parser.add_argument("--level", type=float, default=0.95)
     args = parser.parse_args()
     print(machine())
-    if args.few_models:
-        few_models(args.few_models, [int(n) for n in args.models.split(",")], args.level)
-        return
+    for path, run, sizes in ((args.few_models, few_models, "10,20,40,80"),
+                             (args.score, scored, "20,40,80,160,320")):
+        if path:
+            run(path, [int(n) for n in (args.models or sizes).split(",")], args.level)
+            return
     print(f"{args.replicates} replicates per row, {args.level:.0%} Wald intervals")
     print(f"{'design':>14} {'prior':>6} {'theta':>7} {'a':>7} {'b':>7} {'se theta':>9} "
           f"{'se a':>7} {'se b':>7} {'fit s':>7} {'se s':>7}  statuses")

@@ -279,10 +279,25 @@ def test_score_command(tmp_path):
         assert main(args) == 2  # exists: refused without --force
         assert main(args + ["--force", "--prior", "normal"]) == 0
     table = pd.read_csv(tmp_path / "scores.csv")
-    assert list(table.columns) == ["model", "theta", "se", "n_items", "n_correct", "status"]
+    assert list(table.columns) == ["model", "theta", "se", "se_calibration", "n_items",
+                                   "n_correct", "status"]
     expected = cbmm.score(frame.iloc[100:], cbmm.FitResult.load(tmp_path / "fit"), prior="normal")
     np.testing.assert_allclose(table["theta"], expected["theta"], rtol=1e-12)
     assert json.loads((tmp_path / "fit" / "fit.json").read_text())["sigma"] == 1.0
+    assert table["se_calibration"].isna().all()  # a fit without standard errors
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", "--responses", str(tmp_path / "old.csv"), "--out",
+                     str(tmp_path / "fit"), "--se", "--force"]) == 0
+        assert main(args + ["--force"]) == 0
+        carried = pd.read_csv(tmp_path / "scores.csv")
+        assert main(args + ["--force", "--items-fixed"]) == 0
+        fixed = pd.read_csv(tmp_path / "scores.csv")
+    expected = cbmm.score(frame.iloc[100:], cbmm.FitResult.load(tmp_path / "fit"))
+    np.testing.assert_allclose(carried["se"], expected["se"], rtol=1e-12)
+    np.testing.assert_allclose(carried["se"] ** 2, fixed["se"] ** 2
+                               + carried["se_calibration"] ** 2, rtol=1e-9)
+    assert fixed["se_calibration"].isna().all() and (carried["se_calibration"] > 0).all()
 
 
 def test_long_tables_and_the_signed_coding_score_alike():
@@ -571,3 +586,71 @@ def test_a_fits_record_for_its_items_names_the_folder_to_give(tmp_path):
     with pytest.raises(ValueError, match=f"fit.json: a fit's record, not its items; give the "
                                          f"fit's folder {tmp_path / 'fit'}"):
         cbmm.score(answers[:2], tmp_path / "fit" / "fit.json")
+
+
+@pytest.mark.parametrize("prior", ["none", "normal"])
+def test_the_calibrations_item_error_by_finite_differences(prior):
+    """``se_calibration``: the delta method's sum over items of (d theta / d a_j)^2 a_se_j^2
+    + (d theta / d b_j)^2 b_se_j^2, each derivative taken by rescoring with one item's a or b
+    moved, and ``se`` the items-fixed one with it in quadrature."""
+    rng = np.random.default_rng(8)
+    j, sigma = 25, 1.3
+    a, b = rng.uniform(0.2, 2.0, j), rng.normal(0, 1, j)
+    a_se, b_se = rng.uniform(0.05, 0.3, j), rng.uniform(0.05, 0.3, j)
+    a_se[4] = np.nan  # no standard error (a held at 0, say): adds nothing
+    items = pd.DataFrame({"a": a, "b": b, "a_se": a_se, "b_se": b_se},
+                         index=[f"i{k}" for k in range(j)])
+    answers = (rng.random((4, j)) < 0.55).astype(float)
+    answers[1, 15:] = np.nan
+    responses = pd.DataFrame(answers, columns=items.index)
+    got = cbmm.score(responses, items, sigma=sigma, prior=prior)
+    fixed = cbmm.score(responses, items, sigma=sigma, prior=prior, item_error=False)
+    h = 1e-5
+    variance = np.zeros(len(responses))
+    for k in range(j):
+        for column, se in (("a", a_se[k]), ("b", b_se[k])):
+            moved = [items.copy(), items.copy()]
+            moved[0].iloc[k, items.columns.get_loc(column)] += h
+            moved[1].iloc[k, items.columns.get_loc(column)] -= h
+            up, down = (cbmm.score(responses, m, sigma=sigma, prior=prior)["theta"]
+                        for m in moved)
+            variance += np.nan_to_num(((up - down) / (2 * h)).to_numpy() ** 2 * se ** 2)
+    np.testing.assert_allclose(got["se_calibration"], np.sqrt(variance), rtol=1e-5)
+    np.testing.assert_allclose(got["se"] ** 2, fixed["se"] ** 2 + variance, rtol=1e-5)
+    np.testing.assert_array_equal(got["theta"], fixed["theta"])
+    assert fixed["se_calibration"].isna().all()
+
+
+def test_the_item_error_is_read_wherever_the_calibration_is_given(tmp_path):
+    """A fit with standard errors carries them to score as its FitResult, its items_frame(),
+    its saved folder and that folder's items.csv; a fit without them holds the items fixed,
+    and a calibration of few models says its intervals fall short."""
+    sim = simulate(170, 30, seed=2)
+    new = sim.responses[150:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cbmm.fit(sim.responses[:150], se=True)
+    fit.save(tmp_path / "fit")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 150 models, item error carried: no warning
+        want = cbmm.score(new, fit)
+        for given in (fit.items_frame(), tmp_path / "fit", tmp_path / "fit" / "items.csv"):
+            pd.testing.assert_frame_equal(cbmm.score(new, given), want, check_exact=False,
+                                          rtol=1e-12)
+    assert (want["se_calibration"] > 0).all()
+    with pytest.warns(cbmm.IntervalWarning, match="150 models .* fit the calibration with "
+                                                  "se=True"):
+        fixed = cbmm.score(new, fit, item_error=False)
+    assert fixed["se_calibration"].isna().all() and (fixed["se"] < want["se"]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        few = cbmm.fit(sim.responses[:50], se=True)
+    with pytest.warns(cbmm.IntervalWarning, match="50 models .* fall short themselves"):
+        cbmm.score(new, few)
+
+
+def test_a_negative_standard_error_of_an_item_is_named():
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.5], "a_se": [0.1, -0.2],
+                          "b_se": [0.1, 0.1]}, index=["x", "y"])
+    with pytest.raises(ValueError, match=r"item 'y' has a_se=-0.2; a standard error is >= 0"):
+        cbmm.score(pd.DataFrame([[1.0, 0.0]], columns=["x", "y"]), items)

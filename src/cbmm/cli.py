@@ -206,7 +206,8 @@ def _score_command(args) -> int:
     table = _read_responses(args)
     with _files_named(args, "--responses"):
         scores = cbmm.score(table, args.items, sigma=args.sigma, prior=args.prior,
-                            coding=args.coding, layout=args.layout)
+                            coding=args.coding, layout=args.layout,
+                            item_error=not args.items_fixed)
     _check_some_answered(args, int((scores["n_items"] > 0).sum()))
     write_csv(scores.reset_index(), args.out, float_format="%.17g")
     counts = scores["status"].value_counts()
@@ -413,7 +414,9 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Estimate the abilities of the models in --responses "
                                        "with the item parameters of an earlier fit held fixed "
                                        "(see cbmm.score).  Writes a CSV with columns model, "
-                                       "theta, se, n_items, n_correct, status.")
+                                       "theta, se, se_calibration, n_items, n_correct, "
+                                       "status; se carries the calibration's item error where "
+                                       "it was fitted with --se.")
     add_input(score)
     score.add_argument("--items", required=True, type=_path,
                        help="items.csv of an earlier `cbmm fit`, or its output folder")
@@ -426,6 +429,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "MAP under theta ~ N(0, 1); population: posterior mean and sd "
                             "under the calibration's population (an mml fit's histogram, "
                             "else N(0, 1)) (default none)")
+    score.add_argument("--items-fixed", action="store_true",
+                       help="hold the calibration's items fixed: se without their standard "
+                            "errors (which a calibration fitted with --se otherwise adds)")
     score.add_argument("--force", action="store_true", help="replace an existing --out")
     score.set_defaults(handler=_score_command)
 

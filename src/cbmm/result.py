@@ -350,8 +350,10 @@ class FitResult:
     def items_frame(self) -> pd.DataFrame:
         """Columns item, a, b (a_se, b_se with standard errors); ``attrs["sigma"]`` is the
         fit's temperature, which :func:`cbmm.score` and the efficient-evaluation tools read
-        from it (a table without it is read at temperature 1), and ``attrs["population"]``
-        an ``mml`` fit's estimated population (new models' prior; N(0, 1) without it)."""
+        from it (a table without it is read at temperature 1), ``attrs["n_models"]`` the
+        number of models it rests on (:func:`cbmm.score` warns where its intervals need
+        more), and ``attrs["population"]`` an ``mml`` fit's estimated population (new
+        models' prior; N(0, 1) without it)."""
         import pandas as pd
 
         a = self.a if isinstance(self.a, pd.Series) else pd.Series(self.a)
@@ -360,6 +362,7 @@ class FitResult:
             frame["a_se"] = np.asarray(self.a_se, dtype=float)
             frame["b_se"] = np.asarray(self.b_se, dtype=float)
         frame.attrs["sigma"] = self.sigma
+        frame.attrs["n_models"] = int(np.size(self.theta))
         if "population" in self.info:
             frame.attrs["population"] = self.info["population"]
         return frame

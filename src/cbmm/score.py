@@ -39,6 +39,7 @@ import numpy as np
 from ._checks import check_integer, check_positive
 from ._warn import warn
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
+from .intervals import warn_small_calibration
 from .marginal import checked_population
 from .model import SIGMA_RANGE, check_sigma, expit
 from .posterior import GRID, posterior_moments, prior_on_grid
@@ -58,10 +59,13 @@ PRIORS = ("none", "normal", "population")
 _BLOCK_CELLS = 1 << 22  # rows are solved in blocks of about this many cells
 _MAX_STEP = 10.0  # largest Newton step on the theta scale (guards far-off starts)
 
+#: The columns of an items table holding the calibration's standard errors of a and b.
+ITEM_SE = ("a_se", "b_se")
+
 
 def score(responses, items, *, sigma: float | None = None, prior: str = "none",
-          coding: str | None = None, layout: str = "auto", tol: float = 1e-10,
-          max_iter: int = 100) -> pd.DataFrame:
+          coding: str | None = None, layout: str = "auto", item_error: bool = True,
+          tol: float = 1e-10, max_iter: int = 100) -> pd.DataFrame:
     """Estimate the abilities of (new) models with the item parameters held fixed.
 
     Parameters
@@ -97,6 +101,12 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         As for :func:`cbmm.as_responses` (None: inferred where unambiguous).
     layout : {"auto", "wide", "long"}
         As for :func:`cbmm.as_responses`.
+    item_error : bool
+        Carry the calibration's error into ``se`` where its items have standard errors
+        (a calibration fitted with ``se=True``: its FitResult, folder, items.csv or
+        :meth:`FitResult.items_frame`): by the delta method, each answered item's
+        ``a_se`` and ``b_se`` moving the estimate as the estimating equation says.
+        False holds the items fixed, as calibrations without standard errors are.
     tol : float
         Newton stops for a model when its step is below ``tol`` standard errors (or
         the float resolution).
@@ -109,9 +119,10 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         One row per model (index: the model labels, or 0..N-1), columns
         ``theta`` (estimate), ``se`` (standard error from the observed
         information, including the prior's; the posterior sd with
-        ``prior="population"``; the items held at their estimates, so the
-        calibration's own error is not in it: with 40 calibration models, 95 %
-        intervals held a simulated truth 0.86-0.92 of the time), ``n_items`` (answered items of
+        ``prior="population"``; with the calibration's item error added where it is
+        carried, see ``item_error``), ``se_calibration`` (the part of ``se`` owed to the
+        calibration's item error, ``se**2`` being the items-fixed variance plus its
+        square; NaN where it is not carried), ``n_items`` (answered items of
         the calibration), ``n_correct`` and ``status``: ``"converged"``,
         ``"max_iter"``, ``"all correct"``, ``"all wrong"`` (no finite MLE:
         theta is +-inf without the prior, the MAP value or posterior mean with it) or
@@ -129,6 +140,9 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     -----
     DegenerateDataWarning
         Some models answered every informative item correctly or wrongly.
+    IntervalWarning
+        The calibration has too few models for the intervals to hold their level
+        (:data:`cbmm.intervals.FEW_CALIBRATION_MODELS`; docs/trust.md).
     """
     import pandas as pd
 
@@ -155,8 +169,12 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
 
     y, labels = aligned_responses(responses, table, coding, layout)
     a, b = table["a"].to_numpy(float), table["b"].to_numpy(float)
+    carried = bool(item_error) and set(ITEM_SE) <= set(table.columns)
+    if "n_models" in table.attrs:
+        warn_small_calibration(table.attrs["n_models"], carried)
     theta = np.empty(y.shape[0])
     se = np.empty(y.shape[0])
+    se_calibration = np.full(y.shape[0], np.nan)
     status = np.empty(y.shape[0], dtype=object)
     if prior == "population":
         log_prior = prior_on_grid(table.attrs.get("population"))
@@ -172,6 +190,12 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         else:
             theta[block], se[block], status[block] = _solve_block(
                 y[block], a, b, float(sigma), prior == "normal", tol, int(max_iter))
+        if carried:
+            se_calibration[block] = _calibration_se(
+                y[block], theta[block], se[block], a, b, *table[list(ITEM_SE)].to_numpy().T,
+                float(sigma))
+    if carried:
+        se = np.hypot(se, np.where(np.isfinite(se_calibration), se_calibration, 0.0))
     answered = (y != 0).sum(axis=1)
     correct = (y > 0).sum(axis=1)
     extreme = np.isin(status, ("all correct", "all wrong"))
@@ -183,8 +207,46 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
              + ("; their maximum-likelihood ability is infinite (use prior='normal' "
                 "or 'population' for finite estimates)" if prior == "none" else ""),
              DegenerateDataWarning)
-    return pd.DataFrame({"theta": theta, "se": se, "n_items": answered, "n_correct": correct,
-                         "status": status}, index=pd.Index(labels, name="model"))
+    return pd.DataFrame({"theta": theta, "se": se, "se_calibration": se_calibration,
+                         "n_items": answered, "n_correct": correct, "status": status},
+                        index=pd.Index(labels, name="model"))
+
+
+def _calibration_se(y, theta, se, a, b, a_se, b_se, sigma):
+    """The standard error each ability owes to the calibration's items, by the delta method.
+
+    The estimate solves ``U(theta) = sum_j alpha_j (u_j - p_j) [- theta] = 0`` over the
+    answered items (``alpha = a / sigma``, ``beta = b / sigma``, ``u_j`` 1 for a right
+    answer), so ``d theta / d phi = (dU / d phi) / I`` with ``I = 1 / se**2`` its curvature
+    (the posterior precision, for a posterior mean):
+
+        d theta / d alpha_j = ((u_j - p_j) - alpha_j theta w_j) / I,
+        d theta / d beta_j = -alpha_j w_j / I,        w_j = p_j (1 - p_j),
+
+    and its variance is ``sum_j`` of their squares times ``a_se_j**2 / sigma**2`` and
+    ``b_se_j**2 / sigma**2``: each item's error on its own, neither the covariance of its
+    a and b nor that between items (which the fit shares through the abilities' scale).
+    An item without a standard error (NaN: its a held at 0, or set aside) adds nothing.
+    NaN where the ability or its ``se`` is not finite."""
+    finite = np.isfinite(theta) & np.isfinite(se) & (se > 0)
+    out = np.full(theta.shape, np.nan)
+    if not finite.any():
+        return out
+    alpha, beta = a / sigma, b / sigma
+    var_alpha = np.nan_to_num((a_se / sigma) ** 2, nan=0.0, posinf=0.0)
+    var_beta = np.nan_to_num((b_se / sigma) ** 2, nan=0.0, posinf=0.0)
+    t = theta[finite, None]
+    answered = y[finite] != 0
+    right = (y[finite] > 0).astype(float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = t * alpha + beta
+        p = expit(x)
+        w = np.exp(-np.abs(x) - 2.0 * np.log1p(np.exp(-np.abs(x))))  # p (1 - p), no overflow
+        d_alpha = np.where(answered, (right - p) - np.where(w > 0, alpha * t * w, 0.0), 0.0)
+        d_beta = np.where(answered, -alpha * w, 0.0)
+        variance = (d_alpha ** 2 @ var_alpha + d_beta ** 2 @ var_beta) * se[finite] ** 4
+    out[finite] = np.sqrt(variance)
+    return out
 
 
 #: The logit of an item set aside by the fit (answered alike by every calibration model):
@@ -227,13 +289,16 @@ def read_items(items):
     """
     import pandas as pd
 
-    sigma = population = None
+    sigma = population = n_models = None
     if isinstance(items, FitResult):
         if items.failed:
             raise ValueError(f"items: the calibration fit failed ({items.status})")
         _warn_not_an_answer(items.status)
         frame = pd.DataFrame({"a": np.asarray(items.a, float), "b": np.asarray(items.b, float)},
                              index=getattr(items.a, "index", None))
+        if items.has_se:
+            frame["a_se"], frame["b_se"] = (np.asarray(v, float) for v in (items.a_se, items.b_se))
+        n_models = int(np.size(items.theta))
         where = "the calibration FitResult"
         sigma = _calibrated_sigma(items.sigma, where)
         population = _fitted_population(items.method, items.info, where)
@@ -244,6 +309,9 @@ def read_items(items):
         if "population" in items.attrs:  # and an mml fit's population
             population = checked_population(items.attrs["population"],
                                             "items (its attrs['population'])")
+        if "n_models" in items.attrs:  # items_frame()'s count of the calibration's models
+            n_models = check_integer("items (its attrs['n_models'])", items.attrs["n_models"],
+                                     minimum=1)
     elif not isinstance(items, (str, os.PathLike)):
         raise ValueError(f"items: expected a FitResult, a DataFrame with columns a and b, or "
                          f"the path of a saved fit or its items.csv; got {type(items).__name__}")
@@ -258,6 +326,7 @@ def read_items(items):
             _warn_not_an_answer(meta.get("status"))
             sigma = _calibrated_sigma(meta.get("sigma"), folder / "fit.json")
             population = _fitted_population(meta["method"], meta["info"], folder / "fit.json")
+            n_models = meta["n_models"]
         else:
             where = str(path)
             if path.name == "fit.json" and path.is_file():  # read as a CSV: "2 fields"
@@ -277,11 +346,13 @@ def read_items(items):
         raise ValueError(f"{where}: missing column(s) {missing}; expected columns item, a, b")
     if "item" in frame.columns:
         frame = frame.set_index("item")
-    table = frame[["a", "b"]]
+    columns = ["a", "b", *ITEM_SE] if set(ITEM_SE) <= set(frame.columns) else ["a", "b"]
+    table = frame[columns]
+    named = ", ".join(columns[:-1]) + " and " + columns[-1]
     try:
         table = table.astype(float)
     except (TypeError, ValueError):
-        for column in ("a", "b"):
+        for column in columns:
             values = table[column]
             try:
                 bad = values.notna() & pd.to_numeric(values, errors="coerce").isna()
@@ -289,9 +360,9 @@ def read_items(items):
                 break
             if bad.any():
                 raise ValueError(f"{where}: item {bad.index[bad.argmax()]!r} has {column}="
-                                 f"{values[bad].iloc[0]!r}; columns a and b must be "
+                                 f"{values[bad].iloc[0]!r}; columns {named} must be "
                                  "numbers") from None
-        raise ValueError(f"{where}: columns a and b must be numbers") from None
+        raise ValueError(f"{where}: columns {named} must be numbers") from None
     if table.empty:
         raise ValueError(f"{where}: no items")
     ids = table.index.astype(str)
@@ -300,19 +371,28 @@ def read_items(items):
                          f"{list(ids[ids.duplicated()].unique()[:5])}")
     a, b = table["a"].to_numpy(), table["b"].to_numpy()
     aside = np.isnan(a) & np.isinf(b)  # fit(degenerate="set_aside")'s items
-    bad = ~aside & (~np.isfinite(table.to_numpy()).all(axis=1) | (a < 0))
+    bad = ~aside & (~np.isfinite(table[["a", "b"]].to_numpy()).all(axis=1) | (a < 0))
     if bad.any():
         first = table[bad].iloc[0]
         raise ValueError(f"{where}: item {table.index[bad][0]!r} has a={first['a']:g}, "
                          f"b={first['b']:g}; expected finite values and a >= 0, or a = NaN "
                          f"and b = +-inf for an item the fit set aside ({int(bad.sum())} "
                          "such item(s); a failed calibration?)")
+    if len(columns) > 2:  # a standard error: NaN (none: a held at 0, say) or a number >= 0
+        errors = table[list(ITEM_SE)]
+        wrong = (errors < 0).to_numpy() | np.isneginf(errors.to_numpy())
+        if wrong.any():
+            row, col = np.argwhere(wrong)[0]
+            raise ValueError(f"{where}: item {table.index[row]!r} has {ITEM_SE[col]}="
+                             f"{errors.iat[row, col]:g}; a standard error is >= 0 (or empty)")
     if aside.any():  # every calibration model answered it alike: no information, p = 0 or 1
         table = table.assign(a=np.where(aside, 0.0, a), b=np.where(
             aside, np.sign(b) * SET_ASIDE_LOGIT * (1.0 if sigma is None else sigma), b))
     table.index = ids
     if population is not None:
         table.attrs["population"] = population
+    if n_models is not None:
+        table.attrs["n_models"] = int(n_models)
     if aside.any():  # positions, for the audit to say so (a tuple: attrs are compared)
         table.attrs["set_aside"] = tuple(np.flatnonzero(aside).tolist())
     return table, sigma, where

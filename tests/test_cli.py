@@ -703,7 +703,7 @@ def test_data_import_takes_the_reading_options_of_fit(tmp_path, main_in):
 
     (tmp_path / "signed.csv").write_text("model,q1,q2\nm1,1,-1\nm2,0,1\nm3,-1,1\n")
     status, _, err = main_in(["data", "import", "signed.csv", "--out", "s.parquet"], tmp_path)
-    assert status == 2 and "ambiguous coding" in err
+    assert status == 2 and "ambiguous coding" in err and "--coding" in err
     status, _, err = main_in(["data", "import", "signed.csv", "--out", "s.parquet", "--coding",
                               "signed"], tmp_path)
     assert status == 0, err

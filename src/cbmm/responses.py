@@ -1000,16 +1000,16 @@ def _check_values(counts, coding, source, value_at, describe):
         raise ResponseError(
             f"{source}: ambiguous coding: the matrix holds both -1 ({counts.count(_MINUS)} "
             f"cell(s), first at {listing(_MINUS)}) and 0 ({counts.count(_ZERO)} cell(s), first at "
-            f"{listing(_ZERO)}); state it: coding 'binary' (1 correct, 0 incorrect, NaN "
-            "missing; -1 is then an error) or 'signed' (+1 correct, -1 incorrect, 0 or NaN "
-            "missing)")
+            f"{listing(_ZERO)}); state it with coding= (the commands' --coding): 'binary' "
+            "(1 correct, 0 incorrect, NaN missing; -1 is then an error) or 'signed' (+1 "
+            "correct, -1 incorrect, 0 or NaN missing)")
     if coding == "signed" and counts.count(_ZERO) and not counts.count(_MINUS):
         # a 0/1 file read as signed, or a model that answered all it was asked correctly
         warn(
             f"{source}: coding 'signed' reads its {counts.count(_ZERO)} cell(s) of 0 as "
             "missing, and it holds no -1, so every observed answer is correct; if 0 means "
-            "wrong, use coding 'binary' (if it means unanswered, leave those cells empty to "
-            "say so)", CodingWarning)
+            "wrong, use coding='binary' (--coding binary) (if it means unanswered, leave "
+            "those cells empty to say so)", CodingWarning)
 
 
 def _check_empty(counts, row_labels, col_labels, source, coding=None):

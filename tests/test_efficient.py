@@ -169,6 +169,22 @@ def test_item_information_is_a2_p_q_averaged_over_the_models():
     assert audit.loc["q1", "difficulty"] == pytest.approx(-2.0)
 
 
+def test_a_near_step_item_has_no_information_away_from_its_threshold():
+    """a = 1e300 is a step at its threshold: a2 p q underflows to 0 away from it (it gave
+    inf * 0 = NaN and a RuntimeWarning); the other items' information is a2 p q as ever."""
+    from cbmm.efficient.bank import ItemBank
+
+    bank = ItemBank.of(bank_table([1e300, 1.5, 0.0], [-3e299, 0.5, 1.0]))  # step at 0.3
+    theta = np.array([-2.0, 0.0, 1.0, 2.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        information = bank.information(theta)
+    np.testing.assert_array_equal(information[:, 0], 0.0)
+    p = expit(1.5 * theta + 0.5)
+    np.testing.assert_allclose(information[:, 1], 1.5 ** 2 * p * (1 - p), rtol=1e-12)
+    np.testing.assert_array_equal(information[:, 2], 0.0)
+
+
 def loo_ridge_by_refitting(features, target, new):
     """Ridge regression with an unpenalised intercept, refitted without each row to choose
     the penalty of least leave-one-out error: predictions at ``new`` and those errors."""

@@ -158,9 +158,12 @@ class ItemBank:
 
     def information(self, theta) -> np.ndarray:
         """``len(theta) x J`` Fisher information of each item about the ability:
-        ``slope^2 p (1 - p)``."""
-        p = self.probabilities(theta)
-        return self.slope ** 2 * p * (1.0 - p)
+        ``slope^2 p (1 - p)``, from logarithms: a near-step item (a = 1e300) has none away
+        from its threshold, not ``inf * 0``."""
+        margin = np.abs(np.multiply.outer(np.asarray(theta, dtype=float), self.slope)
+                        + self.intercept)
+        with np.errstate(divide="ignore", over="ignore"):
+            return np.exp(2.0 * np.log(self.slope) - margin - 2.0 * np.log1p(np.exp(-margin)))
 
     @functools.cached_property
     def log_prior(self) -> np.ndarray:

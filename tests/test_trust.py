@@ -78,6 +78,33 @@ def test_separation_finds_separated_items_and_models_by_order_only():
         assert items.tolist() == [True, False, False] and models.all()
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_separation_is_its_definition_cell_by_cell(seed):
+    """Against the definition read off each column's and row's answers one by one, dense
+    and sparse, with missing cells, ties in theta and items of a = 0."""
+    rng = np.random.default_rng(seed)
+    n, j = 40, 30
+    y = np.where(rng.random((n, j)) < 0.5, 1.0, 0.0)
+    y[rng.random((n, j)) < 0.6] = np.nan
+    y[np.arange(n), rng.integers(0, j, n)] = 1.0
+    y[rng.integers(0, n, j), np.arange(j)] = 0.0
+    theta = np.round(np.sort(rng.normal(size=n)), 1)  # increasing with the row, with ties
+    theta[n // 2:] += 0.05  # none across the middle
+    y[:, :4] = np.where(np.arange(n)[:, None] >= n // 2, 1.0, 0.0)  # separated items
+    y[-3:, 4:] = np.where(rng.random((3, j - 4)) < 0.5, np.nan, 1.0)  # models all right
+    a = np.where(rng.random(j) < 0.2, 0.0, 1.0)
+    a[:4] = 1.0
+    want_items = [np.max(theta[y[:, k] == 0], initial=-np.inf)
+                  < np.min(theta[y[:, k] == 1], initial=np.inf) for k in range(j)]
+    right = [(y[i] == 1)[a > 0].sum() for i in range(n)]
+    wrong = [(y[i] == 0)[a > 0].sum() for i in range(n)]
+    want_models = [r + w > 0 and (r == 0 or w == 0) for r, w in zip(right, wrong)]
+    assert any(want_items) and any(want_models)
+    for storage in ("dense", "sparse"):
+        items, models = separation(cbmm.as_responses(y, storage=storage), theta, a)
+        assert items.tolist() == want_items and models.tolist() == want_models
+
+
 def test_the_papers_rule_is_not_called_converged_where_the_gradient_is_large():
     sim = simulate(400, 150, seed=6)
     with pytest.warns(cbmm.ConvergenceWarning, match="standard errors from a stationary point"):

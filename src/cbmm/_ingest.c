@@ -960,6 +960,150 @@ fail:
     return NULL;
 }
 
+/* The root of node x, halving the path to it on the way. */
+static int64_t find_root(int64_t *parent, int64_t x)
+{
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+/* The connected components of the bipartite graph of a coded matrix's observed cells, by
+ * union-find: nodes 0..n-1 are its rows, n..n+n_cols-1 its columns, and labels[x] ends as
+ * the smallest node of x's component.  No memory beyond labels (the cells are read where
+ * they lie), where a general graph search copies and transposes them. */
+static PyObject *py_components(PyObject *self, PyObject *args)
+{
+    PyObject *oy, *optr, *oind, *olab;
+    Py_ssize_t n, n_cols;
+    Buffer b[4] = {0};
+    if (!PyArg_ParseTuple(args, "OOOnnO", &oy, &optr, &oind, &n, &n_cols, &olab))
+        return NULL;
+    if (n < 0 || n_cols < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad shape");
+        return NULL;
+    }
+    const int sparse = optr != Py_None;
+    if (contiguous(olab, &b[3], "labels", 8, n + n_cols, 1) < 0 ||
+        coded_matrix(oy, optr, oind, n, n_cols, b) < 0)
+        goto fail;
+    const int8_t *v = b[0].view.buf;
+    const int64_t *indptr = sparse ? b[1].view.buf : NULL;
+    const int32_t *indices = sparse ? b[2].view.buf : NULL;
+    int64_t *parent = b[3].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t x = 0; x < n + n_cols; x++)
+        parent[x] = x;
+    int64_t merges = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t lo = sparse ? indptr[i] : 0, hi = sparse ? indptr[i + 1] : n_cols;
+        /* the rows before i and every column one group (the rows from i on are still
+         * alone): row i joins it by its first answer, and the rest of its row adds nothing */
+        const int joined = n + n_cols - merges == n - i + 1;
+        for (int64_t k = lo; k < hi; k++) {
+            int64_t j;
+            if (sparse) {
+                if (v[k] == 0)  /* a stored 0 is no answer */
+                    continue;
+                j = indices[k];
+            } else {
+                if (v[i * n_cols + k] == 0)
+                    continue;
+                j = k;
+            }
+            int64_t r = find_root(parent, i), c = find_root(parent, n + j);
+            if (r != c) {
+                parent[r < c ? c : r] = r < c ? r : c;
+                merges++;
+            }
+            if (joined)
+                break;
+        }
+    }
+    for (int64_t x = 0; x < n + n_cols; x++)
+        parent[x] = find_root(parent, x);
+    Py_END_ALLOW_THREADS
+    release(b, 4);
+    Py_RETURN_NONE;
+fail:
+    release(b, 4);
+    return NULL;
+}
+
+/* One pass over a coded matrix for cbmm.diagnostics.separation: per column the lowest
+ * theta among its right answers and the highest among its wrong ones, per row its right
+ * and wrong answers to informative columns.  The outputs start as the caller set them. */
+static PyObject *py_separation_scan(PyObject *self, PyObject *args)
+{
+    PyObject *oy, *optr, *oind, *oth, *oinf, *olo, *ohi, *ori, *owr;
+    Py_ssize_t n, n_cols;
+    Buffer b[9] = {0};
+    if (!PyArg_ParseTuple(args, "OOOnnOOOOOO", &oy, &optr, &oind, &n, &n_cols, &oth, &oinf,
+                          &olo, &ohi, &ori, &owr))
+        return NULL;
+    if (n < 0 || n_cols < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad shape");
+        return NULL;
+    }
+    const int sparse = optr != Py_None;
+    if (contiguous(oth, &b[3], "theta", 8, n, 0) < 0 ||
+        contiguous(oinf, &b[4], "informative", 1, n_cols, 0) < 0 ||
+        contiguous(olo, &b[5], "lowest_correct", 8, n_cols, 1) < 0 ||
+        contiguous(ohi, &b[6], "highest_wrong", 8, n_cols, 1) < 0 ||
+        contiguous(ori, &b[7], "right", 8, n, 1) < 0 ||
+        contiguous(owr, &b[8], "wrong", 8, n, 1) < 0 ||
+        coded_matrix(oy, optr, oind, n, n_cols, b) < 0)
+        goto fail;
+    const int8_t *v = b[0].view.buf;
+    const int64_t *indptr = sparse ? b[1].view.buf : NULL;
+    const int32_t *indices = sparse ? b[2].view.buf : NULL;
+    const double *theta = b[3].view.buf;
+    const uint8_t *informative = b[4].view.buf;
+    double *lo = b[5].view.buf, *hi = b[6].view.buf;
+    int64_t *right = b[7].view.buf, *wrong = b[8].view.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const double t = theta[i];
+        int64_t r = 0, w = 0;
+        if (sparse) {
+            for (int64_t k = indptr[i]; k < indptr[i + 1]; k++) {
+                const int32_t j = indices[k];
+                if (v[k] > 0) {
+                    lo[j] = t < lo[j] ? t : lo[j];
+                    r += informative[j];
+                } else if (v[k] < 0) {
+                    hi[j] = t > hi[j] ? t : hi[j];
+                    w += informative[j];
+                }
+            }
+        } else {  /* without branches or aliasing, so that the compiler vectorises the row */
+            const int8_t *restrict yr = v + i * n_cols;
+            double *restrict low = lo, *restrict high = hi;
+            int32_t rr = 0, ww = 0;
+            for (Py_ssize_t j = 0; j < n_cols; j++) {
+                const int8_t c = yr[j];
+                const double l = low[j], h = high[j];
+                low[j] = ((c > 0) & (t < l)) ? t : l;
+                high[j] = ((c < 0) & (t > h)) ? t : h;
+                rr += (c > 0) & informative[j];
+                ww += (c < 0) & informative[j];
+            }
+            r = rr;
+            w = ww;
+        }
+        right[i] = r;
+        wrong[i] = w;
+    }
+    Py_END_ALLOW_THREADS
+    release(b, 9);
+    Py_RETURN_NONE;
+fail:
+    release(b, 9);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"scan_rows", py_scan_rows, METH_VARARGS,
      "scan_rows(values, code, mode, y, row_obs, row_cor, col_obs, col_cor, row_offset, stats)\n\n"
@@ -985,6 +1129,15 @@ static PyMethodDef methods[] = {
      "pattern_sums(y_or_values, indptr_or_None, indices_or_None, n, n_cols, row_weights, "
      "col_weights, row_sums, col_sums)\n\nSums of the cells of each row (times the column "
      "weights) and of each column (times the row weights), modulo 2**64."},
+    {"components", py_components, METH_VARARGS,
+     "components(y_or_values, indptr_or_None, indices_or_None, n, n_cols, labels)\n\n"
+     "Connected components of the bipartite graph of the observed cells (rows 0..n-1, "
+     "columns n..): labels[x] is the smallest node of x's component."},
+    {"separation_scan", py_separation_scan, METH_VARARGS,
+     "separation_scan(y_or_values, indptr_or_None, indices_or_None, n, n_cols, theta, "
+     "informative, lowest_correct, highest_wrong, right, wrong)\n\nPer column the lowest "
+     "theta of a right answer and the highest of a wrong one; per row the right and wrong "
+     "answers to informative columns."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_ingest",

@@ -231,6 +231,32 @@ def test_of_two_writers_starting_together_exactly_one_wins(tmp_path):
         assert loaded.theta.equals(quiet_fit(responses(seed=winners[0])).theta)
 
 
+def _replace_together(folder, fit, barrier):
+    barrier.wait()
+    fit.save(folder)
+
+
+def test_writers_replacing_one_folder_together_leave_one_whole_write(tmp_path):
+    """Four processes saving over one folder at once (replace=True): it loads, as one of
+    their fits entirely (a user's trial had left an unloadable mix in 3 of 10 trials;
+    without the lock 5 of 40 such trials did here, and this test failed 3 runs of 3)."""
+    context = multiprocessing.get_context("fork")
+    fits = [quiet_fit(responses(seed=seed)) for seed in (21, 22, 23, 24)]
+    expected = [fit.theta for fit in fits]
+    for trial in range(24):
+        folder = tmp_path / f"fit{trial}"
+        barrier = context.Barrier(len(fits))
+        writers = [context.Process(target=_replace_together, args=(folder, fit, barrier))
+                   for fit in fits]
+        for writer in writers:
+            writer.start()
+        for writer in writers:
+            writer.join(timeout=120)
+            assert writer.exitcode == 0
+        loaded = cbmm.FitResult.load(folder)
+        assert any(loaded.theta.equals(theta) for theta in expected), f"trial {trial}"
+
+
 def test_two_cli_fits_to_one_folder_without_force_one_wins(tmp_path):
     """The real command line, started together: one writes, the other says the folder holds
     a result (exit 2) and writes nothing."""

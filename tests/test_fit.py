@@ -276,9 +276,13 @@ def test_missing_software_is_reported_by_check_methods():
         assert raised.value.methods == ["needs_frobnicate", "not_a_method"]  # the ones named
         with pytest.raises(cbmm.MethodUnavailableError, match="pip install frobnicate"):
             cbmm.fit(np.array([[1.0, 0.0], [0.0, 1.0]]), method="needs_frobnicate")
+        with pytest.raises(cbmm.MethodUnavailableError) as raised:  # one name, as a str
+            cbmm.check_methods("needs_frobnicate")
+        assert raised.value.methods == ["needs_frobnicate"]
     finally:
         del _METHODS["needs_frobnicate"]
     cbmm.check_methods(["cbmm"])
+    cbmm.check_methods("cbmm")  # its letters were checked as method names
 
 
 def test_save_and_load_roundtrip(tmp_path):
@@ -327,3 +331,40 @@ def test_accelerated_variant_gets_closer_to_the_optimum():
     fast = cbmm.fit(sim.responses, **{**paper, "accelerate": "squarem"})
     assert best <= fast.loss <= plain.loss
     assert (fast.loss - best) < (plain.loss - best)
+
+
+def test_results_compare_by_identity_not_by_their_arrays():
+    """``==``, ``in`` and hashing on a result and its copy: a bool, never "the truth value
+    of a Series is ambiguous" (the dataclasses' field-by-field __eq__ raised it)."""
+    import copy
+    import pickle
+
+    sim = simulate(60, 20, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cbmm.fit(pd.DataFrame(sim.responses), n_starts=1)
+        boot = cbmm.bootstrap(sim.responses, n_boot=3, seed=0)
+        test = cbmm.adaptive_test(lambda item: 1, fit, max_items=3)
+    for result in (fit, boot, test, sim, cbmm.as_responses(sim.responses)):
+        twin = copy.deepcopy(result)
+        assert result == result and result != twin and (result == pickle.loads(
+            pickle.dumps(result))) is False
+        assert result in [twin, result] and twin not in [result]
+        assert len({result, twin}) == 2
+    assert fit.theta.equals(copy.deepcopy(fit).theta)  # the fields compare as pandas does
+
+
+def test_every_warning_of_the_library_is_a_cbmm_warning():
+    """One category filters them all: each named class, and those the library gave as a
+    plain UserWarning (an audit of answers to part of the items, here)."""
+    named = [getattr(cbmm, name) for name in cbmm.__all__ if name.endswith("Warning")]
+    assert len(named) >= 9
+    assert all(issubclass(category, cbmm.CbmmWarning) for category in named)
+    items = pd.DataFrame({"a": [1.0, 1.5, 0.8], "b": [0.0, 0.5, -0.5]}, index=["x", "y", "z"])
+    answers = pd.DataFrame({"x": [1.0, 0.0, 1.0, 0.0], "y": [1.0, 1.0, 0.0, 0.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("error", cbmm.CbmmWarning)
+        with pytest.raises(cbmm.CbmmWarning, match="1 of the 3 calibrated items have no "
+                                                   "answer"):
+            cbmm.item_audit(items, answers)

@@ -8,12 +8,15 @@
 
 from . import methods as _methods  # noqa: F401  (registers the methods)
 from . import simulate  # noqa: F401  (cbmm.simulate.simulate after import cbmm, as the docs write)
+from ._warn import CbmmWarning
 from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
 from .bootstrap import BootstrapResult, bootstrap
 from .coverage import coverage_check
 from .intervals import IntervalWarning
-from .efficient import (AdaptiveTest, ItemExposure, adaptive_interval_scale, adaptive_test,
-                        item_audit, predict_accuracy, select_items, selection_error)
+from .efficient import (AbilityAgreementWarning, AdaptiveTest, InSampleReferenceWarning,
+                        ItemExposure, WrongWayDependenceWarning, adaptive_interval_scale,
+                        adaptive_test, item_audit, predict_accuracy, select_items,
+                        selection_error)
 from .initialization import initial_values
 from .model import loss, loss_and_gradient
 from .registry import MethodUnavailableError, available_methods, check_methods, register_method
@@ -29,8 +32,9 @@ __all__ = [
     "coverage_check",
     "FitResult", "SolverOutput", "canonicalize", "check_methods",
     "available_methods", "register_method", "MethodUnavailableError",
-    "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning", "CodingWarning",
-    "IntervalWarning", "Responses",
+    "CbmmWarning", "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning",
+    "CodingWarning", "IntervalWarning", "InSampleReferenceWarning", "AbilityAgreementWarning",
+    "WrongWayDependenceWarning", "Responses",
     "ResponseError",
     "as_responses",
     "initial_values", "loss", "loss_and_gradient", "__version__",

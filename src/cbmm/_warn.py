@@ -6,7 +6,14 @@ from __future__ import annotations
 import sys
 import warnings
 
-__all__ = ["warn"]
+__all__ = ["CbmmWarning", "warn"]
+
+
+class CbmmWarning(UserWarning):
+    """Base of the warnings cbmm gives about data, fits and what is computed from them:
+    ``warnings.simplefilter("error", cbmm.CbmmWarning)`` (or ``"ignore"``) acts on them
+    all.  A filter keyed on the module does not: each names the caller's line
+    (:func:`warn`)."""
 
 
 def warn(message: str, category: type[Warning]) -> None:

@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 
 from ._checks import check_integer, check_positive
-from ._warn import warn
+from ._warn import CbmmWarning, warn
 from .diagnostics import (STATIONARY_BELOW, components, identified_core, scaled_gradient,
                           separation)
 from .engine import Objective
@@ -59,7 +59,7 @@ logger = logging.getLogger("cbmm")
 FORK_AVAILABLE = "fork" in multiprocessing.get_all_start_methods()
 
 
-class DegenerateDataWarning(UserWarning):
+class DegenerateDataWarning(CbmmWarning):
     """Items or models answered all-correct / all-wrong, or separated: no finite optimum;
     or answers in groups that share none: the groups' abilities are not compared by them."""
 

@@ -29,7 +29,7 @@ RESAMPLE = ("items", "models")
 REPLICATE_SE = 2e-2
 
 
-@dataclass
+@dataclass(eq=False)
 class BootstrapResult:
     """Percentile-bootstrap intervals of a fit (:func:`bootstrap`).
 

@@ -7,13 +7,13 @@ This module holds what is known of those and the warning that says it.
 
 from __future__ import annotations
 
-from ._warn import warn
+from ._warn import CbmmWarning, warn
 
 __all__ = ["FEW_MODELS", "FEW_CALIBRATION_MODELS", "IntervalWarning", "warn_few_models",
            "warn_small_calibration"]
 
 
-class IntervalWarning(UserWarning):
+class IntervalWarning(CbmmWarning):
     """A fit's intervals claim more than the data know: they hold the truth less often than
     their level (as :func:`cbmm.coverage_check` measured it, or where they are known to: a fit of
     few models)."""

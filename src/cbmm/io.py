@@ -221,7 +221,8 @@ def write_with_manifest(folder, files: dict, manifest: str, fields: dict, *,
 
     ``replace=True``: the old manifest is removed first, the files are renamed into
     place, the new manifest comes last, all under an exclusive ``flock`` of the folder,
-    so that of writers replacing it together the last one's write stands whole.  ``replace=False``: the folder is claimed by
+    so that of writers replacing it together the last one's write stands whole.
+    ``replace=False``: the folder is claimed by
     creating the manifest exclusively first, then the files are renamed into place
     where none exists; ``FileExistsError`` when any of them exists, so of two writers
     starting together exactly one succeeds.  Either way the files are all written

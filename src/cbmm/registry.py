@@ -414,8 +414,11 @@ def check_methods(names) -> None:
     """Raise one :class:`MethodUnavailableError` listing every unusable method in ``names``.
 
     Call it before a long run: it reports unknown names and missing software
-    (with the exact install command) for all methods at once.
+    (with the exact install command) for all methods at once.  ``names`` is a list of
+    method names, or one name.
     """
+    if isinstance(names, str):  # one name, not its letters
+        names = [names]
     problems, unusable = [], []
     for name in names:
         if name not in _METHODS:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _ingest
-from ._warn import warn
+from ._warn import CbmmWarning, warn
 
 if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load pandas
     import pandas as pd
@@ -71,7 +71,7 @@ _LONG_HINT = ("a long table? its columns must be named model, item, correct (Dat
               "the dataset's entry)")
 
 
-class CodingWarning(UserWarning):
+class CodingWarning(CbmmWarning):
     """The stated coding reads the data in a way that is likely a mistake."""
 
 
@@ -87,7 +87,7 @@ class ResponseError(ValueError):
     """Raised for responses that cannot be fitted (the message names what is wrong and where)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Responses:
     """A validated response matrix in the paper's coding, stored dense or sparse.
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._checks import check_level, is_integer
-from ._warn import warn
+from ._warn import CbmmWarning, warn
 from .io import file_record, seal_broken, write_with_manifest
 from .model import SIGMA_RANGE
 from .stopping import PAPER_TOL
@@ -60,12 +60,12 @@ def canonicalize(theta, a, b):
                  for values, original in zip((theta, a, b), given))
 
 
-class ConvergenceWarning(UserWarning):
+class ConvergenceWarning(CbmmWarning):
     """A fit is not an answer: stopped at ``max_iter``, short of a stationary point, its
     starts disagree, or it failed (its time limit, a crash: no estimate)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class SolverOutput:
     """What a method's solver returns to :func:`cbmm.fit` (raw parametrisation).
 
@@ -93,9 +93,13 @@ class SolverOutput:
                    runtime_s=float(runtime_s), info=dict(info or {}))
 
 
-@dataclass
+@dataclass(eq=False)
 class FitResult:
     """Result of :func:`cbmm.fit` for any method.
+
+    Results compare by identity (``==``, ``in``, as keys), as the library's other result
+    types do: field by field the truth value of a pandas Series is ambiguous; compare the
+    fields themselves (``result.theta.equals(other.theta)``).
 
     Attributes
     ----------

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._checks import check_integer, check_positive
-from ._warn import warn
+from ._warn import CbmmWarning, warn
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
 from .intervals import warn_small_calibration
 from .marginal import checked_population
@@ -158,7 +158,7 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
         warn(f"{where}: a table of items without the calibration's population "
              "(attrs['population']): prior='population' is N(0, 1) here, the abilities' scale "
              "of a cbmm, lbfgsb or manopt calibration but not an mml one's population; give "
-             "an mml fit's folder or FitResult", UserWarning)
+             "an mml fit's folder or FitResult", CbmmWarning)
     if sigma is None:
         sigma = 1.0 if calibrated_sigma is None else calibrated_sigma
     else:

@@ -35,7 +35,7 @@ MISSING_PATTERNS = ("none", "mcar", "mar", "mnar")
 MAR_SLOPE = 2.0
 
 
-@dataclass
+@dataclass(eq=False)
 class Simulation:
     """Simulated responses with the truth that generated them.
 

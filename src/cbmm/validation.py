@@ -18,7 +18,7 @@ import warnings
 
 import numpy as np
 
-from ._warn import warn
+from ._warn import CbmmWarning, warn
 
 __all__ = ["PROBABILITY_FLOOR", "BASELINES", "ADDITIVE_RIDGE", "HeldOutWarning", "additive_effects",
            "best_baseline", "cross_validate", "held_out_scores", "predicted_probabilities"]
@@ -40,7 +40,7 @@ BASELINES = {"item_mean": "item-mean", "model_mean": "model-mean", "additive": "
 ADDITIVE_RIDGE = 1.0
 
 
-class HeldOutWarning(UserWarning):
+class HeldOutWarning(CbmmWarning):
     """The fit predicts held-out answers worse than a simpler baseline."""
 
 

@@ -86,7 +86,7 @@ ADAPTIVE_DEFAULTS = {"se_target": 0.1, "max_items": 50, "min_items": 5, "candida
 INTERVAL_SCALE_TESTS = 1000
 
 
-@dataclass
+@dataclass(eq=False)
 class AdaptiveTest:
     """The outcome of one adaptive test.
 

@@ -79,7 +79,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import row_blocks
-from .._warn import warn
+from .._warn import CbmmWarning, warn
 from .bank import (ItemBank, Posterior, aligned_answers, grid_moments, log_weights,
                    normalised_weights)
 
@@ -129,7 +129,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class AbilityAgreementWarning(UserWarning):
+class AbilityAgreementWarning(CbmmWarning):
     """The fitted abilities rank the models unlike their accuracy, by more than the fit
     itself implies (:func:`ability_agreement`)."""
 
@@ -170,7 +170,7 @@ class AbilityAgreement:
                 f"{self.implied:.3f})")
 
 
-class WrongWayDependenceWarning(UserWarning):
+class WrongWayDependenceWarning(CbmmWarning):
     """The items that discriminate the wrong way depend on one another more than the
     benchmark's ordinary items do (:class:`WrongWayDependence`)."""
 
@@ -318,7 +318,7 @@ def item_audit(result, responses, *, coding: str | None = None, layout: str = "a
              "in them; the audit judges an item by the answers given, and flags those "
              "not_identified ('no model of the responses answered it'), whatever the "
              "fit made of them",
-             UserWarning)
+             CbmmWarning)
     agreement = _agreement(answers, posterior, bank)
     table["ability_rank_correlation"] = agreement.observed
     table["implied_rank_correlation"] = agreement.implied

@@ -64,7 +64,7 @@ def _forget(dead) -> None:
         _last_bank[0] = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ItemBank:
     """Calibrated items: labels, discrimination ``a``, easiness ``b``, temperature ``sigma``.
 

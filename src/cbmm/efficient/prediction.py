@@ -52,7 +52,7 @@ import itertools
 import numpy as np
 
 from .._checks import check_integer, check_level
-from .._warn import warn
+from .._warn import CbmmWarning, warn
 from ..result import FitResult, is_saved_fit
 from .bank import ItemBank, Posterior, aligned_answers, reference_models_needed
 from .refit import refit_like, refitted_bank
@@ -90,7 +90,7 @@ SELECTION_FOLDS = 5
 IN_SAMPLE_REFERENCE = 1000
 
 
-class InSampleReferenceWarning(UserWarning):
+class InSampleReferenceWarning(CbmmWarning):
     """The reference is the calibration's own models, too few for the jackknife's
     interval, and no ``selection`` cross-validates it (:data:`IN_SAMPLE_REFERENCE`)."""
 

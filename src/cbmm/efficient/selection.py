@@ -55,7 +55,7 @@ import itertools
 import numpy as np
 
 from .._checks import check_integer
-from .._warn import warn
+from .._warn import CbmmWarning, warn
 from .bank import ItemBank, aligned_answers, reference_models_needed
 from .tinybenchmarks import cluster_representatives
 
@@ -113,7 +113,7 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
 
     Warns
     -----
-    UserWarning
+    CbmmWarning
         ``predictive``, with k beyond the items whose answers differ between the
         ``responses``' models: the rest are items they all answered alike.
     """
@@ -134,7 +134,7 @@ def select_items(result, k: int, strategy: str = "stratified", seed: int = 0, *,
             warn(f"k={k}: the responses' answers differ between models on "
                  f"{varying} of the calibrated items; the other {k - varying} "
                  "chosen are items they all answered alike (or none answered), "
-                 "in the bank's order", UserWarning)
+                 "in the bank's order", CbmmWarning)
         return bank.given_labels[chosen]
     rng = np.random.default_rng(seed)
     chosen = _STRATEGY[strategy](bank, k, rng)
@@ -208,7 +208,7 @@ def _warn_too_few_to_choose_on(models: int) -> None:
              "strategy chooses the items by a regression of their accuracy over them, and "
              f"predicting with them as the reference needs at least {needed} for a 0.95 "
              "interval: with fewer, choose the items by the fit (strategy 'stratified')",
-             UserWarning)
+             CbmmWarning)
 
 
 def forward_selection(answers, penalty: float = PREDICTIVE_PENALTY):

@@ -35,7 +35,7 @@ import numpy as np
 from .adaptive import (ADAPTIVE_DEFAULTS, ItemExposure, item_list, item_list_text, reference_scale,
                        replayed_test, tight_exposure)
 from .._checks import check_integer
-from .._warn import warn
+from .._warn import CbmmWarning, warn
 from .bank import ItemBank, Posterior, coded_answers, reference_models_needed
 from .prediction import (REFERENCE_ANSWERED, SELECTION_DRAWS, Reference, answered_enough,
                          reconstruct)
@@ -385,7 +385,7 @@ def adaptive_study(table, calibrated, *, se_targets, max_exposures=(None,),
         tight = None if exposure is None or max_exposure in warned \
             else tight_exposure(exposure, table.columns, min_items)
         if tight:
-            warn(f"adaptive_study: {tight}", UserWarning)
+            warn(f"adaptive_study: {tight}", CbmmWarning)
             warned.add(max_exposure)
         draws = np.random.default_rng([seed, 1, setting])
         for split, i in (tests[t] for t in order):
@@ -422,7 +422,7 @@ def _has_reference(values, calibrated, study: str) -> bool:
     warn(f"{study}: a split's calibration has {fewest} model(s) that answered "
          f"{REFERENCE_ANSWERED}, and a reference needs "
          f"{reference_models_needed(0.95)}: every split is predicted by the 2PL "
-         "alone", UserWarning)
+         "alone", CbmmWarning)
     return False
 
 

@@ -329,8 +329,8 @@ def test_a_bad_record_of_a_long_file_is_named_by_its_line(tmp_path):
         cbmm.score(records, calibration)
     with pytest.raises(ValueError, match="value -1 at line 2 .* expected 0/1 with NaN"):
         cbmm.score(records.assign(correct=[-1, 0, 1, 0, 1]), calibration, coding="binary")
-    with pytest.raises(ValueError, match="model 'm1' answers item 'q0' more than once "
-                                         "\\(again at line 6\\)"):
+    with pytest.raises(ValueError, match="model 'm1' answers item 'q0' more than once, at "
+                                         "lines 4 and 6 "):
         cbmm.score(records.assign(correct=[1, 0, 1, 0, 1]), calibration)
     # integer ids (a long table pandas read) are shown as written, not as np.int64(0)
     numbered = pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 0.5]}, index=["0", "1"])
@@ -496,8 +496,41 @@ def test_a_record_without_a_model_id_is_named_not_dropped():
     records = pd.DataFrame({"model": ["a", "a", None, "b"], "item": ["q0", "q1", "q0", "q1"],
                             "correct": [1, 0, 1, 1]})
     items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
-    with pytest.raises(ValueError, match=r"1 record\(s\) without a model id, first at row 2"):
+    with pytest.raises(ValueError, match=r"1 record\(s\) without a model id, first at row 2$"):
         cbmm.score(records, items)
+    # numpy's integer labels as numbers, not np.int64(2); repeated labels by position
+    with pytest.raises(ValueError, match=r"first at row 2$"):
+        cbmm.score(records.set_axis(np.arange(4, dtype=np.int64)), items)
+    with pytest.raises(ValueError, match=r"first at record 2 \(counted from 0\)$"):
+        cbmm.score(records.set_axis([0, 1, 0, 1]), items)
+
+
+def test_a_repeated_answer_names_both_records_and_whether_they_agree():
+    """A weekly long table with a record twice (tables concatenated: repeated index labels)
+    names both, by position, and says whether the answers agree."""
+    records = pd.DataFrame({"model": ["a", "a", "b", "b"], "item": ["q0", "q1", "q0", "q1"],
+                            "correct": [1, 0, 1, 1]})
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
+    same = pd.concat([records, records.iloc[[2]]])
+    with pytest.raises(ValueError, match=r"model 'b' answers item 'q0' more than once, at "
+                                         r"records 2 and 4 \(counted from 0\) \(the same "
+                                         r"answer; 1 repeated record"):
+        cbmm.score(same, items)
+    other = pd.concat([records, records.iloc[[1]].assign(correct=1)], ignore_index=True)
+    with pytest.raises(ValueError, match=r"item 'q1' more than once, at rows 1 and 4 "
+                                         r"\(answers 0, 1;"):
+        cbmm.score(other, items)
+
+
+def test_a_long_table_with_another_answer_column_is_told_its_columns():
+    records = pd.DataFrame({"model": ["a", "b"], "item": ["q0", "q1"], "score": [1, 0]})
+    items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
+    with pytest.raises(ValueError, match=r"a long table\? its columns are model, item and "
+                                         r"correct: rename the answers' column"):
+        cbmm.score(records, items)
+    with pytest.raises(ValueError, match=r"\['q9'\]; drop them: cbmm.score holds the "
+                                         r"calibrated items fixed"):
+        cbmm.score(pd.DataFrame({"q0": [1.0], "q9": [0.0]}), items)
 
 
 def test_an_error_after_unanswered_rows_names_the_right_row():
@@ -530,7 +563,7 @@ def test_a_transposed_matrix_is_named_as_such():
                                          r"\['m', 'n', 'o'\]; its rows are, mostly: transpose"):
         cbmm.score(frame.T, items)
     # columns that are not items, rows that are not either: the usual advice
-    with pytest.raises(ValueError, match=r"\['x'\]; drop them, or calibrate them first"):
+    with pytest.raises(ValueError, match=r"\['x'\]; drop them: cbmm.score holds the calibrated"):
         cbmm.score(frame.rename(columns={"q0": "x"}), items)
 
 

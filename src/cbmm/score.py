@@ -534,11 +534,17 @@ def _item_positions(columns, table, labels, long: bool) -> np.ndarray:
     if len(unknown):
         rows_are_items = not long and len(unknown) == len(ids) and labels is not None and (
             table.index.get_indexer(pd.Index(labels).astype(str)) >= 0).mean() > 0.5
+        long_named_otherwise = not long and {"model", "item"} <= set(unknown)
         raise ValueError(f"responses: {len(unknown)} {what} not among the calibrated "
                          f"items: {list(unknown[:5])}; " + (
                              "its rows are, mostly: transpose it (rows are models, "
                              "columns items)" if rows_are_items else
-                             "drop them, or calibrate them first"))
+                             "a long table? its columns are model, item and correct: rename "
+                             "the answers' column to correct (the commands: "
+                             "--correct-column)" if long_named_otherwise else
+                             "drop them: cbmm.score holds the calibrated items fixed, and "
+                             "items it lacks need a new calibration (a fit of the old and "
+                             "the new answers together)"))
     return position
 
 
@@ -556,12 +562,20 @@ def _long_to_wide(records, coding=None):
     if missing:
         raise ValueError(f"responses: a long table needs the columns {list(LONG_COLUMNS)}; "
                          f"missing {missing}")
-    where = records.index.name or "row"
+    def at(*positions):
+        """Where records are: by their labels (a file's lines, say), or where the labels
+        repeat (tables concatenated) by their positions."""
+        if records.index.is_unique:
+            name, labels, note = records.index.name or "row", records.index[list(positions)], ""
+        else:
+            name, labels, note = "record", positions, " (counted from 0)"
+        plural = "s" if len(positions) > 1 else ""
+        return f"{name}{plural} {' and '.join(str(label) for label in labels)}{note}"
     for column in LONG_COLUMNS[:2]:
         absent = np.flatnonzero(records[column].isna().to_numpy())
         if absent.size:
             raise ValueError(f"responses: {absent.size} record(s) without a {column} id, first "
-                             f"at {where} {records.index[absent[0]]!r}")
+                             f"at {at(absent[0])}")
     correct = records["correct"]
     allowed = [0, 1] if coding == "binary" else [-1, 0, 1]
     numbers = correct if pd.api.types.is_bool_dtype(correct) \
@@ -570,15 +584,22 @@ def _long_to_wide(records, coding=None):
     if bad.size:
         first = records.iloc[bad[0]]
         more = f" ({bad.size - 1} more such record(s))" if bad.size > 1 else ""
-        raise ValueError(f"responses: value {_show(first['correct'])} at {where} "
-                         f"{records.index[bad[0]]} (model {_show(first['model'])}, item "
+        raise ValueError(f"responses: value {_show(first['correct'])} at {at(bad[0])} "
+                         f"(model {_show(first['model'])}, item "
                          f"{_show(first['item'])}){more}; expected {_EXPECTED[coding]}")
     duplicated = np.flatnonzero(records.duplicated(["model", "item"]).to_numpy())
     if duplicated.size:
         first = records.iloc[duplicated[0]]
+        same = np.flatnonzero(((records["model"] == first["model"])
+                               & (records["item"] == first["item"])).to_numpy())
+        answers = records["correct"].iloc[same]
+        agree = ("the same answer" if answers.nunique(dropna=False) == 1 else
+                 "answers " + ", ".join(_show(v) for v in answers.iloc[:3]))
         raise ValueError(f"responses: model {_show(first['model'])} answers item "
-                         f"{_show(first['item'])} more than once (again at {where} "
-                         f"{records.index[duplicated[0]]})")
+                         f"{_show(first['item'])} more than once, at "
+                         f"{at(*same[:3])} ({agree}; "
+                         f"{duplicated.size} repeated record(s) in all); keep one record "
+                         "per model and item")
     return records.pivot(index="model", columns="item", values="correct")
 
 

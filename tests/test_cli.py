@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import cbmm
 from cbmm.simulate import simulate
 
 
@@ -387,6 +388,21 @@ def test_a_bootstrap_whose_fit_failed_exits_1_as_fit_does(workdir):
                            "error: bootstrap: the fit of the full data failed (failed: worker "
                            "process killed by signal SIGSEGV)\n")
     assert not (workdir / "boot2").exists()
+
+
+def test_strict_fit_exits_3_where_the_status_is_no_answer(workdir, main_in):
+    """``--strict``: the result is written either way; the exit status says whether it is
+    an answer (a scheduled run must not take max_iter for a fit)."""
+    status, out, err = main_in(["fit", "--responses", "good.csv", "--out", "short",
+                                "--max-iter", "2", "--n-starts", "1", "--strict"], workdir)
+    assert status == 3 and "cbmm: max_iter" in out, err
+    assert cbmm.FitResult.load(workdir / "short").status == "max_iter"
+    status, _, err = main_in(["fit", "--responses", "good.csv", "--out", "short",
+                              "--max-iter", "2", "--n-starts", "1", "--force"], workdir)
+    assert status == 0, err  # without --strict, as before
+    status, out, err = main_in(["fit", "--responses", "good.csv", "--out", "whole",
+                                "--strict"], workdir)
+    assert (status, cbmm.FitResult.load(workdir / "whole").status) == (0, "converged"), err
 
 
 def test_validate_summarises_the_fit_beside_its_best_baseline(workdir, main_in):

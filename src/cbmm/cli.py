@@ -47,6 +47,7 @@ __all__ = ["main", "build_parser", "CliError"]
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_NOT_AN_ANSWER = 3  # `fit --strict`: written, but its status is not "converged"
 
 
 # ------------------------------------------------------------------------ commands
@@ -125,7 +126,9 @@ def _fit_command(args) -> int:
     _save_folder(result, args)
     print(f"{result.method}: {result.status} ({result.n_iter} iterations, "
           f"loss {result.loss:.6g}, {result.runtime_s:.3f} s) -> {args.out}")
-    return EXIT_FAILED if result.failed else 0
+    if result.failed:
+        return EXIT_FAILED
+    return EXIT_NOT_AN_ANSWER if args.strict and result.status != "converged" else 0
 
 
 def _not_overwritten(args, names) -> None:
@@ -341,7 +344,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Fit X = theta a^T + 1 b^T (a >= 0) to a models x items "
                                      "response matrix and write abilities.csv, items.csv and "
                                      "fit.json into --out.  Exit status 1 when the fit failed "
-                                     "(the failed result is written), 2 on bad input.")
+                                     "(the failed result is written), 2 on bad input, 3 with "
+                                     "--strict when its status is another than converged.")
     add_input(fit)
     fit.add_argument("--method", default="cbmm",
                      help=f"estimation method: {', '.join(available_methods())} "
@@ -354,6 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_worker_options(fit, "the fit")
     fit.add_argument("--verbose", type=_integer(0), default=0, metavar="N",
                      help="log progress every N iterations to stderr (default 0: off)")
+    fit.add_argument("--strict", action="store_true",
+                     help="exit with status 3 (the result written) where the fit's status is "
+                          "not converged: max_iter, not_stationary, unbounded, multimodal or "
+                          "disconnected, not an answer (docs/trust.md)")
     fit.add_argument("--force", action="store_true", help="replace earlier results in --out")
     fit.set_defaults(handler=_fit_command)
 

@@ -14,7 +14,8 @@ sd instead (EAP, on a grid), under the calibration's population: an ``mml`` fit'
 estimated one, whose scale its abilities are on.  Otherwise :func:`score` solves all
 models at once by Newton's method with step halving (every step lowers every ``L_i``) and
 reports the standard error ``1 / sqrt(L_i''(theta))`` from the observed
-information.
+information, with the calibration's item error added by the delta method where the
+calibration has standard errors (:func:`_calibration_se`).
 
 Without the prior the maximum-likelihood estimate is finite exactly when a
 model answered at least one informative item (``a_j > 0``) correctly and one

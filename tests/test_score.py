@@ -503,6 +503,9 @@ def test_a_record_without_a_model_id_is_named_not_dropped():
         cbmm.score(records.set_axis(np.arange(4, dtype=np.int64)), items)
     with pytest.raises(ValueError, match=r"first at record 2 \(counted from 0\)$"):
         cbmm.score(records.set_axis([0, 1, 0, 1]), items)
+    # a blank id is no id (it was named as a row of the table pivoted from the records)
+    with pytest.raises(ValueError, match=r"1 record\(s\) without an item id, first at row 1$"):
+        cbmm.score(records.assign(model="a", item=["q0", " ", "q1", "q0"]), items)
 
 
 def test_a_repeated_answer_names_both_records_and_whether_they_agree():
@@ -522,12 +525,20 @@ def test_a_repeated_answer_names_both_records_and_whether_they_agree():
         cbmm.score(other, items)
 
 
-def test_a_long_table_with_another_answer_column_is_told_its_columns():
+def test_a_long_table_with_another_answer_column_is_told_its_columns(tmp_path, capsys):
     records = pd.DataFrame({"model": ["a", "b"], "item": ["q0", "q1"], "score": [1, 0]})
     items = pd.DataFrame({"a": [1.0, 1.0], "b": [0.0, 0.0]}, index=["q0", "q1"])
     with pytest.raises(ValueError, match=r"a long table\? its columns are model, item and "
                                          r"correct: rename the answers' column"):
         cbmm.score(records, items)
+    # the command reads the file's first column as the models' labels
+    from cbmm.cli import main
+
+    records.to_csv(tmp_path / "week.csv", index=False)
+    items.rename_axis("item").to_csv(tmp_path / "items.csv")
+    assert main(["score", "--responses", str(tmp_path / "week.csv"), "--items",
+                 str(tmp_path / "items.csv"), "--out", str(tmp_path / "s.csv")]) == 2
+    assert "a long table? its columns are model, item and correct" in capsys.readouterr().err
     with pytest.raises(ValueError, match=r"\['q9'\]; drop them: cbmm.score holds the "
                                          r"calibrated items fixed"):
         cbmm.score(pd.DataFrame({"q0": [1.0], "q9": [0.0]}), items)
@@ -671,15 +682,59 @@ def test_the_item_error_is_read_wherever_the_calibration_is_given(tmp_path):
             pd.testing.assert_frame_equal(cbmm.score(new, given), want, check_exact=False,
                                           rtol=1e-12)
     assert (want["se_calibration"] > 0).all()
-    with pytest.warns(cbmm.IntervalWarning, match="150 models .* fit the calibration with "
-                                                  "se=True"):
+    with pytest.warns(cbmm.IntervalWarning, match="150 models .* item_error=False holds "
+                                                  "them fixed"):
         fixed = cbmm.score(new, fit, item_error=False)
     assert fixed["se_calibration"].isna().all() and (fixed["se"] < want["se"]).all()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        bare = cbmm.fit(sim.responses[:150])
+    with pytest.warns(cbmm.IntervalWarning, match="it has no standard errors: fit it with "
+                                                  "se=True"):
+        cbmm.score(new, bare)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         few = cbmm.fit(sim.responses[:50], se=True)
-    with pytest.warns(cbmm.IntervalWarning, match="50 models .* fall short themselves"):
+    with pytest.warns(cbmm.IntervalWarning, match="50 models and fewer than 80 models"):
         cbmm.score(new, few)
+
+
+def test_a_model_answering_many_items_per_calibration_model_is_warned_of():
+    """With the item error carried, 90 calibration models and new models answering 400
+    items (more than 4 per calibration model) still fall short: said; 300 items are not."""
+    sim = simulate(100, 400, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cbmm.fit(pd.DataFrame(sim.responses[:90]), se=True)
+    new = pd.DataFrame(sim.responses[90:])
+    with pytest.warns(cbmm.IntervalWarning, match="a scored model answered 400 items, more "
+                                                  "than 4 per calibration model"):
+        cbmm.score(new, fit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cbmm.score(new.iloc[:, :300], fit)
+
+
+def test_an_item_known_not_at_all_makes_the_standard_error_infinite():
+    """a_se = inf (a hand-made table): the models that answered it get se = inf (it added
+    nothing before, a smaller se than a_se = 1e6 gave); the others keep a finite one."""
+    items = pd.DataFrame({"a": [1.0, 1.2, 0.8], "b": [0.0, 0.5, -0.5],
+                          "a_se": [0.1, np.inf, 0.1], "b_se": [0.1, 0.1, 0.1]},
+                         index=["x", "y", "z"])
+    answers = pd.DataFrame({"x": [1.0, 1.0], "y": [0.0, np.nan], "z": [0.0, 0.0]})
+    got = cbmm.score(answers, items)
+    assert np.isinf(got["se"].iloc[0]) and np.isinf(got["se_calibration"].iloc[0])
+    assert np.isfinite(got["se"].iloc[1])
+
+
+def test_an_unlabelled_responses_object_is_one_column_per_item():
+    sim = simulate(120, 15, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = cbmm.fit(sim.responses[:100])
+        for storage in ("dense", "sparse"):
+            got = cbmm.score(cbmm.as_responses(sim.responses[100:], storage=storage), fit)
+            pd.testing.assert_frame_equal(got, cbmm.score(sim.responses[100:], fit))
 
 
 def test_a_negative_standard_error_of_an_item_is_named():

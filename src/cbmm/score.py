@@ -170,9 +170,8 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
 
     y, labels = aligned_responses(responses, table, coding, layout)
     a, b = table["a"].to_numpy(float), table["b"].to_numpy(float)
-    carried = bool(item_error) and set(ITEM_SE) <= set(table.columns)
-    if "n_models" in table.attrs:
-        warn_small_calibration(table.attrs["n_models"], carried)
+    has_se = set(ITEM_SE) <= set(table.columns)
+    carried = bool(item_error) and has_se
     theta = np.empty(y.shape[0])
     se = np.empty(y.shape[0])
     se_calibration = np.full(y.shape[0], np.nan)
@@ -196,9 +195,11 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
                 y[block], theta[block], se[block], a, b, *table[list(ITEM_SE)].to_numpy().T,
                 float(sigma))
     if carried:
-        se = np.hypot(se, np.where(np.isfinite(se_calibration), se_calibration, 0.0))
+        se = np.hypot(se, np.where(np.isnan(se_calibration), 0.0, se_calibration))
     answered = (y != 0).sum(axis=1)
     correct = (y > 0).sum(axis=1)
+    if "n_models" in table.attrs and answered.size:
+        warn_small_calibration(table.attrs["n_models"], int(answered.max()), has_se, carried)
     extreme = np.isin(status, ("all correct", "all wrong"))
     if extreme.any():
         names = ", ".join(str(labels[i]) for i in np.flatnonzero(extreme)[:5])
@@ -227,15 +228,20 @@ def _calibration_se(y, theta, se, a, b, a_se, b_se, sigma):
     and its variance is ``sum_j`` of their squares times ``a_se_j**2 / sigma**2`` and
     ``b_se_j**2 / sigma**2``: each item's error on its own, neither the covariance of its
     a and b nor that between items (which the fit shares through the abilities' scale).
-    An item without a standard error (NaN: its a held at 0, or set aside) adds nothing.
+    An item without a standard error (NaN: its a held at 0, or set aside) adds nothing; an
+    answered item with an infinite one makes it infinite.  For a posterior mean
+    (``prior="population"``) the estimating equation is the MAP's, taken at the mean: an
+    approximation (in a user's check against its own finite differences, 1-11 % high).
     NaN where the ability or its ``se`` is not finite."""
     finite = np.isfinite(theta) & np.isfinite(se) & (se > 0)
     out = np.full(theta.shape, np.nan)
     if not finite.any():
         return out
     alpha, beta = a / sigma, b / sigma
-    var_alpha = np.nan_to_num((a_se / sigma) ** 2, nan=0.0, posinf=0.0)
-    var_beta = np.nan_to_num((b_se / sigma) ** 2, nan=0.0, posinf=0.0)
+    with np.errstate(over="ignore"):
+        var_alpha, var_beta = (a_se / sigma) ** 2, (b_se / sigma) ** 2
+    unbounded = np.isposinf(var_alpha) | np.isposinf(var_beta)  # an item known not at all
+    var_alpha, var_beta = (np.where(np.isfinite(v), v, 0.0) for v in (var_alpha, var_beta))
     t = theta[finite, None]
     answered = y[finite] != 0
     right = (y[finite] > 0).astype(float)
@@ -246,6 +252,7 @@ def _calibration_se(y, theta, se, a, b, a_se, b_se, sigma):
         d_alpha = np.where(answered, (right - p) - np.where(w > 0, alpha * t * w, 0.0), 0.0)
         d_beta = np.where(answered, -alpha * w, 0.0)
         variance = (d_alpha ** 2 @ var_alpha + d_beta ** 2 @ var_beta) * se[finite] ** 4
+    variance[answered[:, unbounded].any(axis=1)] = np.inf
     out[finite] = np.sqrt(variance)
     return out
 
@@ -483,7 +490,9 @@ def aligned_responses(responses, table, coding=None, layout="auto"):
         responses = dense
     if isinstance(responses, Responses):
         labels = responses.row_labels
-        position = _item_positions(responses.col_labels, table, labels, long)
+        # unlabelled (built from an array): one column per calibrated item, in their order
+        position = (None if responses.col_labels is None else
+                    _item_positions(responses.col_labels, table, labels, long))
         y = responses.to_dense().y
     else:
         frame = responses if isinstance(responses, pd.DataFrame) else None
@@ -535,7 +544,9 @@ def _item_positions(columns, table, labels, long: bool) -> np.ndarray:
     if len(unknown):
         rows_are_items = not long and len(unknown) == len(ids) and labels is not None and (
             table.index.get_indexer(pd.Index(labels).astype(str)) >= 0).mean() > 0.5
-        long_named_otherwise = not long and {"model", "item"} <= set(unknown)
+        # a long table read as wide (its model column the labels, in a file)
+        long_named_otherwise = not long and {"model", "item"} <= {*unknown, getattr(
+            labels, "name", None)}
         raise ValueError(f"responses: {len(unknown)} {what} not among the calibrated "
                          f"items: {list(unknown[:5])}; " + (
                              "its rows are, mostly: transpose it (rows are models, "
@@ -573,10 +584,14 @@ def _long_to_wide(records, coding=None):
         plural = "s" if len(positions) > 1 else ""
         return f"{name}{plural} {' and '.join(str(label) for label in labels)}{note}"
     for column in LONG_COLUMNS[:2]:
-        absent = np.flatnonzero(records[column].isna().to_numpy())
+        ids = records[column]
+        blank = ids.isna() | (ids.map(lambda v: isinstance(v, str) and not v.strip())
+                              if ids.dtype == object else False)
+        absent = np.flatnonzero(np.asarray(blank))
         if absent.size:
-            raise ValueError(f"responses: {absent.size} record(s) without a {column} id, first "
-                             f"at {at(absent[0])}")
+            article = "an" if column == "item" else "a"
+            raise ValueError(f"responses: {absent.size} record(s) without {article} {column} "
+                             f"id, first at {at(absent[0])}")
     correct = records["correct"]
     allowed = [0, 1] if coding == "binary" else [-1, 0, 1]
     numbers = correct if pd.api.types.is_bool_dtype(correct) \

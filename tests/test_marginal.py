@@ -448,11 +448,13 @@ def test_population_prior_gives_new_models_the_fits_own_abilities(skewed_calibra
     answers = _signed(calibration)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", cbmm.DegenerateDataWarning)
-        ours = cbmm.score(answers, fit, prior="population", coding="signed")
+        ours = cbmm.score(answers, fit, prior="population", coding="signed", item_error=False)
+        carried = cbmm.score(answers, fit, prior="population", coding="signed")
         normal = cbmm.score(answers, fit, prior="normal", coding="signed")
     theta, theta_se = np.asarray(fit.theta), np.asarray(fit.theta_se)
     assert np.abs(ours["theta"].to_numpy() - theta).max() < 1e-9
-    assert np.abs(ours["se"].to_numpy() - theta_se).max() < 1e-9
+    assert np.abs(ours["se"].to_numpy() - theta_se).max() < 1e-9  # the fit's, items fixed
+    assert (carried["theta"] == ours["theta"]).all() and (carried["se"] > ours["se"]).all()
     assert np.abs(normal["theta"].to_numpy() - theta).max() > 0.1
     predicted = cbmm.predict_accuracy(np.where(answers > 0, 1.0, 0.0)[:50], fit)
     assert np.abs(predicted["theta"].to_numpy() - theta[:50]).max() < 1e-9

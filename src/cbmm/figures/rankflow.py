@@ -14,7 +14,6 @@ by increasing CV of ``a``, shown in each title.
 from __future__ import annotations
 
 import json
-import warnings
 from collections import Counter
 from typing import Mapping
 
@@ -25,6 +24,7 @@ import pandas as pd
 from matplotlib.colors import Normalize
 from matplotlib.patches import Rectangle
 
+from .._warn import CbmmWarning, warn
 from ..tables import read_result_table
 from .style import FIGURE_WIDTH_IN, paper_style, save_figure, suite_label
 
@@ -97,9 +97,8 @@ def plot_rankflow(rankings: Mapping, summary, out_paths=(), *, top: Mapping | No
     order = sorted(tables, key=lambda d: cv[d])
     for dataset in order:  # a top beyond the models coloured every bar alike
         if top[dataset] > len(tables[dataset]):
-            warnings.warn(f"rankflow: top {top[dataset]} for {dataset} is more than its "
-                          f"{len(tables[dataset])} models; its colours span those",
-                          stacklevel=2)
+            warn(f"rankflow: top {top[dataset]} for {dataset} is more than its "
+                 f"{len(tables[dataset])} models; its colours span those", CbmmWarning)
             top[dataset] = len(tables[dataset])
 
     with paper_style():

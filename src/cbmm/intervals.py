@@ -82,5 +82,5 @@ def warn_small_calibration(n_models: int, most_answered: int, has_se: bool,
                   "errors: fit it with se=True and score carries its items' error")
         warn(f"the calibration has {n_models} models (fewer than {FEW_CALIBRATION_MODELS}) "
              "and the scores' intervals hold its items fixed, falling short of their level "
-             f"(95 % intervals held 0.82 of the time at 40 calibration models, 0.90 at 80); "
+             "(95 % intervals held 0.82 of the time at 40 calibration models, 0.90 at 80); "
              f"{advice} (docs/trust.md, scoring new models)", IntervalWarning)

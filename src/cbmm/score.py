@@ -284,8 +284,11 @@ def _warn_not_an_answer(status) -> None:
 def read_items(items):
     """The calibrated items as ``(table, sigma, description)``.
 
-    ``table`` has columns ``a`` and ``b`` indexed by item id; ``sigma`` is
-    the calibration's temperature where it is known (else None).  An item the fit set
+    ``table`` has columns ``a`` and ``b`` indexed by item id, and ``a_se`` and ``b_se``
+    where the calibration has standard errors (:func:`score` carries them into its
+    ``se``); ``sigma`` is the calibration's temperature where it is known (else None), and
+    ``table.attrs["n_models"]`` the number of its models where that is known (a FitResult,
+    a saved fit, :meth:`FitResult.items_frame`).  An item the fit set
     aside (``degenerate="set_aside"``: a = NaN, b = +-inf) becomes a = 0 and
     b = +-:data:`SET_ASIDE_LOGIT` sigma: no information, answered as every calibration
     model answered it (their positions in ``table.attrs["set_aside"]``).  Where the
@@ -388,7 +391,7 @@ def read_items(items):
                          "such item(s); a failed calibration?)")
     if len(columns) > 2:  # a standard error: NaN (none: a held at 0, say) or a number >= 0
         errors = table[list(ITEM_SE)]
-        wrong = (errors < 0).to_numpy() | np.isneginf(errors.to_numpy())
+        wrong = (errors < 0).to_numpy()
         if wrong.any():
             row, col = np.argwhere(wrong)[0]
             raise ValueError(f"{where}: item {table.index[row]!r} has {ITEM_SE[col]}="

@@ -742,3 +742,32 @@ def test_a_negative_standard_error_of_an_item_is_named():
                           "b_se": [0.1, 0.1]}, index=["x", "y"])
     with pytest.raises(ValueError, match=r"item 'y' has a_se=-0.2; a standard error is >= 0"):
         cbmm.score(pd.DataFrame([[1.0, 0.0]], columns=["x", "y"]), items)
+
+
+@pytest.mark.parametrize("prior", ["none", "normal"])
+def test_answered_cells_alone_give_the_whole_rows_scores(prior, monkeypatch):
+    """Where few cells are answered the Newton passes read those cells alone: the same
+    abilities, standard errors and statuses as the passes over whole rows (models that
+    answered all alike, or nothing, included)."""
+    import sys
+
+    module = sys.modules["cbmm.score"]
+    rng = np.random.default_rng(11)
+    n, j = 300, 200
+    items = pd.DataFrame({"a": rng.uniform(0.0, 2.0, j), "b": rng.normal(0, 1, j)},
+                         index=[f"q{k}" for k in range(j)])
+    answers = (rng.random((n, j)) < 0.5).astype(float)
+    answers[rng.random((n, j)) < 0.8] = np.nan
+    answers[0] = np.where(np.isnan(answers[0]), np.nan, 1.0)  # all correct
+    answers[1] = np.nan  # nothing answered
+    responses = pd.DataFrame(answers, columns=items.index)
+    scored = {}
+    for share in (0.0, 1.1):  # never, and always, by cells
+        monkeypatch.setattr(module, "_CELLS_BELOW", share)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scored[share] = cbmm.score(responses, items, prior=prior)
+    pd.testing.assert_series_equal(scored[0.0]["status"], scored[1.1]["status"])
+    for column in ("theta", "se"):
+        np.testing.assert_allclose(scored[1.1][column], scored[0.0][column], rtol=1e-9,
+                                   atol=1e-9)

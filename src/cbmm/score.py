@@ -59,6 +59,9 @@ PRIORS = ("none", "normal", "population")
 
 _BLOCK_CELLS = 1 << 22  # rows are solved in blocks of about this many cells
 _MAX_STEP = 10.0  # largest Newton step on the theta scale (guards far-off starts)
+#: Below this share of answered cells in a block the Newton passes read the answered
+#: cells alone (2,000 x 12,000 with 20 % answered: 6.3 s read whole)
+_CELLS_BELOW = 0.5
 
 #: The columns of an items table holding the calibration's standard errors of a and b.
 ITEM_SE = ("a_se", "b_se")
@@ -689,18 +692,40 @@ def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
         threshold = np.where(slope > 0, -offset / np.where(slope > 0, slope, 1.0), 0.0)
     status = _statuses(y, a)
     active = np.ones(n, dtype=bool) if map_prior else status == "converged"
+    by_cells = observed.mean() < _CELLS_BELOW  # the answered cells alone, row by row
+    if by_cells:
+        cell_row, cell_col = np.nonzero(observed)
+        cell_y = yf[cell_row, cell_col]
+        chosen = np.zeros(n, dtype=bool)
+        place = np.zeros(n, dtype=np.intp)  # a chosen row's place among the rows asked for
+
+    def terms(t, yv, cols):
+        """Each cell's ``L'`` and ``L''`` terms (over ``scale`` and its square)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = np.where(slope[cols] > 0, slope[cols] * (t - threshold[cols]), offset[cols])
+            margin = np.abs(x)
+            spread = np.exp(-margin - 2.0 * np.log1p(np.exp(-margin)))  # p (1 - p)
+            return (-yv * relative[cols] * expit(-yv * x),
+                    relative[cols] * relative[cols] * spread)
 
     def derivatives(t, rows):
         """``L_i' / scale`` and ``L_i'' / scale**2`` at ``theta = t`` for the rows."""
-        yr, seen = yf[rows], observed[rows]
-        with np.errstate(over="ignore", invalid="ignore"):
-            x = np.where(slope > 0, slope * (t[:, None] - threshold), offset)
-            margin = np.abs(x)
-            spread = np.exp(-margin - 2.0 * np.log1p(np.exp(-margin)))  # p (1 - p)
-            grad = np.where(seen, -yr * relative * expit(-yr * x), 0.0).sum(axis=1)
-            hess = np.where(seen, relative * relative * spread, 0.0).sum(axis=1)
-            if map_prior:
-                grad, hess = grad + t / scale, hess + 1.0 / scale ** 2
+        if by_cells:
+            chosen[:] = False
+            chosen[rows] = True
+            place[rows] = np.arange(len(rows))
+            keep = chosen[cell_row]
+            at = place[cell_row[keep]]
+            first, second = terms(t[at], cell_y[keep], cell_col[keep])
+            grad = np.bincount(at, weights=first, minlength=len(rows))
+            hess = np.bincount(at, weights=second, minlength=len(rows))
+        else:
+            first, second = terms(t[:, None], yf[rows], slice(None))
+            seen = observed[rows]
+            grad = np.where(seen, first, 0.0).sum(axis=1)
+            hess = np.where(seen, second, 0.0).sum(axis=1)
+        if map_prior:
+            grad, hess = grad + t / scale, hess + 1.0 / scale ** 2
         return grad, hess
 
     theta = np.zeros(n)

@@ -31,6 +31,17 @@ or all of them, once with the calibration's item error carried (the default) and
 the items held fixed (``item_error=False``); about 1200 calibration models per row::
 
     python benchmarks/bench_coverage.py --score MATH_500.csv [--models 20,40,80,160,320]
+
+``--score-heldout CSV`` checks ``score``'s ``se_calibration`` on the real answers, with no
+model drawn: per split, 40 models are held out and the other models are the pool; the
+reference calibration is the fit of the whole pool, the small ones fits of ``--models``
+of its models (3 per size); each held-out model is scored against both on the same
+answers, so the answers' own noise cancels and the difference is the small calibration's
+error (plus the reference's, which shares most of its models with the larger small
+ones). Printed per size: the sd of (small - reference) / ``se_calibration``, with the
+reference put on the small calibration's scale, and the share within 1.96::
+
+    python benchmarks/bench_coverage.py --score-heldout MATH_500.csv [--models 20,40,60,80]
 """
 
 from __future__ import annotations
@@ -165,10 +176,46 @@ def scored(path, sizes, level):
                   f"{np.std(ratios[False]):5.2f}", flush=True)
 
 
+def scored_heldout(path, sizes, level, splits=6, held_out=40, repeats=3):
+    """``se_calibration`` against the differences between a small calibration's scores of
+    held-out real models and a large one's (module docstring)."""
+    import pandas as pd
+    from scipy.stats import norm
+
+    z = norm.ppf(0.5 + level / 2)
+    data = pd.read_csv(path, index_col=0)
+    print(f"{path}: {data.shape[0]} models, {held_out} held out per split, {splits} splits, "
+          f"the pool's other {data.shape[0] - held_out} the reference calibration")
+    print(f"{'models':>6} {'scores':>6} {'sd z':>6} {'within':>7}")
+    ratios = {n: [] for n in sizes}
+    for split in range(splits):
+        rng = np.random.default_rng(split)
+        order = rng.permutation(len(data))
+        held, pool = data.iloc[order[:held_out]], data.iloc[order[held_out:]]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference = cbmm.fit(pool, se=True)
+            reference_theta = cbmm.score(held, reference, item_error=False)["theta"]
+        for n in sizes:
+            for _ in range(repeats):
+                chosen = rng.choice(len(pool), n, replace=False)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    got = cbmm.score(held, cbmm.fit(pool.iloc[chosen], se=True))
+                anchor = reference.theta.to_numpy()[chosen]  # the small fit's scale
+                mapped = (reference_theta - anchor.mean()) / anchor.std()
+                ok = (got["status"] == "converged") & np.isfinite(got["se_calibration"])
+                ratios[n].extend(((got["theta"] - mapped) / got["se_calibration"])[ok])
+    for n in sizes:
+        r = np.asarray(ratios[n])
+        print(f"{n:6d} {r.size:6d} {r.std():6.2f} {np.mean(np.abs(r) <= z):7.3f}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--few-models", metavar="CSV")
     parser.add_argument("--score", metavar="CSV")
+    parser.add_argument("--score-heldout", metavar="CSV")
     parser.add_argument("--models")
     parser.add_argument("--replicates", type=int, default=30)
     parser.add_argument("--designs", default="paper,leaderboard")
@@ -177,7 +224,8 @@ def main():
     args = parser.parse_args()
     print(machine())
     for path, run, sizes in ((args.few_models, few_models, "10,20,40,80"),
-                             (args.score, scored, "20,40,80,160,320")):
+                             (args.score, scored, "20,40,80,160,320"),
+                             (args.score_heldout, scored_heldout, "20,40,60,80")):
         if path:
             run(path, [int(n) for n in (args.models or sizes).split(",")], args.level)
             return

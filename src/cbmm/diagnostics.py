@@ -116,10 +116,8 @@ def separation(responses, theta, a):
     wrong = np.zeros(n, dtype=np.int64)
     # one pass in C over the cells where they lie (numpy's took as long as the solver on
     # 4000 x 25000, and 25 bytes per answer of sparse storage)
-    cells = ((responses.values, responses.indptr, responses.indices)
-             if responses.storage == "sparse" else (np.ascontiguousarray(responses.y), None, None))
-    _ingest.separation_scan(*cells, n, j, theta, informative, lowest_correct, highest_wrong,
-                            right, wrong)
+    _ingest.separation_scan(*responses.coded_buffers(), n, j, theta, informative,
+                            lowest_correct, highest_wrong, right, wrong)
     items = highest_wrong < lowest_correct
     models = (right + wrong > 0) & ((right == 0) | (wrong == 0))
     return items, models
@@ -179,10 +177,7 @@ def components(responses):
     # bipartite block matrix took 0.8 GB and 3 s for 12 M sparse answers, a breadth-first
     # search of dense masks 2 bytes a cell
     roots = np.empty(n + j, dtype=np.int64)
-    if responses.storage == "sparse":
-        _ingest.components(responses.values, responses.indptr, responses.indices, n, j, roots)
-    else:
-        _ingest.components(np.ascontiguousarray(responses.y), None, None, n, j, roots)
+    _ingest.components(*responses.coded_buffers(), n, j, roots)
     count, labels = np.unique(roots, return_inverse=True)
     count = count.size
     models, items = labels[:n], labels[n:]

@@ -152,17 +152,19 @@ class Responses:
             return self.y.shape
         return (self.indptr.size - 1, int(self.n_items))
 
+    def coded_buffers(self) -> tuple:
+        """The coded cells as the passes of ``cbmm._ingest`` take them, read where they lie:
+        ``(y, None, None)`` for dense storage, ``(values, indptr, indices)`` for CSR."""
+        if self.y is not None:
+            return np.ascontiguousarray(self.y), None, None
+        return self.values, self.indptr, self.indices
+
     def _counts(self):
         """Observed and correct cells per row and per column (computed once)."""
         if "counts" not in self._cache:
             n, j = self.shape
             counts = _Counts(n, j)
-            if self.y is not None:
-                _ingest.coded_counts(np.ascontiguousarray(self.y), None, None, n, j,
-                                     *counts.arrays())
-            else:
-                _ingest.coded_counts(self.values, self.indptr, self.indices, n, j,
-                                     *counts.arrays())
+            _ingest.coded_counts(*self.coded_buffers(), n, j, *counts.arrays())
             self._cache["counts"] = counts
         return self._cache["counts"]
 
@@ -350,11 +352,7 @@ def _identical_patterns(responses):
         0, np.iinfo(np.uint64).max, size=(size, 2), dtype=np.uint64, endpoint=True)
         for axis, size in enumerate((n, j))]
     sums = [np.empty((size, 2), dtype=np.uint64) for size in (n, j)]
-    if responses.y is not None:
-        _ingest.pattern_sums(np.ascontiguousarray(responses.y), None, None, n, j, *weights, *sums)
-    else:
-        _ingest.pattern_sums(responses.values, responses.indptr, responses.indices, n, j,
-                             *weights, *sums)
+    _ingest.pattern_sums(*responses.coded_buffers(), n, j, *weights, *sums)
     return tuple(_groups(axis_sums) for axis_sums in sums)
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "loss",
     "loss_and_gradient",
     "loss_and_stationarity",
+    "log_pq",
     "probabilities",
     "projected_gradient_norm",
     "projected_norm",
@@ -79,6 +80,13 @@ def expit(x):
 def probabilities(x, sigma: float = 1.0) -> np.ndarray:
     """``Phi(x) = expit(x / sigma)``, the probability of a correct answer."""
     return expit(np.asarray(x) / sigma)
+
+
+def log_pq(margin):
+    """``log(p (1 - p))`` at a logit of absolute value ``margin`` (``p = expit(x)``,
+    ``margin = |x|``), without overflow: ``-margin - 2 log1p(exp(-margin))``; ``-inf`` at an
+    infinite margin, where ``p (1 - p)`` would be 0 times an overflow."""
+    return -margin - 2.0 * np.log1p(np.exp(-margin))
 
 
 def softplus(z):

@@ -42,7 +42,7 @@ from ._warn import CbmmWarning, warn
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
 from .intervals import warn_small_calibration
 from .marginal import checked_population
-from .model import SIGMA_RANGE, check_sigma, expit
+from .model import SIGMA_RANGE, check_sigma, expit, log_pq
 from .posterior import GRID, posterior_moments, prior_on_grid
 from .registry import get_method
 from .responses import (_EXPECTED, FIRST_LINE, LONG_COLUMNS, Responses, _check_labels, _show,
@@ -251,7 +251,7 @@ def _calibration_se(y, theta, se, a, b, a_se, b_se, sigma):
     with np.errstate(over="ignore", invalid="ignore"):
         x = t * alpha + beta
         p = expit(x)
-        w = np.exp(-np.abs(x) - 2.0 * np.log1p(np.exp(-np.abs(x))))  # p (1 - p), no overflow
+        w = np.exp(log_pq(np.abs(x)))  # p (1 - p), no overflow
         d_alpha = np.where(answered, (right - p) - np.where(w > 0, alpha * t * w, 0.0), 0.0)
         d_beta = np.where(answered, -alpha * w, 0.0)
         variance = (d_alpha ** 2 @ var_alpha + d_beta ** 2 @ var_beta) * se[finite] ** 4
@@ -703,8 +703,7 @@ def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
         """Each cell's ``L'`` and ``L''`` terms (over ``scale`` and its square)."""
         with np.errstate(over="ignore", invalid="ignore"):
             x = np.where(slope[cols] > 0, slope[cols] * (t - threshold[cols]), offset[cols])
-            margin = np.abs(x)
-            spread = np.exp(-margin - 2.0 * np.log1p(np.exp(-margin)))  # p (1 - p)
+            spread = np.exp(log_pq(np.abs(x)))  # p (1 - p)
             return (-yv * relative[cols] * expit(-yv * x),
                     relative[cols] * relative[cols] * spread)
 
@@ -777,7 +776,7 @@ def _solve_block(y, a, b, sigma, map_prior, tol, max_iter):
         t = theta[fitted]
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
             margin = np.abs(np.where(slope > 0, slope * (t[:, None] - threshold), offset))
-            log_terms = 2.0 * np.log(slope) - margin - 2.0 * np.log1p(np.exp(-margin))
+            log_terms = 2.0 * np.log(slope) + log_pq(margin)
             information = np.where(observed[fitted] & (slope > 0), np.exp(log_terms),
                                    0.0).sum(axis=1) + (1.0 if map_prior else 0.0)
             se[fitted] = 1.0 / np.sqrt(information)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..engine import row_blocks
 from ..marginal import log_density
-from ..model import expit
+from ..model import expit, log_pq
 from ..posterior import (GRID, grid_logits, grid_moments, log_posterior, log_weights,
                          normalised_weights, prior_on_grid)
 from ..responses import label_order
@@ -163,7 +163,7 @@ class ItemBank:
         margin = np.abs(np.multiply.outer(np.asarray(theta, dtype=float), self.slope)
                         + self.intercept)
         with np.errstate(divide="ignore", over="ignore"):
-            return np.exp(2.0 * np.log(self.slope) - margin - 2.0 * np.log1p(np.exp(-margin)))
+            return np.exp(2.0 * np.log(self.slope) + log_pq(margin))
 
     @functools.cached_property
     def log_prior(self) -> np.ndarray:

@@ -175,6 +175,8 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
     a, b = table["a"].to_numpy(float), table["b"].to_numpy(float)
     has_se = set(ITEM_SE) <= set(table.columns)
     carried = bool(item_error) and has_se
+    if carried:
+        a_se, b_se = table[list(ITEM_SE)].to_numpy(float).T
     theta = np.empty(y.shape[0])
     se = np.empty(y.shape[0])
     se_calibration = np.full(y.shape[0], np.nan)
@@ -195,8 +197,7 @@ def score(responses, items, *, sigma: float | None = None, prior: str = "none",
                 y[block], a, b, float(sigma), prior == "normal", tol, int(max_iter))
         if carried:
             se_calibration[block] = _calibration_se(
-                y[block], theta[block], se[block], a, b, *table[list(ITEM_SE)].to_numpy().T,
-                float(sigma))
+                y[block], theta[block], se[block], a, b, a_se, b_se, float(sigma))
     if carried:
         se = np.hypot(se, np.where(np.isnan(se_calibration), 0.0, se_calibration))
     answered = (y != 0).sum(axis=1)

@@ -106,6 +106,12 @@ def real_truth(path):
     return theta, alpha, beta
 
 
+def answers_of(theta, alpha, beta, rng):
+    """1/0 answers of abilities ``theta`` to items ``(alpha, beta)``, drawn from the 2PL."""
+    p = 1 / (1 + np.exp(-(np.outer(theta, alpha) + beta)))
+    return (rng.random(p.shape) < p).astype(float)
+
+
 def few_models(path, sizes, level):
     """Coverage of the abilities' intervals of fits of ``sizes`` models drawn from the fit
     of the matrix at ``path``: each size's share covered and the sd of (estimate -
@@ -121,8 +127,7 @@ def few_models(path, sizes, level):
         for rep in range(draws):
             rng = np.random.default_rng([n, rep])
             drawn = theta[rng.choice(theta.size, n, replace=False)]
-            p = 1 / (1 + np.exp(-(np.outer(drawn, alpha) + beta)))
-            answers = (rng.random(p.shape) < p).astype(float)
+            answers = answers_of(drawn, alpha, beta, rng)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 fitted = cbmm.fit(answers, se=True)
@@ -157,9 +162,8 @@ def scored(path, sizes, level):
             for rep in range(draws):
                 rng = np.random.default_rng([n, rep, answered])
                 calibration, new = (theta[rng.choice(theta.size, size)] for size in (n, 100))
-                answers = [pd.DataFrame((rng.random((t.size, alpha.size)) < 1 / (1 + np.exp(
-                    -(np.outer(t, alpha) + beta)))).astype(float), columns=items)
-                    for t in (calibration, new)]
+                answers = [pd.DataFrame(answers_of(t, alpha, beta, rng), columns=items)
+                           for t in (calibration, new)]
                 asked = list(rng.choice(items, answered, replace=False))
                 true = (new - calibration.mean()) / calibration.std()
                 with warnings.catch_warnings():

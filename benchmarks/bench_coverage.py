@@ -42,6 +42,30 @@ ones). Printed per size: the sd of (small - reference) / ``se_calibration``, wit
 reference put on the small calibration's scale, and the share within 1.96::
 
     python benchmarks/bench_coverage.py --score-heldout MATH_500.csv [--models 20,40,60,80]
+
+``--linked CSV[,CSV...]`` checks ``info["prior_bias"]`` (``cbmm.intervals.PRIOR_BIAS``) on
+real answers merged as a leaderboard is: with one file its items are split at random into
+two suites; with several, the first file's items are one suite and the others' the other
+(joined on the models they share).  Per draw the models are split in two groups, by the
+reference fit's ability at its median (the strong answer one suite, the weak the other) or
+at random; each group keeps only its suite's answers, except ``--models`` models (0, 1, 2,
+5, 10, 20) that keep every answer.  The merged matrix is fitted with standard errors and
+compared with the reference, the fit of every answer: printed per grouping and number of
+linking models (3 draws each), the share of the other models whose 95 % interval holds
+the reference ability, the error of the gap between the groups' mean abilities, the share
+of models beyond one standard error of prior bias and the statuses.  The reference has
+error of its own, smaller (it reads every item) and shared, so the share is lenient::
+
+    python benchmarks/bench_coverage.py --linked MATH_500.csv [--degenerate set_aside]
+
+``--linked-simulated`` does the same on simulated answers, two designs: two groups of 200
+models (theta ~ N(-1.5, 1) and N(1.5, 1); a ~ U(0.5, 2), b ~ N(0, 1)) on their own 200
+items each, linked by ``--models`` models that answered all 400 (a leaderboard
+maintainer's trial); and groups of 100 on 40 items each, linked by ``--models`` single
+answers of a model of one group to an item of the other, scattered at random (a user's
+trial), here against the simulated truth::
+
+    python benchmarks/bench_coverage.py --linked-simulated [--models 1,2,5,20,100]
 """
 
 from __future__ import annotations
@@ -215,11 +239,121 @@ def scored_heldout(path, sizes, level, splits=6, held_out=40, repeats=3):
         print(f"{n:6d} {r.size:6d} {r.std():6.2f} {np.mean(np.abs(r) <= z):7.3f}", flush=True)
 
 
+def _merged(paths):
+    """The answers of one or more files (module docstring, ``--linked``) and its two suites'
+    item labels."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    frames = [pd.read_csv(p, index_col=0) for p in paths]
+    if len(frames) == 1:
+        order = np.random.default_rng(0).permutation(frames[0].columns)
+        return frames[0], list(order[: len(order) // 2]), list(order[len(order) // 2:])
+    frames = [f.add_prefix(Path(p).stem + ":") for f, p in zip(frames, paths)]
+    common = frames[0].index
+    for f in frames[1:]:
+        common = common.intersection(f.index)
+    merged = pd.concat([f.loc[common] for f in frames], axis=1)
+    rest = [c for f in frames[1:] for c in f.columns]
+    return merged, list(frames[0].columns), rest
+
+
+def _linked_row(label, draws):
+    """One printed row of the linked modes: mean coverage, gap error, prior-bias share."""
+    cover, gap, share = (np.mean([d[k] for d in draws]) for k in range(3))
+    statuses = sorted({d[3] for d in draws})
+    print(f"{label:>18} {cover:9.3f} {gap:+9.3f} {share:8.2f}  {', '.join(statuses)}",
+          flush=True)
+
+
+def _linked_draw(answers, truth, groups, level, **fit_kwargs):
+    """Fit merged answers; coverage of the truth (outside the linking models), the error of
+    the gap between the groups' mean abilities, the prior-bias share and the status."""
+    from scipy.stats import norm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fitted = cbmm.fit(answers, se=True, **fit_kwargs)
+    theta, se = np.asarray(fitted.theta, float), np.asarray(fitted.theta_se, float)
+    first, second = groups
+    scored = (first | second) & np.isfinite(theta) & np.isfinite(truth)
+    inside = (np.abs(theta[scored] - truth[scored])
+              <= norm.ppf(0.5 + level / 2) * se[scored])
+    gap = ((theta[second & scored].mean() - theta[first & scored].mean())
+           - (truth[second & scored].mean() - truth[first & scored].mean()))
+    share = fitted.info.get("prior_bias", {}).get("share_beyond", np.nan)
+    return inside.mean(), gap, share, fitted.status
+
+
+def linked(paths, sizes, level, degenerate="keep", repeats=3):
+    """Real answers merged from suites that different groups of models answered (module
+    docstring)."""
+    full, first_items, second_items = _merged(paths)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = cbmm.fit(full, se=True, degenerate=degenerate)
+    truth = np.asarray(reference.theta, float)
+    print(f"{', '.join(paths)}: {full.shape[0]} models, suites of {len(first_items)} and "
+          f"{len(second_items)} items; degenerate={degenerate}; reference "
+          f"{reference.status}, prior-bias share {reference.info['prior_bias']['share_beyond']}")
+    print(f"{'grouping, linking':>18} {'coverage':>9} {'gap err':>9} {'share>1':>8}  statuses")
+    n = len(full)
+    for grouping in ("ability", "random"):
+        for k in sizes:
+            draws = []
+            for rep in range(repeats):
+                rng = np.random.default_rng(100 * rep + k)
+                first = (truth < np.nanmedian(truth) if grouping == "ability"
+                         else rng.permutation(n) < n // 2)
+                linking = np.zeros(n, dtype=bool)
+                linking[rng.choice(n, k, replace=False)] = True
+                answers = full.astype(float)
+                answers.loc[first & ~linking, second_items] = np.nan
+                answers.loc[~first & ~linking, first_items] = np.nan
+                draws.append(_linked_draw(answers, truth, (first & ~linking, ~first & ~linking),
+                                          level, degenerate=degenerate))
+            _linked_row(f"{grouping}, {k}", draws)
+
+
+def linked_simulated(sizes, level, repeats=3):
+    """Simulated groups linked by full rows or by scattered answers (module docstring)."""
+    from scipy.special import expit
+
+    print(f"{'design, linking':>18} {'coverage':>9} {'gap err':>9} {'share>1':>8}  statuses")
+    for design, n, j in (("full rows", 200, 200), ("scattered", 100, 40)):
+        for k in sizes:
+            draws = []
+            for rep in range(repeats):
+                rng = np.random.default_rng(1000 * rep + k)
+                extra = k if design == "full rows" else 0
+                theta = np.concatenate([rng.normal(-1.5, 1, n), rng.normal(1.5, 1, n),
+                                        rng.normal(0, 1.8, extra)])
+                a, b = rng.uniform(0.5, 2, 2 * j), rng.normal(0, 1, 2 * j)
+                answers = (rng.random((theta.size, 2 * j))
+                           < expit(np.outer(theta, a) + b)).astype(float)
+                hidden = np.zeros(answers.shape, dtype=bool)
+                hidden[:n, j:] = hidden[n:2 * n, :j] = True
+                if design == "scattered":
+                    cells = np.argwhere(hidden)
+                    shown = cells[rng.choice(len(cells), k, replace=False)]
+                    hidden[shown[:, 0], shown[:, 1]] = False
+                answers[hidden] = np.nan
+                groups = np.arange(theta.size) < n, (np.arange(theta.size) >= n) & (
+                    np.arange(theta.size) < 2 * n)
+                draws.append(_linked_draw(answers, (theta - theta.mean()) / theta.std(),
+                                          groups, level))
+            _linked_row(f"{design}, {k}", draws)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--few-models", metavar="CSV")
     parser.add_argument("--score", metavar="CSV")
     parser.add_argument("--score-heldout", metavar="CSV")
+    parser.add_argument("--linked", metavar="CSV[,CSV...]")
+    parser.add_argument("--linked-simulated", action="store_true")
+    parser.add_argument("--degenerate", default="keep")
     parser.add_argument("--models")
     parser.add_argument("--replicates", type=int, default=30)
     parser.add_argument("--designs", default="paper,leaderboard")
@@ -227,6 +361,13 @@ def main():
     parser.add_argument("--level", type=float, default=0.95)
     args = parser.parse_args()
     print(machine())
+    if args.linked:
+        linked(args.linked.split(","), [int(n) for n in (args.models or "0,1,2,5,10,20").split(",")],
+               args.level, args.degenerate)
+        return
+    if args.linked_simulated:
+        linked_simulated([int(n) for n in (args.models or "1,2,5,20,100").split(",")], args.level)
+        return
     for path, run, sizes in ((args.few_models, few_models, "10,20,40,80"),
                              (args.score, scored, "20,40,80,160,320"),
                              (args.score_heldout, scored_heldout, "20,40,60,80")):

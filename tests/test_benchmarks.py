@@ -181,3 +181,27 @@ def test_bench_marginal_prints_coverage_of_both_fits(tmp_path):
         theta, a, b = (float(cell) for cell in row[3:6])
         assert 0.5 <= min(theta, a, b) <= max(theta, a, b) <= 1.0
         assert row[7].strip() == "converged"
+
+
+def test_bench_coverage_linked_merges_two_files_and_reports_the_prior_bias(tmp_path):
+    """``bench_coverage.py --linked a.csv,b.csv`` joins the files on their shared models (the
+    extra model of one is dropped), gives each group only its file's items: with no linking
+    model the groups share no answer (`disconnected`); with 60 of the 120 models linking
+    them, the share of models beyond one standard error of prior bias is small."""
+    sim = simulate(120, 80, seed=8)
+    table = pd.DataFrame(sim.responses, index=[f"m{i}" for i in range(120)],
+                         columns=[f"q{j}" for j in range(80)])
+    table.iloc[:, :40].to_csv(tmp_path / "a.csv")
+    extra = pd.DataFrame([[1.0] * 40], index=["only_in_b"], columns=table.columns[40:])
+    pd.concat([table.iloc[:, 40:], extra]).to_csv(tmp_path / "b.csv")
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_coverage.py"), "--linked", "a.csv,b.csv",
+         "--models", "0,60"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "120 models, suites of 40 and 40 items" in run.stdout
+    for grouping in ("ability,", "random,"):
+        lines = [line.split() for line in run.stdout.splitlines()
+                 if line.split()[:1] == [grouping]]
+        assert [line[1] for line in lines] == ["0", "60"]
+        assert lines[0][-1] == "disconnected" and float(lines[0][4]) > 0.9
+        assert lines[1][-1] == "converged" and float(lines[1][4]) < 0.25

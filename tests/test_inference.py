@@ -87,6 +87,83 @@ def test_standard_errors_equal_the_constrained_inverse_of_the_numeric_informatio
         np.testing.assert_allclose(got_part, want, rtol=2e-4, equal_nan=True)
 
 
+
+def test_the_prior_bias_bound_is_the_l1_norm_of_the_numeric_covariances_rows(monkeypatch):
+    """The bound on the ability prior's bias of theta_i, in standard errors, is
+    p ||(P C P)_i||_1 / sqrt((P C P)_ii): C the abilities' block of the inverse of the
+    central-difference Hessian, P the explicit projector off span(1, theta).  Computed for
+    evenly spaced models beyond PRIOR_BIAS_MODELS, with the same values there; none without
+    a prior."""
+    import cbmm.inference as inference
+
+    n, j = 120, 40
+    draw = simulate(n, j, seed=3, missing="mcar", missing_rate=0.3)
+    data = cbmm.as_responses(draw.responses)
+    penalty = Penalty.of("normal")
+    fit = quiet(cbmm.fit, data, tol=1e-12, max_iter=20000)
+    theta, a, b = (np.asarray(v) for v in fit.raw_parameters())
+    *_, bias = standard_errors(data, theta, a, b, 1.0, penalty, prior_bias=True)
+    hessian = numeric_hessian(data, theta, a, b, penalty)
+    free = np.concatenate([np.ones(n, bool), a > 0, np.ones(j, bool)])
+    covariance = np.linalg.inv(hessian[np.ix_(free, free)])[:n, :n]
+    basis = np.column_stack([np.ones(n), theta])
+    projector = np.eye(n) - basis @ np.linalg.pinv(basis)
+    canonical = projector @ covariance @ projector
+    precision = penalty.curvature()[0]
+    want = precision * np.abs(canonical).sum(axis=1) / np.sqrt(np.diag(canonical))
+    np.testing.assert_allclose(bias, want, rtol=1e-3)
+
+    monkeypatch.setattr(inference, "PRIOR_BIAS_MODELS", 7)
+    *_, sampled = standard_errors(data, theta, a, b, 1.0, penalty, prior_bias=True)
+    rows = np.flatnonzero(np.isfinite(sampled))
+    np.testing.assert_array_equal(rows, np.linspace(0, n - 1, 7).astype(int))
+    np.testing.assert_allclose(sampled[rows], bias[rows], rtol=1e-12)
+    full = simulate(300, 100, seed=4).responses
+    plain = quiet(cbmm.fit, full, se=True, prior="none")
+    assert plain.status == "converged" and "prior_bias" not in plain.info
+    *_, none = standard_errors(cbmm.as_responses(full), plain.theta, plain.a, plain.b, 1.0,
+                               None, prior_bias=True)
+    assert np.isnan(none).all()
+
+
+def _linked_groups(n, j, bridges, seed):
+    """Two groups of n models (theta ~ N(-1.5, 1) and N(1.5, 1)), each on its own j items,
+    and `bridges` models that answered all 2j: answers and the canonical truth."""
+    rng = np.random.default_rng(seed)
+    theta = np.concatenate([rng.normal(-1.5, 1, n), rng.normal(1.5, 1, n),
+                            rng.normal(0, 1.8, bridges)])
+    a, b = rng.uniform(0.5, 2, 2 * j), rng.normal(0, 1, 2 * j)
+    logits = np.outer(theta, a) + b
+    answers = (rng.random(logits.shape) < 1 / (1 + np.exp(-logits))).astype(float)
+    answers[:n, j:] = np.nan
+    answers[n:2 * n, :j] = np.nan
+    return answers, (theta - theta.mean()) / theta.std()
+
+
+def test_groups_linked_by_one_model_are_said_to_rest_on_the_prior():
+    """Two groups on their own items, linked by one model that answered both: the fit is
+    `converged`, its 95 % intervals hold the simulated truth far less often (the prior pulls
+    the groups together), and it says so in an IntervalWarning with most models beyond one
+    standard error in info['prior_bias']; linked by 30 such models, neither."""
+    def run(bridges):
+        inside, shares, caught = [], [], []
+        for seed in range(3):
+            answers, truth = _linked_groups(80, 60, bridges, seed)
+            with warnings.catch_warnings(record=True) as seen:
+                warnings.simplefilter("always")
+                fitted = cbmm.fit(answers, se=True)
+            assert fitted.status == "converged"
+            inside.extend(np.abs(fitted.theta - truth) <= 1.96 * fitted.theta_se)
+            shares.append(fitted.info["prior_bias"]["share_beyond"])
+            caught.append([str(w.message) for w in seen if w.category is cbmm.IntervalWarning])
+        return np.mean(inside), shares, caught
+
+    coverage, shares, caught = run(1)
+    assert coverage < 0.8 and min(shares) > 0.5, (coverage, shares)
+    assert all(len(c) == 1 and "leave" in c[0] and "to the prior" in c[0] for c in caught)
+    coverage, shares, caught = run(30)
+    assert coverage > 0.9 and max(shares) < 0.1 and not any(caught), (coverage, shares)
+
 def test_wald_intervals_cover_the_simulated_truth():
     covered = {"theta": [], "a": [], "b": []}
     for seed in range(20):

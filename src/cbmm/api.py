@@ -39,7 +39,7 @@ from .diagnostics import (STATIONARY_BELOW, components, identified_core, scaled_
 from .engine import Objective
 from .inference import standard_errors
 from .initialization import initial_values, spectral_start
-from .intervals import warn_few_models
+from .intervals import prior_biased, warn_few_models, warn_prior_biased
 from .methods._prior import penalty_of, takes_prior
 from .model import SIGMA_RANGE, check_sigma, fit_measures, loss
 from .prior import Penalty
@@ -402,6 +402,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
                 warn(f"{method}: no standard errors for some or all parameters (NaN): "
                      f"{result.info['se_problem']}", ConvergenceWarning)
             warn_few_models(core.shape[0])
+            if "prior_bias" in result.info and result.status != "disconnected":
+                warn_prior_biased(result.info["prior_bias"])
         if kept is not None:
             result = _with_set_aside(result, data, core, kept)
         if verbose:
@@ -797,10 +799,13 @@ def _add_standard_errors(result, data, penalty, spec, options) -> None:
     else:
         point = result.raw_parameters() if penalty.active else (result.theta, result.a, result.b)
         try:
-            se = standard_errors(data, *point, result.sigma, penalty)
+            *se, bias = standard_errors(data, *point, result.sigma, penalty, prior_bias=True)
         except np.linalg.LinAlgError as exc:
             result.info["se_problem"] = str(exc)
             se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
+        else:
+            if penalty.active:
+                result.info["prior_bias"] = prior_biased(bias, data.label_rows)
     if n == 2 and not spec.population_scale and "se_problem" not in result.info:
         # two abilities of mean 0 and sd 1 are -1 and +1 whatever the answers: a zero-width
         # interval that would vouch for their order

@@ -39,16 +39,21 @@ import numpy as np
 from .model import expit
 from .prior import Penalty
 
-__all__ = ["MAX_SE_BYTES", "standard_errors"]
+__all__ = ["MAX_SE_BYTES", "PRIOR_BIAS_MODELS", "standard_errors"]
 
 #: Largest N x N working matrix :func:`standard_errors` builds (bytes): N = 16384.
 MAX_SE_BYTES = 2 << 30
+
+#: The models :func:`standard_errors` bounds the prior's bias for (evenly spaced beyond it):
+#: each costs ``O(N^2)`` flops.
+PRIOR_BIAS_MODELS = 2048
 
 _CHUNK_CELLS = 1 << 21  # items are processed in chunks of about this many cells
 _NO_INFORMATION = 1e-8  # a theta whose curvature is below this share of the median's has none
 
 
-def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty | None = None):
+def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty | None = None,
+                    *, prior_bias: bool = False):
     """Standard errors of the canonical ``(theta, a, b)`` from the observed information.
 
     Parameters
@@ -61,6 +66,10 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
     sigma : float
     penalty : cbmm.model.Penalty, optional
         The prior of the fit (none: maximum likelihood).
+    prior_bias : bool
+        Also return, for each ability, the most the ability prior can bias it, in standard
+        errors (:func:`_prior_bias`): NaN without a prior, where theta has no SE, and beyond
+        the :data:`PRIOR_BIAS_MODELS` models it is computed for.
 
     Returns
     -------
@@ -68,6 +77,8 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
     a_se, b_se : ndarray (J,)
         On the canonical scale; NaN where a parameter has none (see the module
         docstring).
+    bias : ndarray (N,)
+        Only with ``prior_bias=True``.
 
     Raises
     ------
@@ -143,6 +154,13 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
         theta_var = cov_diag - np.einsum("ij,ij->i", basis, basis)
     theta_se = np.full(n, np.nan)
     theta_se[kept] = np.sqrt(np.maximum(theta_var, 0.0))
+    bias = np.full(n, np.nan)
+    if prior_bias and penalty.active:
+        rows = np.unique(np.linspace(0, t.size - 1, min(t.size, PRIOR_BIAS_MODELS)).astype(int))
+        within = np.full(t.size, np.nan)
+        within[rows] = _prior_bias(root_inv, basis, cz, zcz, rows) * theta_precision / (
+            s * theta_se[kept][rows])
+        bias[kept] = within
 
     # pass 2: the item blocks of the covariance, D^-1 + G^T C G with G = B D^-1
     var_a, var_b, cov_ab = inverse.copy()
@@ -171,7 +189,50 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
     b_se = sigma * np.sqrt(np.maximum(var_b, 0.0))
     a_se[(alpha <= 0) | ~np.isfinite(inverse[0]) | (inverse[0] == 0)] = np.nan
     b_se[~np.isfinite(inverse[1])] = np.nan
-    return theta_se, a_se, b_se
+    return (theta_se, a_se, b_se, bias) if prior_bias else (theta_se, a_se, b_se)
+
+
+def _prior_bias(root_inv, basis, cz, zcz, rows, chunk: int = 256):
+    """The most the ability prior can bias the canonical abilities of ``rows``.
+
+    Near the estimate the MAP is linear in the prior's mean: where the true abilities lie
+    ``delta`` from it (the prior's mean is 0), the estimate is biased by ``-C p delta`` (``C``
+    the covariance of the abilities, ``p`` the prior's precision; exact for a Gaussian
+    likelihood).  Over every ``delta`` with ``|delta_k| <= 1`` (each model within one prior sd
+    of where the prior puts it, in any pattern the answers may not see) the largest bias of
+    ability i is ``p ||(P C P)_i||_1``, ``P`` the projector off ``span(1, theta)`` that the
+    canonical scale removes.  Were ``C`` diagonal (each ability set by its own answers and the
+    prior) this would be ``p C_ii``, at most one standard error (``C_ii <= 1 / p``); where
+    groups of models are compared by the prior alone, the group's rows of ``C`` share a large
+    block and it is several.
+
+    Parameters
+    ----------
+    root_inv : ndarray (N, N)
+        ``L^-1`` with ``S = L L^T``, lower triangular (its upper triangle zero).
+    basis : ndarray (N, 2)
+        Orthonormal basis of ``span(1, theta)``.
+    cz, zcz : ndarray
+        ``C basis`` and ``basis^T C basis``.
+    rows : ndarray of int
+        The models to compute it for (ascending).
+    chunk : int
+        Rows of ``C`` built at once.
+
+    Returns
+    -------
+    ndarray (len(rows),)
+        ``||(P C P)_i||_1`` on the solver's (raw) scale, before ``p`` and the division by
+        the standard error.
+    """
+    out = np.empty(rows.size)
+    for lo in range(0, rows.size, chunk):
+        block = rows[lo:lo + chunk]
+        first = block[0]   # column i of L^-1 is zero above row i
+        c_rows = root_inv[first:, block].T @ root_inv[first:]
+        c_rows -= basis[block] @ cz.T + cz[block] @ basis.T - basis[block] @ zcz @ basis.T
+        out[lo:lo + chunk] = np.abs(c_rows).sum(axis=1)
+    return out
 
 
 class _ColumnBlocks:

@@ -7,10 +7,13 @@ This module holds what is known of those and the warning that says it.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ._warn import CbmmWarning, warn
 
 __all__ = ["FEW_MODELS", "FEW_CALIBRATION_MODELS", "ITEMS_PER_CALIBRATION_MODEL",
-           "IntervalWarning", "warn_few_models", "warn_small_calibration"]
+           "PRIOR_BIAS", "PRIOR_BIASED_SHARE", "IntervalWarning", "prior_biased",
+           "warn_few_models", "warn_prior_biased", "warn_small_calibration"]
 
 
 class IntervalWarning(CbmmWarning):
@@ -84,3 +87,54 @@ def warn_small_calibration(n_models: int, most_answered: int, has_se: bool,
              "and the scores' intervals hold its items fixed, falling short of their level "
              "(95 % intervals held 0.82 of the time at 40 calibration models, 0.90 at 80); "
              f"{advice} (docs/trust.md, scoring new models)", IntervalWarning)
+
+
+#: An ability the ability prior can bias by more than this many standard errors (where the
+#: models lie up to one prior sd from where the prior puts them, in any pattern;
+#: :func:`cbmm.inference._prior_bias`) rests on the prior as much as on the answers.  Were
+#: each ability set by its own answers alone (a diagonal covariance) the bound would be at
+#: most one; it is several where groups of models are compared by the prior: its theta ~
+#: N(0, 1) for every model pulls together groups that answered different items and few
+#: answers link, and the intervals do not widen (docs/trust.md, "Weakly linked groups").
+PRIOR_BIAS = 1.0
+
+#: The fit warns where more than this share of its models are beyond :data:`PRIOR_BIAS`.  In
+#: the simulations and real merged splits of docs/trust.md, fits above it held 0.40-0.89 of
+#: the abilities in their 95 % intervals where the groups differed (0.98-0.995 where they
+#: were drawn at random: the answers cannot tell which), fits below it 0.92-0.96 where one
+#: ability describes both groups' items; fits of every model answering enough items stayed
+#: at 0.00-0.06.
+PRIOR_BIASED_SHARE = 0.25
+
+
+def prior_biased(bias, label_rows) -> dict:
+    """What ``info["prior_bias"]`` of a fit records of the bound on its prior's bias (in
+    standard errors, NaN where not computed): the models it was computed for, the share and
+    count of them beyond :data:`PRIOR_BIAS`, its median and the first models by it (labelled
+    by ``label_rows``, :meth:`cbmm.Responses.label_rows`)."""
+    bias = np.asarray(bias, dtype=float)
+    checked = np.flatnonzero(np.isfinite(bias))
+    beyond = checked[bias[checked] > PRIOR_BIAS]
+    first = beyond[np.argsort(-bias[beyond], kind="stable")[:5]]
+    return {"models_checked": int(checked.size),
+            "models_beyond": int(beyond.size),
+            "share_beyond": round(beyond.size / max(checked.size, 1), 4),
+            "median_se": round(float(np.median(bias[checked])), 3) if checked.size else None,
+            "first_models": label_rows(first)}
+
+
+def warn_prior_biased(record: dict) -> None:
+    """The :class:`IntervalWarning` of a fit whose ability prior may bias more than
+    :data:`PRIOR_BIASED_SHARE` of its models by more than a standard error."""
+    if record["share_beyond"] <= PRIOR_BIASED_SHARE:
+        return
+    warn(f"the answers leave {record['share_beyond']:.0%} of the models' abilities to the "
+         "prior: it could bias each of them by more than its standard error (median "
+         f"{record['median_se']:.1f} standard errors; first: "
+         f"{', '.join(map(str, record['first_models']))}), so their intervals hold only as "
+         "far as one N(0, 1) population describes every model (as where models were "
+         "assigned to items at random). The usual cause: groups of models that answered "
+         "different items, linked by few answers (a merged leaderboard), which the prior "
+         "pulls together; or few items per model. Compare models within a group, or add "
+         "models that answer both groups' items (docs/trust.md, weakly linked groups; "
+         "info['prior_bias'])", IntervalWarning)

@@ -283,6 +283,23 @@ def test_missing_software_is_reported_by_check_methods():
         del _METHODS["needs_frobnicate"]
     cbmm.check_methods(["cbmm"])
     cbmm.check_methods("cbmm")  # its letters were checked as method names
+    cbmm.check_methods(name for name in ["cbmm", "lbfgsb"])  # any iterable of names
+    for not_names in (b"cbmm", [b"cbmm"], ["cbmm", 3]):  # bytes were checked as numbers
+        with pytest.raises(ValueError, match="check_methods takes method names"):
+            cbmm.check_methods(not_names)
+
+
+def test_a_platform_without_fork_fits_in_process_with_an_isolation_warning(monkeypatch):
+    """Where fork is missing (Windows) the fit runs in this process and says so in an
+    IsolationWarning, a RuntimeWarning as it was and a CbmmWarning as every warning of the
+    library, with the same estimate as a fit in this process asked for."""
+    monkeypatch.setattr(cbmm.api, "FORK_AVAILABLE", False)
+    answers = simulate(40, 20, seed=4).responses
+    with pytest.warns(cbmm.IsolationWarning, match="cannot fork") as seen:
+        fitted = cbmm.fit(answers)
+    assert all(issubclass(w.category, (RuntimeWarning, cbmm.CbmmWarning)) for w in seen
+               if w.category is cbmm.IsolationWarning)
+    np.testing.assert_array_equal(fitted.theta, cbmm.fit(answers, isolate=False).theta)
 
 
 def test_save_and_load_roundtrip(tmp_path):

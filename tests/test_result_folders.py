@@ -111,6 +111,10 @@ def test_a_folder_missing_a_file_or_holding_another_saves_file_is_refused(tmp_pa
     with pytest.raises(ResultFolderError, match=r"\(its sha256 differs from the one listed, at "
                                                 r"the same size\): it was edited"):
         cbmm.FitResult.load(tmp_path / "edited")
+    for missing in (tmp_path / "nowhere", tmp_path / "nowhere" / "fit"):  # a path not there
+        for error in (FileNotFoundError, ResultFolderError):
+            with pytest.raises(error, match="nowhere.*: no such folder"):
+                cbmm.FitResult.load(missing)
     (tmp_path / "b" / "fit.json").unlink()
     with pytest.raises(ResultFolderError, match=r"b: no fit.json beside abilities.csv, items.csv: "
                                                 "an interrupted save"):

@@ -9,7 +9,8 @@
 from . import methods as _methods  # noqa: F401  (registers the methods)
 from . import simulate  # noqa: F401  (cbmm.simulate.simulate after import cbmm, as the docs write)
 from ._warn import CbmmWarning
-from .api import ConvergenceWarning, DegenerateDataWarning, fit, paper_settings
+from .api import (ConvergenceWarning, DegenerateDataWarning, FitFailedError, IsolationWarning,
+                  fit, paper_settings)
 from .bootstrap import BootstrapResult, bootstrap
 from .coverage import coverage_check
 from .intervals import IntervalWarning
@@ -21,7 +22,7 @@ from .initialization import initial_values
 from .model import loss, loss_and_gradient
 from .registry import MethodUnavailableError, available_methods, check_methods, register_method
 from .responses import CodingWarning, ResponseError, Responses, as_responses
-from .result import FitResult, SolverOutput, canonicalize
+from .result import FitResult, ResultFolderError, SolverOutput, canonicalize
 from .score import score
 from .validation import HeldOutWarning, cross_validate
 
@@ -34,8 +35,8 @@ __all__ = [
     "available_methods", "register_method", "MethodUnavailableError",
     "CbmmWarning", "DegenerateDataWarning", "ConvergenceWarning", "HeldOutWarning",
     "CodingWarning", "IntervalWarning", "InSampleReferenceWarning", "AbilityAgreementWarning",
-    "WrongWayDependenceWarning", "Responses",
-    "ResponseError",
+    "WrongWayDependenceWarning", "IsolationWarning", "Responses",
+    "ResponseError", "ResultFolderError", "FitFailedError",
     "as_responses",
     "initial_values", "loss", "loss_and_gradient", "__version__",
     "select_items", "predict_accuracy", "selection_error", "adaptive_test", "adaptive_interval_scale",

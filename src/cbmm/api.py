@@ -49,7 +49,7 @@ from .result import ConvergenceWarning, FitResult, SolverOutput, canonicalize
 from .stopping import PAPER_TOL
 
 __all__ = ["fit", "paper_settings", "run_in_worker", "check_timeout", "DegenerateDataWarning",
-           "ConvergenceWarning", "FitFailedError", "NOT_AN_OPTIMUM", "FORK_AVAILABLE",
+           "ConvergenceWarning", "IsolationWarning", "FitFailedError", "NOT_AN_OPTIMUM", "FORK_AVAILABLE",
            "AGREE_OBJECTIVE", "AGREE_SE", "FIT_OPTIONS", "PAPER_FIT", "STARTS",
            "DEGENERATE", "TIMEOUT"]
 
@@ -67,6 +67,11 @@ class DegenerateDataWarning(CbmmWarning):
 #: Statuses of a fit that stopped short of an optimum: its estimates are not an answer,
 #: nor what is computed from them (docs/trust.md, "Status").
 NOT_AN_OPTIMUM = ("max_iter", "not_stationary", "unbounded")
+
+
+class IsolationWarning(CbmmWarning, RuntimeWarning):
+    """The fit could not run in a forked worker (a platform without ``fork``): it runs in
+    this process, without crash isolation or time limit.  A RuntimeWarning too, as it was."""
 
 
 class FitFailedError(ValueError):
@@ -241,8 +246,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         Run the solver in a forked worker process (default), so that a crash
         or a hang inside a library becomes a failed result.  ``False`` runs
         it in this process (for debugging; no time limit).  Where the
-        platform cannot fork (Windows) the fit runs in-process with a
-        ``RuntimeWarning``.
+        platform cannot fork (Windows) the fit runs in-process with an
+        :class:`IsolationWarning` (a ``RuntimeWarning`` and a ``CbmmWarning``).
     verbose : int
         Log progress every ``verbose`` iterations / epochs / EM cycles
         (iteration, loss, relative change, elapsed seconds) at level INFO on
@@ -349,7 +354,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
              DegenerateDataWarning)
     if isolate and not FORK_AVAILABLE:
         warn("this platform cannot fork: the fit runs in this process, without "
-             "crash isolation or time limit", RuntimeWarning)
+             "crash isolation or time limit", IsolationWarning)
         isolate, timeout_s = False, None
     if timeout_s == "auto":
         timeout_s = spec.default_timeout_s(n, j, max_iter) * n_starts if isolate else None

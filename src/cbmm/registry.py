@@ -419,6 +419,11 @@ def check_methods(names) -> None:
     """
     if isinstance(names, str):  # one name, not its letters
         names = [names]
+    elif isinstance(names, (bytes, bytearray)):  # not its byte values
+        raise ValueError(f"check_methods takes method names (text), got {names!r}")
+    names = list(names)
+    if not all(isinstance(name, str) for name in names):
+        raise ValueError(f"check_methods takes method names (text), got {names!r}")
     problems, unusable = [], []
     for name in names:
         if name not in _METHODS:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # imported where used, so that ``import cbmm`` does not load 
     import pandas as pd
 
 __all__ = ["SolverOutput", "FitResult", "ConvergenceWarning", "ResultFolderError",
+           "MissingResultFolderError",
            "canonicalize", "read_result_folder", "read_labelled_csv"]
 
 #: How a missing number is written in the CSV files of a result (pandas' default), and
@@ -34,6 +35,11 @@ _MISSING_NUMBER = ("", "NaN", "nan")
 class ResultFolderError(ValueError):
     """A result folder that is not one whole :meth:`FitResult.save`: a file is missing, or
     does not match the manifest in ``fit.json`` (parts of two saves, or an interrupted one)."""
+
+
+class MissingResultFolderError(ResultFolderError, FileNotFoundError):
+    """The result folder does not exist: a :class:`ResultFolderError` and, as for any path
+    that is not there, a ``FileNotFoundError``."""
 
 
 def canonicalize(theta, a, b):
@@ -487,6 +493,8 @@ def read_result_folder(out_dir):
     """
     out = Path(out_dir)
     meta_path = out / "fit.json"
+    if not out.exists():
+        raise MissingResultFolderError(f"{out}: no such folder")
     if not meta_path.is_file():
         present = [n for n in FitResult.OUTPUT_FILES if (out / n).is_file()]
         if (out / "bootstrap.json").is_file():  # its items.csv holds intervals, not a fit

@@ -164,6 +164,24 @@ def test_groups_linked_by_one_model_are_said_to_rest_on_the_prior():
     coverage, shares, caught = run(30)
     assert coverage > 0.9 and max(shares) < 0.1 and not any(caught), (coverage, shares)
 
+
+def test_scores_against_a_weakly_linked_calibration_say_so(tmp_path):
+    """score and predict_accuracy against a calibration whose answers leave its abilities to
+    the prior (its FitResult or saved folder) relay its IntervalWarning; against one linked
+    by 30 models, no IntervalWarning."""
+    for bridges, expected in ((1, True), (30, False)):
+        answers, _ = _linked_groups(80, 60, bridges, 0)
+        calibration = quiet(cbmm.fit, answers, se=True)
+        calibration.save(tmp_path / f"fit{bridges}")
+        for source in (calibration, tmp_path / f"fit{bridges}"):
+            for use in (cbmm.score, cbmm.predict_accuracy):
+                with warnings.catch_warnings(record=True) as seen:
+                    warnings.simplefilter("always")
+                    use(answers[:5], source)
+                said = [str(w.message) for w in seen if w.category is cbmm.IntervalWarning
+                        and "the calibration left" in str(w.message)]
+                assert bool(said) is expected, (bridges, use, said)
+
 def test_wald_intervals_cover_the_simulated_truth():
     covered = {"theta": [], "a": [], "b": []}
     for seed in range(20):

@@ -40,7 +40,7 @@ import numpy as np
 from ._checks import check_integer, check_positive
 from ._warn import CbmmWarning, warn
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
-from .intervals import warn_small_calibration
+from .intervals import PRIOR_BIASED_SHARE, IntervalWarning, warn_small_calibration
 from .marginal import checked_population
 from .model import SIGMA_RANGE, check_sigma, expit, log_pq
 from .posterior import GRID, posterior_moments, prior_on_grid
@@ -267,10 +267,18 @@ def _calibration_se(y, theta, se, a, b, a_se, b_se, sigma):
 SET_ASIDE_LOGIT = 40.0
 
 
-def _warn_not_an_answer(status) -> None:
+def _warn_not_an_answer(status, info) -> None:
     """A ConvergenceWarning when the calibration is not an optimum, a DegenerateDataWarning
     when its answers did not link its items: what is computed from them is not an answer
-    either."""
+    either; an IntervalWarning when they linked them weakly (its ``info["prior_bias"]``)."""
+    biased = (info or {}).get("prior_bias") or {}
+    if status not in NOT_AN_OPTIMUM and status != "disconnected" \
+            and biased.get("share_beyond", 0) > PRIOR_BIASED_SHARE:
+        warn(f"the calibration left {biased['share_beyond']:.0%} of its models' abilities to "
+             "its prior (its info['prior_bias']): groups of its items that few models "
+             "answered together are placed against each other by the prior, not by answers, "
+             "and so are abilities scored on them (docs/trust.md, weakly linked groups)",
+             IntervalWarning)
     if status in NOT_AN_OPTIMUM:
         advice = ("some items have no finite optimum: refit with a prior (method='cbmm', "
                   "its default) or degenerate='set_aside'" if status == "unbounded"
@@ -308,7 +316,7 @@ def read_items(items):
     if isinstance(items, FitResult):
         if items.failed:
             raise ValueError(f"items: the calibration fit failed ({items.status})")
-        _warn_not_an_answer(items.status)
+        _warn_not_an_answer(items.status, items.info)
         frame = pd.DataFrame({"a": np.asarray(items.a, float), "b": np.asarray(items.b, float)},
                              index=getattr(items.a, "index", None))
         if items.has_se:
@@ -338,7 +346,7 @@ def read_items(items):
             where = str(folder / "items.csv")
             if str(meta.get("status", "")).startswith("failed"):
                 raise ValueError(f"{where}: the calibration fit failed ({meta['status']})")
-            _warn_not_an_answer(meta.get("status"))
+            _warn_not_an_answer(meta.get("status"), meta.get("info"))
             sigma = _calibrated_sigma(meta.get("sigma"), folder / "fit.json")
             population = _fitted_population(meta["method"], meta["info"], folder / "fit.json")
             n_models = meta["n_models"]

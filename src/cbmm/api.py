@@ -229,7 +229,10 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         (``theta_se``, ``a_se``, ``b_se``, :meth:`FitResult.confint`); for the
         methods that minimise loss (3) (those with a ``prior`` option) and for
         ``mml`` (Louis' information of the marginal likelihood; the abilities'
-        posterior sd).
+        posterior sd).  Under ``prior="normal"`` also ``info["prior_bias"]``: how far the
+        prior could bias the abilities, in standard errors, and an ``IntervalWarning``
+        where it could bias more than a quarter of them by more than one
+        (:data:`cbmm.intervals.PRIOR_BIAS`; docs/trust.md, weakly linked groups).
     coding : {None, "binary", "signed"}
         How to read ``responses`` (see :func:`cbmm.as_responses`); None infers it and refuses a
         matrix holding both -1 and 0.

@@ -52,11 +52,16 @@ at random; each group keeps only its suite's answers, except ``--models`` models
 5, 10, 20) that keep every answer.  The merged matrix is fitted with standard errors and
 compared with the reference, the fit of every answer: printed per grouping and number of
 linking models (3 draws each), the share of the other models whose 95 % interval holds
-the reference ability, the error of the gap between the groups' mean abilities, the share
-of models beyond one standard error of prior bias and the statuses.  The reference has
+the reference ability (all, and the first group's: the weaker half, or the drawn one), the
+error of the gap between the groups' mean abilities, the share
+of models beyond one standard error of prior bias, the largest group of them the prior
+places together, the draws whose fit warns and the statuses.  The reference has
 error of its own, smaller (it reads every item) and shared, so the share is lenient::
 
     python benchmarks/bench_coverage.py --linked MATH_500.csv [--degenerate set_aside]
+
+``--small-group N`` makes the first group N models drawn at random, the rest the second
+(the linking models drawn from it), in place of the two groupings.
 
 ``--linked-simulated`` does the same on simulated answers, two designs: two groups of 200
 models (theta ~ N(-1.5, 1) and N(1.5, 1); a ~ U(0.5, 2), b ~ N(0, 1)) on their own 200
@@ -259,12 +264,21 @@ def _merged(paths):
     return merged, list(frames[0].columns), rest
 
 
+#: The header of the linked modes' rows (:func:`_linked_row`).
+LINKED_HEADER = (f"{'coverage':>9} {'first':>6} {'gap err':>9} {'share>1':>8} {'group':>6} "
+                 f"{'warned':>7}  statuses")
+
+
 def _linked_row(label, draws):
-    """One printed row of the linked modes: mean coverage, gap error, prior-bias share."""
-    cover, gap, share = (np.mean([d[k] for d in draws]) for k in range(3))
-    statuses = sorted({d[3] for d in draws})
-    print(f"{label:>18} {cover:9.3f} {gap:+9.3f} {share:8.2f}  {', '.join(statuses)}",
-          flush=True)
+    """One printed row of the linked modes: mean coverage (all, first group), gap error and
+    prior-bias share, the largest group the prior places together, the draws that warn,
+    the statuses."""
+    cover, first, gap, share = (np.mean([d[k] for d in draws]) for k in range(4))
+    group = max(d[4] for d in draws)
+    warned = sum(d[5] for d in draws)
+    statuses = sorted({d[6] for d in draws})
+    print(f"{label:>18} {cover:9.3f} {first:6.3f} {gap:+9.3f} {share:8.2f} {group:6d} "
+          f"{f'{warned}/{len(draws)}':>7}  {', '.join(statuses)}", flush=True)
 
 
 def _linked_draw(answers, truth, groups, level, **fit_kwargs):
@@ -282,11 +296,12 @@ def _linked_draw(answers, truth, groups, level, **fit_kwargs):
               <= norm.ppf(0.5 + level / 2) * se[scored])
     gap = ((theta[second & scored].mean() - theta[first & scored].mean())
            - (truth[second & scored].mean() - truth[first & scored].mean()))
-    share = fitted.info.get("prior_bias", {}).get("share_beyond", np.nan)
-    return inside.mean(), gap, share, fitted.status
+    record = fitted.info.get("prior_bias", {})
+    return (inside.mean(), inside[first[scored]].mean(), gap, record.get("share_beyond", np.nan),
+            record.get("largest_group", 0), record.get("exceeds_limit", False), fitted.status)
 
 
-def linked(paths, sizes, level, degenerate="keep", repeats=3):
+def linked(paths, sizes, level, degenerate="keep", small_group=None, repeats=3):
     """Real answers merged from suites that different groups of models answered (module
     docstring)."""
     full, first_items, second_items = _merged(paths)
@@ -297,17 +312,18 @@ def linked(paths, sizes, level, degenerate="keep", repeats=3):
     print(f"{', '.join(paths)}: {full.shape[0]} models, suites of {len(first_items)} and "
           f"{len(second_items)} items; degenerate={degenerate}; reference "
           f"{reference.status}, prior-bias share {reference.info['prior_bias']['share_beyond']}")
-    print(f"{'grouping, linking':>18} {'coverage':>9} {'gap err':>9} {'share>1':>8}  statuses")
+    print(f"{'grouping, linking':>18} {LINKED_HEADER}")
     n = len(full)
-    for grouping in ("ability", "random"):
+    for grouping in (("ability", "random") if not small_group else (f"{small_group} drawn",)):
         for k in sizes:
             draws = []
             for rep in range(repeats):
                 rng = np.random.default_rng(100 * rep + k)
                 first = (truth < np.nanmedian(truth) if grouping == "ability"
-                         else rng.permutation(n) < n // 2)
+                         else rng.permutation(n) < (small_group or n // 2))
                 linking = np.zeros(n, dtype=bool)
-                linking[rng.choice(n, k, replace=False)] = True
+                pool = np.flatnonzero(~first) if small_group else np.arange(n)
+                linking[rng.choice(pool, k, replace=False)] = True
                 answers = full.astype(float)
                 answers.loc[first & ~linking, second_items] = np.nan
                 answers.loc[~first & ~linking, first_items] = np.nan
@@ -320,7 +336,7 @@ def linked_simulated(sizes, level, repeats=3):
     """Simulated groups linked by full rows or by scattered answers (module docstring)."""
     from scipy.special import expit
 
-    print(f"{'design, linking':>18} {'coverage':>9} {'gap err':>9} {'share>1':>8}  statuses")
+    print(f"{'design, linking':>18} {LINKED_HEADER}")
     for design, n, j in (("full rows", 200, 200), ("scattered", 100, 40)):
         for k in sizes:
             draws = []
@@ -354,6 +370,7 @@ def main():
     parser.add_argument("--linked", metavar="CSV[,CSV...]")
     parser.add_argument("--linked-simulated", action="store_true")
     parser.add_argument("--degenerate", default="keep")
+    parser.add_argument("--small-group", type=int)
     parser.add_argument("--models")
     parser.add_argument("--replicates", type=int, default=30)
     parser.add_argument("--designs", default="paper,leaderboard")
@@ -363,7 +380,7 @@ def main():
     print(machine())
     if args.linked:
         linked(args.linked.split(","), [int(n) for n in (args.models or "0,1,2,5,10,20").split(",")],
-               args.level, args.degenerate)
+               args.level, args.degenerate, args.small_group)
         return
     if args.linked_simulated:
         linked_simulated([int(n) for n in (args.models or "1,2,5,20,100").split(",")], args.level)

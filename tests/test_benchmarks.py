@@ -203,5 +203,6 @@ def test_bench_coverage_linked_merges_two_files_and_reports_the_prior_bias(tmp_p
         lines = [line.split() for line in run.stdout.splitlines()
                  if line.split()[:1] == [grouping]]
         assert [line[1] for line in lines] == ["0", "60"]
-        assert lines[0][-1] == "disconnected" and float(lines[0][4]) > 0.9
-        assert lines[1][-1] == "converged" and float(lines[1][4]) < 0.25
+        assert lines[0][-1] == "disconnected" and float(lines[0][5]) > 0.9
+        assert lines[1][-1] == "converged" and float(lines[1][5]) < 0.25
+        assert (lines[0][7], lines[1][7]) == ("3/3", "0/3")  # the fits that warn

@@ -102,7 +102,7 @@ def test_the_prior_bias_bound_is_the_l1_norm_of_the_numeric_covariances_rows(mon
     penalty = Penalty.of("normal")
     fit = quiet(cbmm.fit, data, tol=1e-12, max_iter=20000)
     theta, a, b = (np.asarray(v) for v in fit.raw_parameters())
-    *_, bias = standard_errors(data, theta, a, b, 1.0, penalty, prior_bias=True)
+    *_, (bias, _) = standard_errors(data, theta, a, b, 1.0, penalty, prior_bias=True)
     hessian = numeric_hessian(data, theta, a, b, penalty)
     free = np.concatenate([np.ones(n, bool), a > 0, np.ones(j, bool)])
     covariance = np.linalg.inv(hessian[np.ix_(free, free)])[:n, :n]
@@ -114,16 +114,16 @@ def test_the_prior_bias_bound_is_the_l1_norm_of_the_numeric_covariances_rows(mon
     np.testing.assert_allclose(bias, want, rtol=1e-3)
 
     monkeypatch.setattr(inference, "PRIOR_BIAS_MODELS", 7)
-    *_, sampled = standard_errors(data, theta, a, b, 1.0, penalty, prior_bias=True)
+    *_, (sampled, _) = standard_errors(data, theta, a, b, 1.0, penalty, prior_bias=True)
     rows = np.flatnonzero(np.isfinite(sampled))
     np.testing.assert_array_equal(rows, np.linspace(0, n - 1, 7).astype(int))
     np.testing.assert_allclose(sampled[rows], bias[rows], rtol=1e-12)
     full = simulate(300, 100, seed=4).responses
     plain = quiet(cbmm.fit, full, se=True, prior="none")
     assert plain.status == "converged" and "prior_bias" not in plain.info
-    *_, none = standard_errors(cbmm.as_responses(full), plain.theta, plain.a, plain.b, 1.0,
-                               None, prior_bias=True)
-    assert np.isnan(none).all()
+    *_, (none, groups) = standard_errors(cbmm.as_responses(full), plain.theta, plain.a,
+                                         plain.b, 1.0, None, prior_bias=True)
+    assert np.isnan(none).all() and (groups == -1).all()
 
 
 def _linked_groups(n, j, bridges, seed):
@@ -163,6 +163,49 @@ def test_groups_linked_by_one_model_are_said_to_rest_on_the_prior():
     assert all(len(c) == 1 and "leave" in c[0] and "to the prior" in c[0] for c in caught)
     coverage, shares, caught = run(30)
     assert coverage > 0.9 and max(shares) < 0.1 and not any(caught), (coverage, shares)
+
+
+def test_a_small_group_placed_by_the_prior_is_said_however_few_and_kept_per_model(tmp_path):
+    """20 of 180 models on their own 100 items, linked to the rest by 2 models that answered
+    all 200: fewer than a quarter of the models are beyond one standard error, but the 20
+    form one group whose estimates move together (correlated above PRIOR_BIAS_CORRELATION),
+    and the fit warns naming it.  A random sparse design (each model answers 30 % of the
+    items) has no such group.  The per-model bounds are the fit's prior_bias, in
+    abilities_frame, kept by save and load and spread over set-aside models."""
+    rng = np.random.default_rng(1)
+    theta = rng.normal(0, 1, 180)
+    a, b = rng.uniform(0.5, 2, 200), rng.normal(0, 1, 200)
+    answers = (rng.random((180, 200)) < 1 / (1 + np.exp(-(np.outer(theta, a) + b)))).astype(float)
+    answers[:20, :100] = np.nan
+    answers[22:, 100:] = np.nan   # models 20 and 21 answered both
+    frame = pd.DataFrame(answers, index=[f"m{i}" for i in range(180)])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        fitted = cbmm.fit(frame, se=True)
+    record = fitted.info["prior_bias"]
+    said = [str(w.message) for w in seen if w.category is cbmm.IntervalWarning]
+    assert record["share_beyond"] < cbmm.intervals.PRIOR_BIASED_SHARE, record
+    assert record["exceeds_limit"] and record["largest_group"] >= 10, record
+    assert set(record["group_models"]) <= {f"m{i}" for i in range(22)}
+    assert len(said) == 1 and f"a group of {record['largest_group']}" in said[0]
+    beyond = (fitted.prior_bias > cbmm.intervals.PRIOR_BIAS).sum()
+    assert beyond == record["models_beyond"]
+    fitted.save(tmp_path / "fit")
+    loaded = cbmm.FitResult.load(tmp_path / "fit")
+    pd.testing.assert_series_equal(loaded.prior_bias, fitted.prior_bias, check_names=False)
+    assert loaded.info["prior_bias"] == record
+
+    sparse = answers.copy()
+    sparse[:] = (rng.random((180, 200)) < 1 / (1 + np.exp(-(np.outer(theta, a) + b))))
+    sparse[rng.random(sparse.shape) < 0.7] = np.nan
+    record = quiet(cbmm.fit, sparse, se=True).info["prior_bias"]
+    assert record["largest_group"] < 3 and not record["exceeds_limit"], record
+
+    kept = frame.copy()
+    kept.iloc[0] = 1.0   # all correct: set aside
+    set_aside = quiet(cbmm.fit, kept, se=True, degenerate="set_aside")
+    assert np.isnan(set_aside.prior_bias["m0"]) and set_aside.prior_bias.index.equals(kept.index)
+    assert np.isfinite(set_aside.prior_bias.drop("m0")).all()
 
 
 def test_scores_against_a_weakly_linked_calibration_say_so(tmp_path):
@@ -795,6 +838,8 @@ def test_two_models_get_no_ability_interval_and_confint_of_a_non_answer_warns():
         fitted = cbmm.fit(answers, se=True)
     assert sorted(fitted.theta) == pytest.approx([-1, 1])
     assert np.isnan(fitted.theta_se).all() and np.isfinite(fitted.b_se).all()
+    # nor a bound on the prior's bias (it divided by the zero standard error)
+    assert fitted.prior_bias is None and "prior_bias" not in fitted.info
     answers, _ = _two_pl(60, 50, 2)
     stopped = quiet(cbmm.fit, answers, se=True, max_iter=1)
     assert stopped.status == "max_iter"

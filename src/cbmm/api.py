@@ -229,9 +229,10 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         (``theta_se``, ``a_se``, ``b_se``, :meth:`FitResult.confint`); for the
         methods that minimise loss (3) (those with a ``prior`` option) and for
         ``mml`` (Louis' information of the marginal likelihood; the abilities'
-        posterior sd).  Under ``prior="normal"`` also ``info["prior_bias"]``: how far the
-        prior could bias the abilities, in standard errors, and an ``IntervalWarning``
-        where it could bias more than a quarter of them by more than one
+        posterior sd).  Under ``prior="normal"`` also ``prior_bias``: how far the prior
+        could bias each ability, in standard errors (summary: ``info["prior_bias"]``), and
+        an ``IntervalWarning`` where it could bias more than a quarter of them, or a group
+        of 10 whose estimates move together, by more than one
         (:data:`cbmm.intervals.PRIOR_BIAS`; docs/trust.md, weakly linked groups).
     coding : {None, "binary", "signed"}
         How to read ``responses`` (see :func:`cbmm.as_responses`); None infers it and refuses a
@@ -411,7 +412,8 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
                      f"{result.info['se_problem']}", ConvergenceWarning)
             warn_few_models(core.shape[0])
             if "prior_bias" in result.info and result.status != "disconnected":
-                warn_prior_biased(result.info["prior_bias"])
+                warn_prior_biased(result.info["prior_bias"],
+                                  bad_models.size if degenerate == "keep" else 0)
         if kept is not None:
             result = _with_set_aside(result, data, core, kept)
         if verbose:
@@ -812,7 +814,8 @@ def _add_standard_errors(result, data, penalty, spec, options) -> None:
             result.info["se_problem"] = str(exc)
             se = (np.full(n, np.nan), np.full(j, np.nan), np.full(j, np.nan))
         else:
-            if penalty.active:
+            if penalty.active and n > 2:
+                result.prior_bias = _label(bias.bound, data.row_labels, "prior_bias")
                 result.info["prior_bias"] = prior_biased(bias, data.label_rows)
     if n == 2 and not spec.population_scale and "se_problem" not in result.info:
         # two abilities of mean 0 and sd 1 are -1 and +1 whatever the answers: a zero-width
@@ -849,6 +852,7 @@ def _with_set_aside(result, data, core, kept) -> FitResult:
     b = spread(result.b, cols, j, item_side, out_cols, "b", data.col_labels)
     result.theta, result.a, result.b = theta, a, b
     for name, index, size, at, labels in (("theta_se", rows, n, out_rows, data.row_labels),
+                                          ("prior_bias", rows, n, out_rows, data.row_labels),
                                           ("a_se", cols, j, out_cols, data.col_labels),
                                           ("b_se", cols, j, out_cols, data.col_labels)):
         setattr(result, name, spread(getattr(result, name), index, size, np.nan, at, name, labels))

@@ -34,12 +34,16 @@ or models whose block carries no information (no observed cell with ``0 < p < 1`
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from .intervals import PRIOR_BIAS
 from .model import expit
 from .prior import Penalty
 
-__all__ = ["MAX_SE_BYTES", "PRIOR_BIAS_MODELS", "standard_errors"]
+__all__ = ["MAX_SE_BYTES", "PRIOR_BIAS_MODELS", "PRIOR_BIAS_CORRELATION", "PriorBias",
+           "standard_errors"]
 
 #: Largest N x N working matrix :func:`standard_errors` builds (bytes): N = 16384.
 MAX_SE_BYTES = 2 << 30
@@ -47,6 +51,14 @@ MAX_SE_BYTES = 2 << 30
 #: The models :func:`standard_errors` bounds the prior's bias for (evenly spaced beyond it):
 #: each costs ``O(N^2)`` flops.
 PRIOR_BIAS_MODELS = 2048
+
+#: Models beyond :data:`cbmm.intervals.PRIOR_BIAS` whose estimates correlate above this are
+#: placed together by the prior (:class:`PriorBias`' groups): in the designs of
+#: docs/trust.md chains of such correlations linked 10-20 models of a group the answers
+#: link weakly to the rest, while in well-linked, few-item and randomly sparse designs the
+#: 99th percentile of all pairs' correlations was 0.03-0.06 and no two models beyond one
+#: standard error correlated above it.
+PRIOR_BIAS_CORRELATION = 0.2
 
 _CHUNK_CELLS = 1 << 21  # items are processed in chunks of about this many cells
 _NO_INFORMATION = 1e-8  # a theta whose curvature is below this share of the median's has none
@@ -68,8 +80,7 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
         The prior of the fit (none: maximum likelihood).
     prior_bias : bool
         Also return, for each ability, the most the ability prior can bias it, in standard
-        errors (:func:`_prior_bias`): NaN without a prior, where theta has no SE, and beyond
-        the :data:`PRIOR_BIAS_MODELS` models it is computed for.
+        errors, and the groups the prior places together (:class:`PriorBias`).
 
     Returns
     -------
@@ -77,7 +88,7 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
     a_se, b_se : ndarray (J,)
         On the canonical scale; NaN where a parameter has none (see the module
         docstring).
-    bias : ndarray (N,)
+    bias : PriorBias
         Only with ``prior_bias=True``.
 
     Raises
@@ -154,13 +165,22 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
         theta_var = cov_diag - np.einsum("ij,ij->i", basis, basis)
     theta_se = np.full(n, np.nan)
     theta_se[kept] = np.sqrt(np.maximum(theta_var, 0.0))
-    bias = np.full(n, np.nan)
+    bias = PriorBias(np.full(n, np.nan), np.full(n, -1))
     if prior_bias and penalty.active:
         rows = np.unique(np.linspace(0, t.size - 1, min(t.size, PRIOR_BIAS_MODELS)).astype(int))
-        within = np.full(t.size, np.nan)
-        within[rows] = _prior_bias(root_inv, basis, cz, zcz, rows) * theta_precision / (
-            s * theta_se[kept][rows])
-        bias[kept] = within
+        rows = rows[theta_se[kept][rows] > 0]   # two models: sd 1 leaves no freedom
+        raw_se = s * theta_se[kept]
+        bound = np.full(t.size, np.nan)
+        bound[rows] = [np.abs(row).sum() for row in _canonical_rows(root_inv, basis, cz, zcz,
+                                                                    rows)]
+        bound[rows] *= theta_precision / raw_se[rows]
+        beyond = np.flatnonzero(bound > PRIOR_BIAS)
+        group = np.full(t.size, -1)
+        if beyond.size:
+            block = np.array([row[beyond] for row in _canonical_rows(root_inv, basis, cz, zcz,
+                                                                     beyond)])
+            group[beyond] = _correlated_groups(block, raw_se[beyond])
+        bias.bound[kept], bias.group[kept] = bound, group
 
     # pass 2: the item blocks of the covariance, D^-1 + G^T C G with G = B D^-1
     var_a, var_b, cov_ab = inverse.copy()
@@ -192,19 +212,41 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
     return (theta_se, a_se, b_se, bias) if prior_bias else (theta_se, a_se, b_se)
 
 
-def _prior_bias(root_inv, basis, cz, zcz, rows, chunk: int = 256):
-    """The most the ability prior can bias the canonical abilities of ``rows``.
+class PriorBias(NamedTuple):
+    """What :func:`standard_errors` returns of the ability prior's bias, per model.
 
-    Near the estimate the MAP is linear in the prior's mean: where the true abilities lie
-    ``delta`` from it (the prior's mean is 0), the estimate is biased by ``-C p delta`` (``C``
-    the covariance of the abilities, ``p`` the prior's precision; exact for a Gaussian
-    likelihood).  Over every ``delta`` with ``|delta_k| <= 1`` (each model within one prior sd
-    of where the prior puts it, in any pattern the answers may not see) the largest bias of
-    ability i is ``p ||(P C P)_i||_1``, ``P`` the projector off ``span(1, theta)`` that the
-    canonical scale removes.  Were ``C`` diagonal (each ability set by its own answers and the
-    prior) this would be ``p C_ii``, at most one standard error (``C_ii <= 1 / p``); where
-    groups of models are compared by the prior alone, the group's rows of ``C`` share a large
-    block and it is several.
+    Attributes
+    ----------
+    bound : ndarray (N,)
+        The most the ability prior can bias the ability, in its standard errors: where the
+        true abilities lie up to one prior sd from where the prior puts them, in any
+        pattern (:func:`_canonical_rows`).  NaN without a prior, where theta has no SE, and
+        beyond the :data:`PRIOR_BIAS_MODELS` models it is computed for.
+    group : ndarray of int (N,)
+        For the models whose bound exceeds :data:`cbmm.intervals.PRIOR_BIAS`, which group
+        of them it belongs to: models linked by a chain of estimates correlated above
+        :data:`PRIOR_BIAS_CORRELATION` (a group the prior places together); -1 elsewhere.
+    """
+
+    bound: np.ndarray
+    group: np.ndarray
+
+
+def _canonical_rows(root_inv, basis, cz, zcz, rows, chunk: int = 256):
+    """The rows ``rows`` of ``P C P``, the covariance of the canonical abilities on the
+    solver's (raw) scale, one at a time.
+
+    ``C = S^-1`` and ``P`` is the projector off ``span(1, theta)`` that the canonical scale
+    removes.  Why their absolute sums bound the prior's bias: near the estimate the MAP is
+    linear in the prior's mean; where the true abilities lie ``delta`` from it (the prior's
+    mean is 0), the estimate is biased by ``-C p delta`` (``p`` the prior's precision;
+    exact for a Gaussian likelihood), and over every ``delta`` with ``|delta_k| <= 1``
+    (each model within one prior sd of where the prior puts it, in any pattern the answers
+    may not see) the largest bias of ability i is ``p ||(P C P)_i||_1`` (the right-hand
+    ``P``: a ``delta`` along ``1`` or theta moves no canonical ability).  Were ``C``
+    diagonal (each ability set by its own answers and the prior) this would be ``p C_ii``,
+    at most one standard error (``C_ii <= 1 / p``); where groups of models are compared
+    by the prior alone, the group's rows of ``C`` share a large block and it is several.
 
     Parameters
     ----------
@@ -215,24 +257,29 @@ def _prior_bias(root_inv, basis, cz, zcz, rows, chunk: int = 256):
     cz, zcz : ndarray
         ``C basis`` and ``basis^T C basis``.
     rows : ndarray of int
-        The models to compute it for (ascending).
+        The rows wanted (ascending).
     chunk : int
-        Rows of ``C`` built at once.
+        Rows built at once.
 
-    Returns
-    -------
-    ndarray (len(rows),)
-        ``||(P C P)_i||_1`` on the solver's (raw) scale, before ``p`` and the division by
-        the standard error.
+    Yields
+    ------
+    ndarray (N,)
     """
-    out = np.empty(rows.size)
     for lo in range(0, rows.size, chunk):
         block = rows[lo:lo + chunk]
         first = block[0]   # column i of L^-1 is zero above row i
         c_rows = root_inv[first:, block].T @ root_inv[first:]
         c_rows -= basis[block] @ cz.T + cz[block] @ basis.T - basis[block] @ zcz @ basis.T
-        out[lo:lo + chunk] = np.abs(c_rows).sum(axis=1)
-    return out
+        yield from c_rows
+
+
+def _correlated_groups(covariance, sd):
+    """Group labels of models whose estimates are linked by a chain of correlations above
+    :data:`PRIOR_BIAS_CORRELATION` (connected components), from their covariance block."""
+    from scipy.sparse.csgraph import connected_components
+
+    linked = covariance / np.outer(sd, sd) > PRIOR_BIAS_CORRELATION
+    return connected_components(linked, directed=False)[1]
 
 
 class _ColumnBlocks:

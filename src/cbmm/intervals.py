@@ -12,7 +12,8 @@ import numpy as np
 from ._warn import CbmmWarning, warn
 
 __all__ = ["FEW_MODELS", "FEW_CALIBRATION_MODELS", "ITEMS_PER_CALIBRATION_MODEL",
-           "PRIOR_BIAS", "PRIOR_BIASED_SHARE", "IntervalWarning", "prior_biased",
+           "PRIOR_BIAS", "PRIOR_BIASED_SHARE", "PRIOR_BIASED_GROUP", "IntervalWarning",
+           "prior_biased",
            "warn_few_models", "warn_prior_biased", "warn_small_calibration"]
 
 
@@ -98,43 +99,78 @@ def warn_small_calibration(n_models: int, most_answered: int, has_se: bool,
 #: answers link, and the intervals do not widen (docs/trust.md, "Weakly linked groups").
 PRIOR_BIAS = 1.0
 
-#: The fit warns where more than this share of its models are beyond :data:`PRIOR_BIAS`.  In
-#: the simulations and real merged splits of docs/trust.md, fits above it held 0.40-0.89 of
+#: The fit warns where more than this share of its models are beyond :data:`PRIOR_BIAS`, or
+#: where :data:`PRIOR_BIASED_GROUP` of them form a group the prior places together.  In the
+#: simulations and real merged splits of docs/trust.md, fits above it held 0.40-0.89 of
 #: the abilities in their 95 % intervals where the groups differed (0.98-0.995 where they
-#: were drawn at random: the answers cannot tell which), fits below it 0.92-0.96 where one
-#: ability describes both groups' items; fits of every model answering enough items stayed
-#: at 0.00-0.06.
+#: were drawn at random: the answers cannot tell which); fits of every model answering
+#: enough items stayed at 0.00-0.09.  Where each model answers few items the share grows
+#: without a group: MATH-500 with each model answering a random 8 % of its items, 0.38-0.51
+#: (its intervals held 0.92-0.95).
 PRIOR_BIASED_SHARE = 0.25
+
+#: A group of this many models beyond :data:`PRIOR_BIAS` whose estimates are linked by
+#: correlations above :data:`cbmm.inference.PRIOR_BIAS_CORRELATION` makes the fit warn
+#: whatever their share: 20 of MATH-500's 140 models answering their own half of its items,
+#: linked to the rest by 0-5 models, formed groups of 14-20 while their intervals held
+#: 0.45-0.80 of their abilities (the share, 0.21 at 5 links, missed it); in no
+#: well-linked or randomly sparse design did two models beyond one standard error
+#: correlate so (groups of 1).
+PRIOR_BIASED_GROUP = 10
 
 
 def prior_biased(bias, label_rows) -> dict:
-    """What ``info["prior_bias"]`` of a fit records of the bound on its prior's bias (in
-    standard errors, NaN where not computed): the models it was computed for, the share and
-    count of them beyond :data:`PRIOR_BIAS`, its median and the first models by it (labelled
-    by ``label_rows``, :meth:`cbmm.Responses.label_rows`)."""
-    bias = np.asarray(bias, dtype=float)
-    checked = np.flatnonzero(np.isfinite(bias))
-    beyond = checked[bias[checked] > PRIOR_BIAS]
-    first = beyond[np.argsort(-bias[beyond], kind="stable")[:5]]
+    """What ``info["prior_bias"]`` of a fit records of a :class:`cbmm.inference.PriorBias`:
+    the models its bound was computed for, the share and count of them beyond
+    :data:`PRIOR_BIAS`, the largest group of them the prior places together and its first
+    models, whether the fit warns of them (``exceeds_limit``: :data:`PRIOR_BIASED_SHARE`,
+    :data:`PRIOR_BIASED_GROUP`; unless its status says more), the bound's median and the
+    first models by it (labelled by ``label_rows``, :meth:`cbmm.Responses.label_rows`).
+    The per-model bounds are the fit's ``prior_bias``."""
+    bound = np.asarray(bias.bound, dtype=float)
+    checked = np.flatnonzero(np.isfinite(bound))
+    beyond = checked[bound[checked] > PRIOR_BIAS]
+    first = beyond[np.argsort(-bound[beyond], kind="stable")[:5]]
+    groups = np.asarray(bias.group)
+    sizes = np.bincount(groups[groups >= 0]) if (groups >= 0).any() else np.zeros(1, int)
+    largest = np.flatnonzero(groups == np.argmax(sizes))[:5] if sizes.max() else first[:0]
+    share = beyond.size / max(checked.size, 1)
+
+    def labelled(rows):
+        return [label.item() if isinstance(label, np.generic) else label
+                for label in label_rows(rows)]
+
     return {"models_checked": int(checked.size),
             "models_beyond": int(beyond.size),
-            "share_beyond": round(beyond.size / max(checked.size, 1), 4),
-            "median_se": round(float(np.median(bias[checked])), 3) if checked.size else None,
-            "first_models": label_rows(first)}
+            "share_beyond": round(share, 4),
+            "largest_group": int(sizes.max()),
+            "group_models": labelled(largest),
+            "exceeds_limit": bool(share > PRIOR_BIASED_SHARE
+                                  or sizes.max() >= PRIOR_BIASED_GROUP),
+            "median_se": round(float(np.median(bound[checked])), 3) if checked.size else None,
+            "first_models": labelled(first)}
 
 
-def warn_prior_biased(record: dict) -> None:
+def warn_prior_biased(record: dict, degenerate_models: int = 0) -> None:
     """The :class:`IntervalWarning` of a fit whose ability prior may bias more than
-    :data:`PRIOR_BIASED_SHARE` of its models by more than a standard error."""
-    if record["share_beyond"] <= PRIOR_BIASED_SHARE:
+    :data:`PRIOR_BIASED_SHARE` of its models, or a group of :data:`PRIOR_BIASED_GROUP`, by
+    more than a standard error; where it kept ``degenerate_models`` models that answered
+    every item alike, it names them as a cause."""
+    if not record["exceeds_limit"]:
         return
+    degenerate = (f"; or, here, the {degenerate_models} models that answered every item "
+                  "alike: the prior alone places them, and with them the scale's mean and sd "
+                  "(degenerate='set_aside' leaves them out)" if degenerate_models else "")
+    group = (f"; among them a group of {record['largest_group']} that it places together "
+             f"(first: {', '.join(map(str, record['group_models']))})"
+             if record["largest_group"] >= PRIOR_BIASED_GROUP else "")
     warn(f"the answers leave {record['share_beyond']:.0%} of the models' abilities to the "
          "prior: it could bias each of them by more than its standard error (median "
          f"{record['median_se']:.1f} standard errors; first: "
-         f"{', '.join(map(str, record['first_models']))}), so their intervals hold only as "
-         "far as one N(0, 1) population describes every model (as where models were "
+         f"{', '.join(map(str, record['first_models']))}){group}, so their intervals hold "
+         "only as far as one N(0, 1) population describes every model (as where models were "
          "assigned to items at random). The usual cause: groups of models that answered "
          "different items, linked by few answers (a merged leaderboard), which the prior "
-         "pulls together; or few items per model. Compare models within a group, or add "
-         "models that answer both groups' items (docs/trust.md, weakly linked groups; "
-         "info['prior_bias'])", IntervalWarning)
+         f"pulls together; or few items per model{degenerate}. Compare models within a "
+         "group, or add models that answer both groups' items (per model: the fit's "
+         "prior_bias; docs/trust.md, weakly linked groups)", IntervalWarning)

@@ -148,6 +148,10 @@ class FitResult:
         Standard errors of the canonical parameters from the observed
         information (``cbmm.fit(..., se=True)``; NaN where a parameter has
         none, e.g. ``a_j = 0`` at its bound); None when not computed.
+    prior_bias : ndarray or pandas.Series, optional
+        Per model, how far the ability prior could bias its ability, in standard errors
+        (``cbmm.fit(..., se=True)`` under ``prior="normal"``; NaN where not computed;
+        :data:`cbmm.intervals.PRIOR_BIAS`); its summary is ``info["prior_bias"]``.
     """
 
     theta: np.ndarray | pd.Series
@@ -170,6 +174,7 @@ class FitResult:
     theta_se: np.ndarray | pd.Series | None = None
     a_se: np.ndarray | pd.Series | None = None
     b_se: np.ndarray | pd.Series | None = None
+    prior_bias: np.ndarray | pd.Series | None = None
 
     #: The files :meth:`save` writes into its folder.
     OUTPUT_FILES = ("abilities.csv", "items.csv", "fit.json")
@@ -355,6 +360,8 @@ class FitResult:
         frame = pd.DataFrame({"model": theta.index, "theta": theta.to_numpy()})
         if self.has_se:
             frame["theta_se"] = np.asarray(self.theta_se, dtype=float)
+        if self.prior_bias is not None:
+            frame["prior_bias"] = np.asarray(self.prior_bias, dtype=float)
         return frame
 
     def items_frame(self) -> pd.DataFrame:
@@ -426,6 +433,8 @@ class FitResult:
             errors["theta_se"] = column(abilities, "theta_se", "model")
             for name in ("a_se", "b_se"):
                 errors[name] = column(items, name, "item")
+        if "prior_bias" in abilities.columns:
+            errors["prior_bias"] = column(abilities, "prior_bias", "model")
         return cls(
             theta=theta, a=a, b=b,
             loss=_from_json_float(meta["loss"]),

@@ -272,10 +272,11 @@ def _warn_not_an_answer(status, info) -> None:
     when its answers did not link its items: what is computed from them is not an answer
     either; an IntervalWarning when they linked them weakly (its ``info["prior_bias"]``)."""
     biased = (info or {}).get("prior_bias") or {}
-    if status not in NOT_AN_OPTIMUM and status != "disconnected" \
-            and biased.get("share_beyond", 0) > PRIOR_BIASED_SHARE:
-        warn(f"the calibration left {biased['share_beyond']:.0%} of its models' abilities to "
-             "its prior (its info['prior_bias']): groups of its items that few models "
+    if status not in NOT_AN_OPTIMUM and status != "disconnected" and biased.get(
+            "exceeds_limit", biased.get("share_beyond", 0) > PRIOR_BIASED_SHARE):
+        warn(f"the calibration left {biased['share_beyond']:.0%} of its models' abilities "
+             "(or a group of them) to its prior (its info['prior_bias']): groups of its items "
+             "that few models "
              "answered together are placed against each other by the prior, not by answers, "
              "and so are abilities scored on them (docs/trust.md, weakly linked groups)",
              IntervalWarning)

@@ -232,7 +232,7 @@ def fit(responses, method: str = "cbmm", *, sigma: float = _DEFAULT["sigma"],
         posterior sd).  Under ``prior="normal"`` also ``prior_bias``: how far the prior
         could bias each ability, in standard errors (summary: ``info["prior_bias"]``), and
         an ``IntervalWarning`` where it could bias more than a quarter of them, or a group
-        of 10 whose estimates move together, by more than one
+        of 5 whose estimates move together, by more than one
         (:data:`cbmm.intervals.PRIOR_BIAS`; docs/trust.md, weakly linked groups).
     coding : {None, "binary", "signed"}
         How to read ``responses`` (see :func:`cbmm.as_responses`); None infers it and refuses a
@@ -816,7 +816,8 @@ def _add_standard_errors(result, data, penalty, spec, options) -> None:
         else:
             if penalty.active and n > 2:
                 result.prior_bias = _label(bias.bound, data.row_labels, "prior_bias")
-                result.info["prior_bias"] = prior_biased(bias, data.label_rows)
+                result.info["prior_bias"] = prior_biased(
+                    bias, data.label_rows, int(np.isfinite(se[0]).sum()))
     if n == 2 and not spec.population_scale and "se_problem" not in result.info:
         # two abilities of mean 0 and sd 1 are -1 and +1 whatever the answers: a zero-width
         # interval that would vouch for their order

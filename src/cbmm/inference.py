@@ -52,13 +52,13 @@ MAX_SE_BYTES = 2 << 30
 #: each costs ``O(N^2)`` flops.
 PRIOR_BIAS_MODELS = 2048
 
-#: Models beyond :data:`cbmm.intervals.PRIOR_BIAS` whose estimates correlate above this are
-#: placed together by the prior (:class:`PriorBias`' groups): in the designs of
-#: docs/trust.md chains of such correlations linked 10-20 models of a group the answers
-#: link weakly to the rest, while in well-linked, few-item and randomly sparse designs the
-#: 99th percentile of all pairs' correlations was 0.03-0.06 and no two models beyond one
-#: standard error correlated above it.
-PRIOR_BIAS_CORRELATION = 0.2
+#: Models beyond :data:`cbmm.intervals.PRIOR_BIAS` whose estimates correlate above this,
+#: directly or through a chain, are placed together by the prior (:class:`PriorBias`'
+#: groups): in the designs of docs/trust.md the 99th percentile of all pairs' correlations
+#: was 0.03-0.06 in well-linked, few-item and randomly sparse designs (no model beyond one
+#: standard error joined another), and chains above 0.1 linked 5-43 models of groups of
+#: 10-20 that few models linked to the rest (above 0.2 they broke into pieces of 1-9).
+PRIOR_BIAS_CORRELATION = 0.1
 
 _CHUNK_CELLS = 1 << 21  # items are processed in chunks of about this many cells
 _NO_INFORMATION = 1e-8  # a theta whose curvature is below this share of the median's has none

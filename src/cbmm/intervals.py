@@ -7,6 +7,8 @@ This module holds what is known of those and the warning that says it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._warn import CbmmWarning, warn
@@ -111,22 +113,25 @@ PRIOR_BIASED_SHARE = 0.25
 
 #: A group of this many models beyond :data:`PRIOR_BIAS` whose estimates are linked by
 #: correlations above :data:`cbmm.inference.PRIOR_BIAS_CORRELATION` makes the fit warn
-#: whatever their share: 20 of MATH-500's 140 models answering their own half of its items,
-#: linked to the rest by 0-5 models, formed groups of 14-20 while their intervals held
-#: 0.45-0.80 of their abilities (the share, 0.21 at 5 links, missed it); in no
-#: well-linked or randomly sparse design did two models beyond one standard error
-#: correlate so (groups of 1).
-PRIOR_BIASED_GROUP = 10
+#: whatever their share (in proportion where the bound is computed for a sample of the
+#: models).  10-20 of MATH-500's 140 models drawn at random on their own half of its items,
+#: linked to the rest by 2-5 models: it warned in 13 of 15 draws (the share alone in 4)
+#: while their intervals held 0.10-0.85 of their abilities; the two it missed held 0.42
+#: and 0.60.  No well-linked, few-item or randomly sparse design formed a group above 1.
+PRIOR_BIASED_GROUP = 5
 
 
-def prior_biased(bias, label_rows) -> dict:
+def prior_biased(bias, label_rows, n_models: int) -> dict:
     """What ``info["prior_bias"]`` of a fit records of a :class:`cbmm.inference.PriorBias`:
     the models its bound was computed for, the share and count of them beyond
     :data:`PRIOR_BIAS`, the largest group of them the prior places together and its first
-    models, whether the fit warns of them (``exceeds_limit``: :data:`PRIOR_BIASED_SHARE`,
-    :data:`PRIOR_BIASED_GROUP`; unless its status says more), the bound's median and the
-    first models by it (labelled by ``label_rows``, :meth:`cbmm.Responses.label_rows`).
-    The per-model bounds are the fit's ``prior_bias``."""
+    models, the group size at which the fit warns (``group_limit``:
+    :data:`PRIOR_BIASED_GROUP`, in proportion where the bound was computed for a sample of
+    the ``n_models`` models that have standard errors, and at least 3), whether it warns
+    (``exceeds_limit``: that or :data:`PRIOR_BIASED_SHARE`; unless its status says more),
+    the bound's median and the first models by it (labelled by ``label_rows``,
+    :meth:`cbmm.Responses.label_rows`).  The per-model bounds are the fit's
+    ``prior_bias``."""
     bound = np.asarray(bias.bound, dtype=float)
     checked = np.flatnonzero(np.isfinite(bound))
     beyond = checked[bound[checked] > PRIOR_BIAS]
@@ -135,6 +140,8 @@ def prior_biased(bias, label_rows) -> dict:
     sizes = np.bincount(groups[groups >= 0]) if (groups >= 0).any() else np.zeros(1, int)
     largest = np.flatnonzero(groups == np.argmax(sizes))[:5] if sizes.max() else first[:0]
     share = beyond.size / max(checked.size, 1)
+    limit = PRIOR_BIASED_GROUP if checked.size >= n_models else max(
+        3, math.ceil(PRIOR_BIASED_GROUP * checked.size / max(n_models, 1)))
 
     def labelled(rows):
         return [label.item() if isinstance(label, np.generic) else label
@@ -145,32 +152,34 @@ def prior_biased(bias, label_rows) -> dict:
             "share_beyond": round(share, 4),
             "largest_group": int(sizes.max()),
             "group_models": labelled(largest),
-            "exceeds_limit": bool(share > PRIOR_BIASED_SHARE
-                                  or sizes.max() >= PRIOR_BIASED_GROUP),
+            "group_limit": int(limit),
+            "exceeds_limit": bool(share > PRIOR_BIASED_SHARE or sizes.max() >= limit),
             "median_se": round(float(np.median(bound[checked])), 3) if checked.size else None,
             "first_models": labelled(first)}
 
 
 def warn_prior_biased(record: dict, degenerate_models: int = 0) -> None:
     """The :class:`IntervalWarning` of a fit whose ability prior may bias more than
-    :data:`PRIOR_BIASED_SHARE` of its models, or a group of :data:`PRIOR_BIASED_GROUP`, by
-    more than a standard error; where it kept ``degenerate_models`` models that answered
-    every item alike, it names them as a cause."""
+    :data:`PRIOR_BIASED_SHARE` of its models, or a group of them, by more than a standard
+    error; where it kept ``degenerate_models`` models that answered every item alike, it
+    names them as a possible cause."""
     if not record["exceeds_limit"]:
         return
-    degenerate = (f"; or, here, the {degenerate_models} models that answered every item "
-                  "alike: the prior alone places them, and with them the scale's mean and sd "
+    if record["largest_group"] >= record.get("group_limit", PRIOR_BIASED_GROUP):
+        which = (f"a group of {record['largest_group']} whose estimates it moves together "
+                 f"(first: {', '.join(map(str, record['group_models']))})")
+    else:
+        which = f"first: {', '.join(map(str, record['first_models']))}"
+    alike = ("1 model that answered every item alike, which the prior alone places"
+             if degenerate_models == 1 else f"{degenerate_models} models that answered every "
+             "item alike, which the prior alone places")
+    degenerate = (f"; or the {alike}, and with it the scale's mean and sd "
                   "(degenerate='set_aside' leaves them out)" if degenerate_models else "")
-    group = (f"; among them a group of {record['largest_group']} that it places together "
-             f"(first: {', '.join(map(str, record['group_models']))})"
-             if record["largest_group"] >= PRIOR_BIASED_GROUP else "")
-    warn(f"the answers leave {record['share_beyond']:.0%} of the models' abilities to the "
-         "prior: it could bias each of them by more than its standard error (median "
-         f"{record['median_se']:.1f} standard errors; first: "
-         f"{', '.join(map(str, record['first_models']))}){group}, so their intervals hold "
-         "only as far as one N(0, 1) population describes every model (as where models were "
-         "assigned to items at random). The usual cause: groups of models that answered "
+    warn(f"the prior, not the answers, could bias {record['share_beyond']:.0%} of the models' "
+         f"abilities by more than one standard error ({which}): their intervals hold only as "
+         "far as one N(0, 1) population describes every model (as where models were "
+         "assigned to items at random). Usual causes: groups of models that answered "
          "different items, linked by few answers (a merged leaderboard), which the prior "
-         f"pulls together; or few items per model{degenerate}. Compare models within a "
-         "group, or add models that answer both groups' items (per model: the fit's "
-         "prior_bias; docs/trust.md, weakly linked groups)", IntervalWarning)
+         f"pulls together; few items per model{degenerate}. Compare models within a group, or "
+         "add models that answer both groups' items (per model: the fit's prior_bias; "
+         "docs/trust.md, weakly linked groups)", IntervalWarning)

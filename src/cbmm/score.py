@@ -274,8 +274,10 @@ def _warn_not_an_answer(status, info) -> None:
     biased = (info or {}).get("prior_bias") or {}
     if status not in NOT_AN_OPTIMUM and status != "disconnected" and biased.get(
             "exceeds_limit", biased.get("share_beyond", 0) > PRIOR_BIASED_SHARE):
-        warn(f"the calibration left {biased['share_beyond']:.0%} of its models' abilities "
-             "(or a group of them) to its prior (its info['prior_bias']): groups of its items "
+        group = (f" (among them a group of {biased['largest_group']})"
+                 if biased.get("largest_group", 0) >= biased.get("group_limit", 5) else "")
+        warn(f"the calibration left {biased['share_beyond']:.0%} of its models' "
+             f"abilities{group} to its prior (its info['prior_bias']): groups of its items "
              "that few models "
              "answered together are placed against each other by the prior, not by answers, "
              "and so are abilities scored on them (docs/trust.md, weakly linked groups)",

@@ -282,8 +282,9 @@ def _linked_row(label, draws):
 
 
 def _linked_draw(answers, truth, groups, level, **fit_kwargs):
-    """Fit merged answers; coverage of the truth (outside the linking models), the error of
-    the gap between the groups' mean abilities, the prior-bias share and the status."""
+    """Fit merged answers: the coverage of the truth (outside the linking models, and in the
+    first group), the error of the gap between the groups' mean abilities, the prior-bias
+    share, the largest group, whether the fit warns, and its status (:func:`_linked_row`)."""
     from scipy.stats import norm
 
     with warnings.catch_warnings():
@@ -334,8 +335,6 @@ def linked(paths, sizes, level, degenerate="keep", small_group=None, repeats=3):
 
 def linked_simulated(sizes, level, repeats=3):
     """Simulated groups linked by full rows or by scattered answers (module docstring)."""
-    from scipy.special import expit
-
     print(f"{'design, linking':>18} {LINKED_HEADER}")
     for design, n, j in (("full rows", 200, 200), ("scattered", 100, 40)):
         for k in sizes:
@@ -346,8 +345,7 @@ def linked_simulated(sizes, level, repeats=3):
                 theta = np.concatenate([rng.normal(-1.5, 1, n), rng.normal(1.5, 1, n),
                                         rng.normal(0, 1.8, extra)])
                 a, b = rng.uniform(0.5, 2, 2 * j), rng.normal(0, 1, 2 * j)
-                answers = (rng.random((theta.size, 2 * j))
-                           < expit(np.outer(theta, a) + b)).astype(float)
+                answers = answers_of(theta, a, b, rng)
                 hidden = np.zeros(answers.shape, dtype=bool)
                 hidden[:n, j:] = hidden[n:2 * n, :j] = True
                 if design == "scattered":

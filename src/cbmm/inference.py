@@ -171,14 +171,15 @@ def standard_errors(responses, theta, a, b, sigma: float = 1.0, penalty: Penalty
         rows = rows[theta_se[kept][rows] > 0]   # two models: sd 1 leaves no freedom
         raw_se = s * theta_se[kept]
         bound = np.full(t.size, np.nan)
-        bound[rows] = [np.abs(row).sum() for row in _canonical_rows(root_inv, basis, cz, zcz,
-                                                                    rows)]
-        bound[rows] *= theta_precision / raw_se[rows]
+        beyond_rows = []   # the rows of the models beyond PRIOR_BIAS, for their groups
+        for i, row in zip(rows, _canonical_rows(root_inv, basis, cz, zcz, rows)):
+            bound[i] = np.abs(row).sum() * (theta_precision / raw_se[i])
+            if bound[i] > PRIOR_BIAS:
+                beyond_rows.append(row.copy())   # not a view that keeps its chunk
         beyond = np.flatnonzero(bound > PRIOR_BIAS)
         group = np.full(t.size, -1)
         if beyond.size:
-            block = np.array([row[beyond] for row in _canonical_rows(root_inv, basis, cz, zcz,
-                                                                     beyond)])
+            block = np.array([row[beyond] for row in beyond_rows])
             group[beyond] = _correlated_groups(block, raw_se[beyond])
         bias.bound[kept], bias.group[kept] = bound, group
 

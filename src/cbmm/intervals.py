@@ -94,7 +94,7 @@ def warn_small_calibration(n_models: int, most_answered: int, has_se: bool,
 
 #: An ability the ability prior can bias by more than this many standard errors (where the
 #: models lie up to one prior sd from where the prior puts them, in any pattern;
-#: :func:`cbmm.inference._prior_bias`) rests on the prior as much as on the answers.  Were
+#: :func:`cbmm.inference._canonical_rows`) rests on the prior as much as on the answers.  Were
 #: each ability set by its own answers alone (a diagonal covariance) the bound would be at
 #: most one; it is several where groups of models are compared by the prior: its theta ~
 #: N(0, 1) for every model pulls together groups that answered different items and few
@@ -137,8 +137,8 @@ def prior_biased(bias, label_rows, n_models: int) -> dict:
     beyond = checked[bound[checked] > PRIOR_BIAS]
     first = beyond[np.argsort(-bound[beyond], kind="stable")[:5]]
     groups = np.asarray(bias.group)
-    sizes = np.bincount(groups[groups >= 0]) if (groups >= 0).any() else np.zeros(1, int)
-    largest = np.flatnonzero(groups == np.argmax(sizes))[:5] if sizes.max() else first[:0]
+    sizes = np.bincount(groups[groups >= 0], minlength=1)   # [0] where there is no group
+    largest = np.flatnonzero(groups == np.argmax(sizes))[:5]
     share = beyond.size / max(checked.size, 1)
     limit = PRIOR_BIASED_GROUP if checked.size >= n_models else max(
         3, math.ceil(PRIOR_BIASED_GROUP * checked.size / max(n_models, 1)))
@@ -165,16 +165,15 @@ def warn_prior_biased(record: dict, degenerate_models: int = 0) -> None:
     names them as a possible cause."""
     if not record["exceeds_limit"]:
         return
-    if record["largest_group"] >= record.get("group_limit", PRIOR_BIASED_GROUP):
+    if record["largest_group"] >= record["group_limit"]:
         which = (f"a group of {record['largest_group']} whose estimates it moves together "
                  f"(first: {', '.join(map(str, record['group_models']))})")
     else:
         which = f"first: {', '.join(map(str, record['first_models']))}"
-    alike = ("1 model that answered every item alike, which the prior alone places"
-             if degenerate_models == 1 else f"{degenerate_models} models that answered every "
-             "item alike, which the prior alone places")
-    degenerate = (f"; or the {alike}, and with it the scale's mean and sd "
-                  "(degenerate='set_aside' leaves them out)" if degenerate_models else "")
+    degenerate = (f"; or the {degenerate_models} model{'' if degenerate_models == 1 else 's'} that "
+                  "answered every item alike, which the prior alone places, and so the "
+                  "scale's mean and sd (degenerate='set_aside' leaves them out)"
+                  if degenerate_models else "")
     warn(f"the prior, not the answers, could bias {record['share_beyond']:.0%} of the models' "
          f"abilities by more than one standard error ({which}): their intervals hold only as "
          "far as one N(0, 1) population describes every model (as where models were "

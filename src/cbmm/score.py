@@ -40,7 +40,7 @@ import numpy as np
 from ._checks import check_integer, check_positive
 from ._warn import CbmmWarning, warn
 from .api import NOT_AN_OPTIMUM, ConvergenceWarning, DegenerateDataWarning
-from .intervals import PRIOR_BIASED_SHARE, IntervalWarning, warn_small_calibration
+from .intervals import IntervalWarning, warn_small_calibration
 from .marginal import checked_population
 from .model import SIGMA_RANGE, check_sigma, expit, log_pq
 from .posterior import GRID, posterior_moments, prior_on_grid
@@ -272,10 +272,9 @@ def _warn_not_an_answer(status, info) -> None:
     when its answers did not link its items: what is computed from them is not an answer
     either; an IntervalWarning when they linked them weakly (its ``info["prior_bias"]``)."""
     biased = (info or {}).get("prior_bias") or {}
-    if status not in NOT_AN_OPTIMUM and status != "disconnected" and biased.get(
-            "exceeds_limit", biased.get("share_beyond", 0) > PRIOR_BIASED_SHARE):
+    if status not in NOT_AN_OPTIMUM and status != "disconnected" and biased.get("exceeds_limit"):
         group = (f" (among them a group of {biased['largest_group']})"
-                 if biased.get("largest_group", 0) >= biased.get("group_limit", 5) else "")
+                 if biased["largest_group"] >= biased["group_limit"] else "")
         warn(f"the calibration left {biased['share_beyond']:.0%} of its models' "
              f"abilities{group} to its prior (its info['prior_bias']): groups of its items "
              "that few models "
